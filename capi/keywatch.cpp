@@ -1,0 +1,326 @@
+// The C API: thin shims over the C++ engine. Every function catches everything: no C++
+// exception crosses this boundary.
+#include "keywatch.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/config.h"
+#include "core/engine.h"
+#include "core/event.h"
+#include "core/filter.h"
+
+struct kw_conf_s {
+    keywatch::Config config;
+};
+
+struct kw_filter_s {
+    keywatch::Filter filter;
+};
+
+struct kw_engine_s {
+    explicit kw_engine_s(const keywatch::Config &c) : engine(c) {}
+    keywatch::Engine engine;
+};
+
+namespace {
+
+void write_err(char *buf, size_t size, const std::string &msg) {
+    if (!buf || size == 0) return;
+    size_t n = std::min(size - 1, msg.size());
+    memcpy(buf, msg.data(), n);
+    buf[n] = '\0';
+}
+
+// Per-thread copy of an engine's last error, so the returned pointer stays valid while
+// other threads update the engine's message.
+thread_local std::string tls_last_error;
+
+template <typename F>
+int guarded(F &&f, char *errstr = nullptr, size_t errstr_size = 0) {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        write_err(errstr, errstr_size, "out of memory");
+        return KW_ERR_NOMEM;
+    } catch (const std::exception &e) {
+        write_err(errstr, errstr_size, std::string("internal error: ") + e.what());
+        return KW_ERR_INTERNAL;
+    } catch (...) {
+        write_err(errstr, errstr_size, "internal error");
+        return KW_ERR_INTERNAL;
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+int kw_version(void) {
+    return KW_VERSION;
+}
+
+const char *kw_version_string(void) {
+    return KW_VERSION_STRING;
+}
+
+const char *kw_strerror(int status) {
+    switch (status) {
+#define KW_STRERROR_CASE_(name, code, text) \
+    case code:                              \
+        return text;
+        KW_STATUS_TABLE(KW_STRERROR_CASE_)
+#undef KW_STRERROR_CASE_
+    }
+    return "unknown status";
+}
+
+const char *kw_err_name(int status) {
+    switch (status) {
+#define KW_ERRNAME_CASE_(name, code, text) \
+    case code:                             \
+        return #name;
+        KW_STATUS_TABLE(KW_ERRNAME_CASE_)
+#undef KW_ERRNAME_CASE_
+    }
+    return "KW_ERR_UNKNOWN";
+}
+
+kw_conf_t *kw_conf_new(void) {
+    try {
+        return new kw_conf_s();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+kw_conf_t *kw_conf_dup(const kw_conf_t *conf) {
+    if (!conf) return nullptr;
+    try {
+        return new kw_conf_s(*conf);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void kw_conf_free(kw_conf_t *conf) {
+    delete conf;
+}
+
+int kw_conf_set(kw_conf_t *conf, const char *name, const char *value, char *errstr,
+                size_t errstr_size) {
+    if (!conf || !name || !value) {
+        write_err(errstr, errstr_size, "kw_conf_set: conf, name and value must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    return guarded(
+        [&] {
+            std::string err;
+            int rc = conf->config.set(name, value, &err);
+            if (rc != KW_OK) write_err(errstr, errstr_size, err);
+            return rc;
+        },
+        errstr, errstr_size);
+}
+
+int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_t buf_size) {
+    if (!conf || !name) return KW_ERR_INVALID_ARG;
+    return guarded([&] {
+        std::string value;
+        int rc = conf->config.get(name, &value);
+        if (rc == KW_OK) write_err(buf, buf_size, value);
+        return rc;
+    });
+}
+
+/* ---- events ---- */
+
+const char *kw_event_name(const kw_event_t *ev) {
+    return ev ? ev->name.c_str() : "";
+}
+
+const void *kw_event_key(const kw_event_t *ev, size_t *len) {
+    if (!ev) {
+        if (len) *len = 0;
+        return nullptr;
+    }
+    if (len) *len = ev->key.size();
+    return ev->key.data();
+}
+
+const void *kw_event_value(const kw_event_t *ev, size_t *len) {
+    if (!ev || !ev->has_value) {
+        if (len) *len = 0;
+        return nullptr;
+    }
+    if (len) *len = ev->value.size();
+    return ev->value.data();
+}
+
+int kw_event_db(const kw_event_t *ev) {
+    return ev ? ev->db : -1;
+}
+int64_t kw_event_ts_ms(const kw_event_t *ev) {
+    return ev ? ev->ts_ms : 0;
+}
+int64_t kw_event_deadline_ms(const kw_event_t *ev) {
+    return ev ? ev->deadline_ms : 0;
+}
+int kw_event_attempt(const kw_event_t *ev) {
+    return ev ? ev->attempt : 0;
+}
+kw_source kw_event_source(const kw_event_t *ev) {
+    return ev ? ev->source : KW_SOURCE_NOTIFICATION;
+}
+
+const char *kw_event_id(const kw_event_t *ev) {
+    if (!ev) return "";
+    try {
+        return keywatch::event_id(*ev).c_str();
+    } catch (...) {
+        return "";
+    }
+}
+
+const char *kw_event_node(const kw_event_t *ev) {
+    return ev && ev->node ? ev->node->c_str() : "";
+}
+
+/* ---- filters ---- */
+
+kw_filter_t *kw_filter_new(void) {
+    try {
+        return new kw_filter_s();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void kw_filter_free(kw_filter_t *filter) {
+    delete filter;
+}
+
+static int filter_set(kw_filter_t *filter, const char *name, const void *value, size_t len,
+                      bool binary, char *errstr, size_t errstr_size) {
+    if (!filter || !name || (!value && len)) {
+        write_err(errstr, errstr_size, "kw_filter_set: filter, name and value must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    return guarded(
+        [&] {
+            std::string err;
+            std::string_view v(static_cast<const char *>(value), len);
+            keywatch::Filter copy = filter->filter;
+            if (!copy.set(name, v, binary, &err)) {
+                write_err(errstr, errstr_size, err);
+                return err.rfind("unknown", 0) == 0 ? KW_ERR_UNKNOWN_CONF : KW_ERR_BAD_VALUE;
+            }
+            filter->filter = std::move(copy);
+            return KW_OK;
+        },
+        errstr, errstr_size);
+}
+
+int kw_filter_set(kw_filter_t *filter, const char *name, const char *value, char *errstr,
+                  size_t errstr_size) {
+    return filter_set(filter, name, value, value ? strlen(value) : 0, false, errstr, errstr_size);
+}
+
+int kw_filter_set_bytes(kw_filter_t *filter, const char *name, const void *value, size_t len,
+                        char *errstr, size_t errstr_size) {
+    return filter_set(filter, name, value, len, true, errstr, errstr_size);
+}
+
+/* ---- engine ---- */
+
+int kw_engine_new(const kw_conf_t *conf, kw_engine_t **out, char *errstr, size_t errstr_size) {
+    if (!out) {
+        write_err(errstr, errstr_size, "kw_engine_new: out must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    *out = nullptr;
+    return guarded(
+        [&] {
+            keywatch::Config config = conf ? conf->config : keywatch::Config();
+            std::string err;
+            if (int rc = config.validate(&err); rc != KW_OK) {
+                write_err(errstr, errstr_size, err);
+                return rc;
+            }
+            *out = new kw_engine_s(config);
+            return static_cast<int>(KW_OK);
+        },
+        errstr, errstr_size);
+}
+
+void kw_engine_free(kw_engine_t *engine) {
+    try {
+        delete engine;
+    } catch (...) {
+    }
+}
+
+int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
+                          void *opaque) {
+    if (!engine || !fn) return KW_ERR_INVALID_ARG;
+    return guarded([&] {
+        return engine->engine.add_handler(filter ? filter->filter : keywatch::Filter(), fn, opaque);
+    });
+}
+
+int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    engine->engine.set_state_cb(fn, opaque);
+    return KW_OK;
+}
+
+int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    engine->engine.set_log_cb(fn, opaque);
+    return KW_OK;
+}
+
+int kw_engine_start(kw_engine_t *engine) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] { return engine->engine.start(); });
+}
+
+int kw_engine_stop(kw_engine_t *engine, int timeout_ms) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] { return engine->engine.stop(timeout_ms); });
+}
+
+const char *kw_engine_last_error(kw_engine_t *engine) {
+    if (!engine) return "kw_engine_last_error: engine is NULL";
+    try {
+        tls_last_error = engine->engine.last_error();
+        return tls_last_error.c_str();
+    } catch (...) {
+        return "out of memory";
+    }
+}
+
+int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value) {
+    if (!engine || !name || !value) return KW_ERR_INVALID_ARG;
+    return guarded([&] { return engine->engine.stat(name, value); });
+}
+
+char *kw_engine_stats_json(kw_engine_t *engine) {
+    if (!engine) return nullptr;
+    try {
+        std::string json = engine->engine.stats_json();
+        char *out = static_cast<char *>(malloc(json.size() + 1));
+        if (out) memcpy(out, json.c_str(), json.size() + 1);
+        return out;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void kw_free(void *ptr) {
+    free(ptr);
+}
+
+}  // extern "C"

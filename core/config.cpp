@@ -1,0 +1,199 @@
+#include "core/config.h"
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "core/duration.h"
+#include "keywatch.h"
+
+namespace keywatch {
+namespace {
+
+bool parse_bool(const std::string &v, bool *out) {
+    if (v == "true" || v == "yes" || v == "on" || v == "1") {
+        *out = true;
+        return true;
+    }
+    if (v == "false" || v == "no" || v == "off" || v == "0") {
+        *out = false;
+        return true;
+    }
+    return false;
+}
+
+bool parse_int(const std::string &v, int64_t min, int64_t max, int64_t *out) {
+    if (v.empty()) return false;
+    char *end = nullptr;
+    errno = 0;
+    long long n = strtoll(v.c_str(), &end, 10);
+    if (errno || *end != '\0' || n < min || n > max) return false;
+    *out = n;
+    return true;
+}
+
+struct Option {
+    // Returns KW_OK or a status; writes *err on failure.
+    std::function<int(Config &, const std::string &, std::string *)> set;
+    std::function<std::string(const Config &)> get;
+};
+
+Option duration_opt(int64_t Config::*field, int64_t min_ms, const char *name) {
+    return {[=](Config &c, const std::string &v, std::string *err) {
+                int64_t ms;
+                std::string why;
+                if (!parse_duration_ms(v, &ms, &why)) {
+                    *err = std::string(name) + ": " + why;
+                    return static_cast<int>(KW_ERR_BAD_VALUE);
+                }
+                if (ms < min_ms) {
+                    *err = std::string(name) + ": '" + v + "' is too short; the minimum is " +
+                           std::to_string(min_ms) + "ms";
+                    return static_cast<int>(KW_ERR_BAD_VALUE);
+                }
+                c.*field = ms;
+                return static_cast<int>(KW_OK);
+            },
+            [=](const Config &c) { return std::to_string(c.*field) + "ms"; }};
+}
+
+Option int_opt(int64_t min, int64_t max, const char *name,
+               std::function<void(Config &, int64_t)> put,
+               std::function<int64_t(const Config &)> read) {
+    return {[=](Config &c, const std::string &v, std::string *err) {
+                int64_t n;
+                if (!parse_int(v, min, max, &n)) {
+                    *err = std::string(name) + ": '" + v + "' is not a whole number from " +
+                           std::to_string(min) + " to " + std::to_string(max);
+                    return static_cast<int>(KW_ERR_BAD_VALUE);
+                }
+                put(c, n);
+                return static_cast<int>(KW_OK);
+            },
+            [=](const Config &c) { return std::to_string(read(c)); }};
+}
+
+const std::map<std::string, Option> &options() {
+    static const std::map<std::string, Option> table = {
+        {"redis.url",
+         {[](Config &c, const std::string &v, std::string *err) {
+              RedisUrl u;
+              if (!parse_redis_url(v, &u, err)) {
+                  *err = "redis.url: " + *err;
+                  return static_cast<int>(KW_ERR_URL);
+              }
+              c.url = u;
+              c.url_text = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) {
+              if (c.url.password.empty()) return c.url_text;
+              std::string shown = c.url_text;  // hide the password
+              size_t at = shown.rfind('@');
+              size_t colon = shown.find(':', shown.find("//") + 2);
+              if (at != std::string::npos && colon != std::string::npos && colon < at)
+                  shown.replace(colon + 1, at - colon - 1, "***");
+              else if (at != std::string::npos)
+                  shown.replace(shown.find("//") + 2, at - shown.find("//") - 2, "***");
+              return shown;
+          }}},
+        {"redis.user",
+         {[](Config &c, const std::string &v, std::string *) {
+              c.user = v;
+              c.user_set = true;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.user_set ? c.user : c.url.user; }}},
+        {"redis.password",
+         {[](Config &c, const std::string &v, std::string *) {
+              c.password = v;
+              c.password_set = true;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) {
+              return (c.password_set ? c.password : c.url.password).empty() ? std::string() : "***";
+          }}},
+        {"redis.connect_timeout",
+         duration_opt(&Config::connect_timeout_ms, 10, "redis.connect_timeout")},
+        {"notify.enable",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (!parse_bool(v, &c.notify_enable)) {
+                  *err = "notify.enable: '" + v + "' is not a boolean: use true or false";
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return std::string(c.notify_enable ? "true" : "false"); }}},
+        {"workers", int_opt(
+                        1, 256, "workers", [](Config &c, int64_t n) { c.workers = int(n); },
+                        [](const Config &c) { return int64_t(c.workers); })},
+        {"dispatch.queue_size",
+         int_opt(
+             16, 16777216, "dispatch.queue_size", [](Config &c, int64_t n) { c.queue_size = n; },
+             [](const Config &c) { return c.queue_size; })},
+        {"reconnect.min", duration_opt(&Config::reconnect_min_ms, 1, "reconnect.min")},
+        {"reconnect.max", duration_opt(&Config::reconnect_max_ms, 1, "reconnect.max")},
+        {"health.interval", duration_opt(&Config::health_interval_ms, 10, "health.interval")},
+        {"health.timeout", duration_opt(&Config::health_timeout_ms, 50, "health.timeout")},
+        {"stop.timeout", duration_opt(&Config::stop_timeout_ms, 0, "stop.timeout")},
+    };
+    return table;
+}
+
+std::string known_names() {
+    std::string names;
+    for (auto &kv : options()) names += (names.empty() ? "" : ", ") + kv.first;
+    return names;
+}
+
+}  // namespace
+
+RedisUrl Config::default_url() {
+    RedisUrl u;
+    u.host = "127.0.0.1";
+    return u;
+}
+
+int Config::set(const std::string &name, const std::string &value, std::string *err) {
+    auto it = options().find(name);
+    if (it == options().end()) {
+        *err = "unknown configuration name '" + name + "'; known names: " + known_names();
+        return KW_ERR_UNKNOWN_CONF;
+    }
+    Config copy = *this;
+    int rc = it->second.set(copy, value, err);
+    if (rc == KW_OK) *this = std::move(copy);
+    return rc;
+}
+
+int Config::get(const std::string &name, std::string *value) const {
+    auto it = options().find(name);
+    if (it == options().end()) return KW_ERR_UNKNOWN_CONF;
+    *value = it->second.get(*this);
+    return KW_OK;
+}
+
+int Config::validate(std::string *err) const {
+    if (reconnect_min_ms > reconnect_max_ms) {
+        *err = "reconnect.min (" + std::to_string(reconnect_min_ms) +
+               "ms) is above reconnect.max (" + std::to_string(reconnect_max_ms) +
+               "ms): lower reconnect.min or raise reconnect.max";
+        return KW_ERR_BAD_VALUE;
+    }
+    if (health_timeout_ms <= health_interval_ms) {
+        *err = "health.timeout (" + std::to_string(health_timeout_ms) +
+               "ms) must be longer than health.interval (" + std::to_string(health_interval_ms) +
+               "ms)";
+        return KW_ERR_BAD_VALUE;
+    }
+    return KW_OK;
+}
+
+RedisUrl Config::effective_url() const {
+    RedisUrl u = url;
+    if (user_set) u.user = user;
+    if (password_set) u.password = password;
+    return u;
+}
+
+}  // namespace keywatch

@@ -1,0 +1,42 @@
+// Engine configuration: typed fields behind the C API's name/value strings.
+// Not thread-safe: the engine copies it at creation and never changes its copy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/url.h"
+
+namespace keywatch {
+
+struct Config {
+    std::string url_text = "redis://127.0.0.1:6379";
+    RedisUrl url = default_url();
+    bool user_set = false, password_set = false;  // override the URL's
+    std::string user, password;
+    int64_t connect_timeout_ms = 5000;
+    bool notify_enable = false;
+    int workers = 4;
+    int64_t queue_size = 65536;
+    int64_t reconnect_min_ms = 100;
+    int64_t reconnect_max_ms = 10000;
+    int64_t health_interval_ms = 1000;
+    int64_t health_timeout_ms = 5000;
+    int64_t stop_timeout_ms = 10000;
+
+    // Sets one option from text. Returns 0 (KW_OK) or a KW_ERR_* status with *err saying
+    // what was wrong and what to do; on failure the config is unchanged.
+    int set(const std::string &name, const std::string &value, std::string *err);
+    // Current value as text ("***" for a password). KW_ERR_UNKNOWN_CONF for a bad name.
+    int get(const std::string &name, std::string *value) const;
+    // Checks combinations that single options cannot (e.g. reconnect.min <= max).
+    int validate(std::string *err) const;
+
+    // The URL with the user/password overrides applied.
+    RedisUrl effective_url() const;
+
+  private:
+    static RedisUrl default_url();
+};
+
+}  // namespace keywatch

@@ -1,0 +1,32 @@
+// Handler filters: which events (by name), which keys (prefix, Redis-style glob), which db.
+// A Filter is immutable once the engine starts; matches() is thread-safe.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace keywatch {
+
+// Redis-style glob match on bytes (* ? [abc] [^a-z] \x), binary safe.
+bool glob_match(std::string_view pattern, std::string_view subject);
+
+struct Filter {
+    std::set<std::string> events{"expired"};  // empty set never happens; "*" = all default
+    bool all_events = false;
+    bool has_prefix = false;
+    std::string prefix;
+    bool has_glob = false;
+    std::string glob;
+    int db = -1;  // -1: any
+
+    bool matches(std::string_view event, int event_db, std::string_view key) const;
+    // Sets a field by name ("events", "db", "prefix", "glob"); false + *err on bad input.
+    bool set(std::string_view name, std::string_view value, bool binary, std::string *err);
+};
+
+// The events keywatch subscribes to for a filter with events "*".
+extern const char *const kDefaultEvents[];
+extern const size_t kDefaultEventCount;
+
+}  // namespace keywatch

@@ -1,0 +1,235 @@
+#include "core/redis_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace keywatch {
+namespace {
+
+std::string reply_text(const redisReply *r) {
+    switch (r->type) {
+        case REDIS_REPLY_STRING:
+        case REDIS_REPLY_STATUS:
+            return std::string(r->str, r->len);
+        case REDIS_REPLY_ERROR:
+            return std::string(r->str, r->len);
+        case REDIS_REPLY_INTEGER:
+            return std::to_string(r->integer);
+        case REDIS_REPLY_NIL:
+            return "(nil)";
+        case REDIS_REPLY_ARRAY: {
+            std::string out;
+            for (size_t i = 0; i < r->elements; i++) {
+                if (i) out += '\n';
+                out += reply_text(r->element[i]);
+            }
+            return out;
+        }
+        default:
+            return "";
+    }
+}
+
+bool wait_exit(pid_t pid, int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+}  // namespace
+
+RedisProcess::RedisProcess() : RedisProcess(Options()) {}
+
+RedisProcess::RedisProcess(Options opts) : opts_(std::move(opts)) {
+    char tmpl[] = "/tmp/keywatch-redis-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed: " + std::string(strerror(errno)));
+    dir_ = tmpl;
+    port_ = opts_.port ? opts_.port : free_port();
+}
+
+RedisProcess::~RedisProcess() {
+    if (pid_ > 0) stop(2000);
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    if (dir_.rfind("/tmp/keywatch-redis-", 0) == 0) (void)std::system(cmd.c_str());
+}
+
+int RedisProcess::free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("socket() failed");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
+        close(fd);
+        throw std::runtime_error("bind() to a free port failed");
+    }
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+std::string RedisProcess::url() const {
+    std::string auth = opts_.password.empty() ? "" : ":" + opts_.password + "@";
+    return "redis://" + auth + host() + ":" + std::to_string(port_);
+}
+
+void RedisProcess::start() {
+    if (pid_ > 0) return;
+    std::vector<std::string> args = {opts_.binary,
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--dir",
+                                     dir_,
+                                     "--logfile",
+                                     dir_ + "/redis.log",
+                                     "--save",
+                                     "",
+                                     "--daemonize",
+                                     "no",
+                                     "--protected-mode",
+                                     "no"};
+    if (!opts_.notify.empty()) args.insert(args.end(), {"--notify-keyspace-events", opts_.notify});
+    if (!opts_.password.empty()) args.insert(args.end(), {"--requirepass", opts_.password});
+    if (opts_.appendonly)
+        args.insert(args.end(), {"--appendonly", "yes", "--appendfsync", "always"});
+    args.insert(args.end(), opts_.extra.begin(), opts_.extra.end());
+
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork() failed");
+    if (pid == 0) {
+        // Child: own process group so a Ctrl-C in a terminal reaches us, not the server
+        // (we stop it ourselves); stdin/stdout away from the caller's terminal.
+        setpgid(0, 0);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+        }
+        std::vector<char *> argv;
+        for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        fprintf(stderr, "keywatch: cannot run %s: %s (install redis-server)\n", argv[0],
+                strerror(errno));
+        _exit(127);
+    }
+    pid_ = pid;
+    wait_ready(10000);
+}
+
+void RedisProcess::wait_ready(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            throw std::runtime_error("redis-server exited at start (is it installed?): " +
+                                     log_tail());
+        }
+        try {
+            std::string pong = command({"PING"});
+            if (pong == "PONG" || pong.rfind("NOAUTH", 0) == 0) {
+                // Loading an AOF answers -LOADING: keep waiting for that.
+                return;
+            }
+        } catch (const std::exception &) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string tail = log_tail();
+    kill9();
+    throw std::runtime_error("redis-server did not answer PING within " +
+                             std::to_string(timeout_ms) + " ms: " + tail);
+}
+
+void RedisProcess::stop(int timeout_ms) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGCONT);  // a paused server cannot handle SIGTERM
+    ::kill(pid_, SIGTERM);
+    if (!wait_exit(pid_, timeout_ms)) {
+        ::kill(pid_, SIGKILL);
+        wait_exit(pid_, 5000);
+    }
+    pid_ = -1;
+}
+
+void RedisProcess::kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_, 5000);
+    pid_ = -1;
+}
+
+void RedisProcess::pause() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RedisProcess::resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+void RedisProcess::restart() {
+    stop();
+    start();
+}
+
+std::string RedisProcess::log_tail(size_t max_bytes) const {
+    std::ifstream in(dir_ + "/redis.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string all = ss.str();
+    return all.size() > max_bytes ? all.substr(all.size() - max_bytes) : all;
+}
+
+std::string RedisProcess::command(const std::vector<std::string> &args) const {
+    timeval tv{2, 0};
+    std::unique_ptr<redisContext, decltype(&redisFree)> c(
+        redisConnectWithTimeout(host().c_str(), port_, tv), &redisFree);
+    if (!c || c->err)
+        throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port_) + ": " +
+                                 (c ? c->errstr : "out of memory"));
+    redisSetTimeout(c.get(), timeval{30, 0});
+    auto run = [&](const std::vector<std::string> &a) {
+        std::vector<const char *> argv;
+        std::vector<size_t> lens;
+        for (auto &s : a) {
+            argv.push_back(s.data());
+            lens.push_back(s.size());
+        }
+        auto *r = static_cast<redisReply *>(
+            redisCommandArgv(c.get(), static_cast<int>(a.size()), argv.data(), lens.data()));
+        if (!r) throw std::runtime_error(std::string("redis command failed: ") + c->errstr);
+        std::string text = reply_text(r);
+        freeReplyObject(r);
+        return text;
+    };
+    if (!opts_.password.empty()) run({"AUTH", opts_.password});
+    return run(args);
+}
+
+}  // namespace keywatch

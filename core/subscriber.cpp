@@ -1,0 +1,292 @@
+#include "core/subscriber.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "core/channel.h"
+
+namespace keywatch {
+namespace {
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+bool is_noauth(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0;
+}
+
+}  // namespace
+
+char notify_flag_for_event(const std::string &e) {
+    static const std::map<std::string, char> table = {
+        {"expired", 'x'},     {"evicted", 'e'},      {"new", 'n'},         {"del", 'g'},
+        {"expire", 'g'},      {"persist", 'g'},      {"rename_from", 'g'}, {"rename_to", 'g'},
+        {"copy_to", 'g'},     {"restore", 'g'},      {"move_from", 'g'},   {"move_to", 'g'},
+        {"sortstore", 'g'},   {"set", '$'},          {"setrange", '$'},    {"incrby", '$'},
+        {"incrbyfloat", '$'}, {"append", '$'},       {"lpush", 'l'},       {"rpush", 'l'},
+        {"lpop", 'l'},        {"rpop", 'l'},         {"linsert", 'l'},     {"lset", 'l'},
+        {"lrem", 'l'},        {"ltrim", 'l'},        {"hset", 'h'},        {"hdel", 'h'},
+        {"hincrby", 'h'},     {"hincrbyfloat", 'h'}, {"sadd", 's'},        {"srem", 's'},
+        {"spop", 's'},        {"smove", 's'},        {"zadd", 'z'},        {"zincr", 'z'},
+        {"zrem", 'z'},        {"zrembyscore", 'z'},  {"zrembyrank", 'z'},  {"xadd", 't'},
+        {"xtrim", 't'},       {"xdel", 't'},
+    };
+    auto it = table.find(e);
+    return it == table.end() ? 0 : it->second;
+}
+
+std::string missing_notify_flags(const std::string &have, const std::string &need) {
+    std::string expanded = have;
+    if (have.find('A') != std::string::npos) expanded += "g$lshzxetd";
+    std::string missing;
+    for (char c : need)
+        if (expanded.find(c) == std::string::npos && missing.find(c) == std::string::npos)
+            missing += c;
+    return missing;
+}
+
+Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink)
+    : loop_(loop),
+      url_(std::move(url)),
+      opts_(std::move(opts)),
+      sink_(sink),
+      endpoint_(url_.endpoint()),
+      cmd_(loop.base(), url_, "command"),
+      sub_(loop.base(), url_, "subscriber"),
+      setup_timer_(loop.base(),
+                   [this] {
+                       lost({"timed out setting up " + endpoint_ +
+                                 " (connected, but no answer to CONFIG GET or PSUBSCRIBE "
+                                 "within redis.connect_timeout): is the server paused or "
+                                 "overloaded?",
+                             false});
+                   }),
+      retry_timer_(loop.base(), [this] { connect_all(); }),
+      health_timer_(loop.base(), [this] { heartbeat(); }),
+      rng_(std::random_device{}()) {
+    char id[17];
+    snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(rng_()));
+    hb_channel_ = std::string("__keywatch:heartbeat:") + id;
+}
+
+void Subscriber::start() {
+    down_ = false;
+    connect_all();
+}
+
+void Subscriber::shutdown() {
+    down_ = true;
+    setup_timer_.cancel();
+    retry_timer_.cancel();
+    health_timer_.cancel();
+    cmd_.close();
+    sub_.close();
+    set_state(KW_CONN_DISCONNECTED, "stopped");
+}
+
+void Subscriber::set_state(kw_conn_state s, const std::string &detail) {
+    if (state_.load() == s) return;
+    state_.store(s);
+    sink_->on_state(*this, s, detail);
+}
+
+void Subscriber::connect_all() {
+    if (down_) return;
+    set_state(KW_CONN_CONNECTING, "connecting to " + endpoint_);
+    setup_timer_.arm(opts_.connect_timeout_ms);
+    auto on_lost = [this](const RedisConn::Failure &f) { lost(f); };
+    cmd_.connect(
+        opts_.connect_timeout_ms, [this] { check_notify_config(); }, on_lost);
+}
+
+void Subscriber::check_notify_config() {
+    std::string need = "E";
+    std::vector<std::string> unknown;
+    for (auto &e : opts_.events) {
+        char f = notify_flag_for_event(e);
+        if (f && need.find(f) == std::string::npos) need += f;
+        if (!f) unknown.push_back(e);
+    }
+    cmd_.command({"CONFIG", "GET", "notify-keyspace-events"}, [this, need](redisReply *r) {
+        if (is_noauth(r)) {
+            lost({"Redis at " + endpoint_ +
+                      " requires a password: give it in the URL (redis://:PASSWORD@host:port "
+                      "or redis://USER:PASSWORD@host:port) or set redis.password",
+                  true});
+            return;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[1]->type != REDIS_REPLY_STRING) {
+            sink_->log(KW_LOG_WARN, "cannot check notify-keyspace-events on " + endpoint_ +
+                                        " (CONFIG GET answered: " + reply_to_string(r) +
+                                        "); make sure it includes '" + need +
+                                        "', or keyspace events will not arrive");
+            connect_subscriber();
+            return;
+        }
+        std::string have(r->element[1]->str, r->element[1]->len);
+        std::string missing = missing_notify_flags(have, need);
+        if (missing.empty()) {
+            connect_subscriber();
+            return;
+        }
+        std::string wanted = have + missing;
+        if (!opts_.notify_enable) {
+            sink_->log(KW_LOG_WARN, "notify-keyspace-events on " + endpoint_ + " is '" + have +
+                                        "' and lacks '" + missing +
+                                        "': the events that need these flags will not arrive. Fix: "
+                                        "CONFIG SET notify-keyspace-events " +
+                                        wanted + " on the server, or set notify.enable=true");
+            connect_subscriber();
+            return;
+        }
+        cmd_.command({"CONFIG", "SET", "notify-keyspace-events", wanted}, [this, have, wanted](
+                                                                              redisReply *set) {
+            if (set->type == REDIS_REPLY_ERROR)
+                sink_->log(KW_LOG_WARN,
+                           "notify.enable: CONFIG SET "
+                           "notify-keyspace-events " +
+                               wanted + " on " + endpoint_ + " failed: " + reply_to_string(set) +
+                               "; set it on the server yourself");
+            else
+                sink_->log(KW_LOG_INFO, "notify-keyspace-events on " + endpoint_ +
+                                            " changed from '" + have + "' to '" + wanted +
+                                            "' (notify.enable)");
+            connect_subscriber();
+        });
+    });
+}
+
+void Subscriber::connect_subscriber() {
+    sub_.connect(
+        opts_.connect_timeout_ms, [this] { subscribe(); },
+        [this](const RedisConn::Failure &f) { lost(f); });
+}
+
+void Subscriber::subscribe() {
+    std::vector<std::string> args = {"PSUBSCRIBE"};
+    for (auto &e : opts_.events) args.push_back(keyevent_pattern(e));
+    std::vector<const char *> argv;
+    std::vector<size_t> lens;
+    for (auto &a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+    }
+    confirmations_ = opts_.events.size() + 1;
+    const char *hb_argv[] = {"SUBSCRIBE", hb_channel_.c_str()};
+    size_t hb_lens[] = {9, hb_channel_.size()};
+    if (!sub_.command_raw(static_cast<int>(argv.size()), argv.data(), lens.data(),
+                          &Subscriber::on_sub_reply, this) ||
+        !sub_.command_raw(2, hb_argv, hb_lens, &Subscriber::on_sub_reply, this))
+        lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
+}
+
+void Subscriber::on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+    if (!reply || !RedisConn::live_owner(ac)) return;
+    static_cast<Subscriber *>(privdata)->handle_push(static_cast<redisReply *>(reply));
+}
+
+void Subscriber::handle_push(redisReply *r) {
+    if (r->type == REDIS_REPLY_ERROR) {
+        lost(
+            {"Redis at " + endpoint_ + " refused PSUBSCRIBE: " + reply_to_string(r), is_noauth(r)});
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
+    const redisReply *kind = r->element[0];
+    if (kind->type != REDIS_REPLY_STRING) return;
+    std::string_view k(kind->str, kind->len);
+    if (k == "pmessage" && r->elements == 4) {
+        const redisReply *ch = r->element[2], *payload = r->element[3];
+        ParsedChannel pc;
+        if (ch->type != REDIS_REPLY_STRING || payload->type != REDIS_REPLY_STRING ||
+            !parse_channel(std::string_view(ch->str, ch->len), &pc) ||
+            pc.kind != ChannelKind::Keyevent)
+            return;
+        Event ev;
+        ev.name.assign(pc.rest.data(), pc.rest.size());
+        ev.key.assign(payload->str, payload->len);
+        ev.db = pc.db;
+        ev.ts_ms = now_ms();
+        ev.node = &endpoint_;
+        sink_->on_event(std::move(ev));
+        return;
+    }
+    if (k == "message") {
+        last_hb_ms_ = steady_ms();
+        return;
+    }
+    if ((k == "psubscribe" || k == "subscribe") && confirmations_ > 0) {
+        if (--confirmations_ == 0) become_ready();
+    }
+}
+
+void Subscriber::become_ready() {
+    setup_timer_.cancel();
+    attempt_ = 0;
+    last_hb_ms_ = steady_ms();
+    health_timer_.arm(opts_.health_interval_ms);
+    set_state(KW_CONN_READY, "subscribed to " + std::to_string(opts_.events.size()) +
+                                 " keyevent channel pattern(s) on " + endpoint_);
+    if (!started_once_) {
+        started_once_ = true;
+        sink_->on_started(*this, KW_OK, "");
+    }
+}
+
+void Subscriber::lost(const RedisConn::Failure &f) {
+    if (down_) return;
+    setup_timer_.cancel();
+    health_timer_.cancel();
+    cmd_.close();
+    sub_.close();
+    if (!started_once_) {
+        // The first attempt decides kw_engine_start's result; the engine stops us.
+        started_once_ = true;
+        down_ = true;
+        set_state(KW_CONN_DISCONNECTED, f.message);
+        bool timeout = f.message.find("timed out") != std::string::npos;
+        sink_->on_started(*this,
+                          f.auth    ? KW_ERR_AUTH
+                          : timeout ? KW_ERR_TIMEOUT
+                                    : KW_ERR_CONNECT,
+                          f.message);
+        return;
+    }
+    set_state(KW_CONN_BROKEN, f.message);
+    // Capped exponential backoff with jitter in [d/2, d], so a fleet of watchers does not
+    // reconnect in lockstep after a server restart.
+    int64_t d = opts_.reconnect_min_ms;
+    for (int i = 0; i < attempt_ && d < opts_.reconnect_max_ms; i++) d *= 2;
+    if (d > opts_.reconnect_max_ms) d = opts_.reconnect_max_ms;
+    attempt_++;
+    int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
+    sink_->log(f.auth ? KW_LOG_ERROR : KW_LOG_WARN,
+               f.message + "; reconnecting in " + std::to_string(delay) + "ms");
+    retry_timer_.arm(delay);
+}
+
+void Subscriber::heartbeat() {
+    if (down_ || state_.load() != KW_CONN_READY) return;
+    int64_t silent = steady_ms() - last_hb_ms_;
+    if (silent > opts_.health_timeout_ms) {
+        lost({"no heartbeat from " + endpoint_ + " for " + std::to_string(silent) +
+                  "ms (health.timeout): the server or the network is stuck",
+              false});
+        return;
+    }
+    cmd_.command({"PUBLISH", hb_channel_, std::to_string(++hb_sent_)}, [](redisReply *) {});
+    health_timer_.arm(opts_.health_interval_ms);
+}
+
+}  // namespace keywatch

@@ -1,0 +1,94 @@
+// Subscriber: keywatch's presence on one Redis node. A command connection checks the
+// server's notify-keyspace-events and publishes heartbeats; a subscriber connection
+// PSUBSCRIBEs to the keyevent channels and hears the heartbeats (hiredis 0.14 loses PING
+// replies on a subscribed connection, so PING cannot be the health check). Any failure
+// drops both connections and reconnects with capped exponential backoff and jitter.
+// Loop thread only, except state(), which any thread may read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/event.h"
+#include "core/event_loop.h"
+#include "core/redis_conn.h"
+
+namespace keywatch {
+
+class Subscriber;
+
+// What a Subscriber reports to its owner. Called on the loop thread.
+class SubscriberSink {
+  public:
+    virtual ~SubscriberSink() = default;
+    virtual void on_event(Event &&ev) = 0;
+    virtual void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) = 0;
+    // The outcome of the first connection attempt: KW_OK once subscribed, else the error.
+    // After a failed first attempt the subscriber stays down.
+    virtual void on_started(Subscriber &sub, int status, const std::string &message) = 0;
+    virtual void log(kw_log_level level, const std::string &message) = 0;
+};
+
+class Subscriber {
+  public:
+    struct Options {
+        int64_t connect_timeout_ms = 5000;
+        int64_t reconnect_min_ms = 100;
+        int64_t reconnect_max_ms = 10000;
+        int64_t health_interval_ms = 1000;
+        int64_t health_timeout_ms = 5000;
+        bool notify_enable = false;
+        std::vector<std::string> events;  // event names to PSUBSCRIBE
+    };
+
+    Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink);
+    Subscriber(const Subscriber &) = delete;
+    Subscriber &operator=(const Subscriber &) = delete;
+
+    void start();
+    void shutdown();  // close both connections; no callback follows
+
+    const std::string &endpoint() const { return endpoint_; }
+    kw_conn_state state() const { return state_.load(std::memory_order_relaxed); }
+
+  private:
+    static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
+
+    void connect_all();
+    void check_notify_config();
+    void connect_subscriber();
+    void subscribe();
+    void handle_push(redisReply *r);
+    void become_ready();
+    void lost(const RedisConn::Failure &f);
+    void heartbeat();
+    void set_state(kw_conn_state s, const std::string &detail);
+
+    EventLoop &loop_;
+    RedisUrl url_;
+    Options opts_;
+    SubscriberSink *sink_;
+    std::string endpoint_;
+    std::string hb_channel_;
+    RedisConn cmd_, sub_;
+    Timer setup_timer_, retry_timer_, health_timer_;
+    std::atomic<kw_conn_state> state_{KW_CONN_DISCONNECTED};
+    bool started_once_ = false;  // the first attempt's outcome was reported
+    bool down_ = true;           // shut down or failed at start: no reconnects
+    size_t confirmations_ = 0;   // (p)subscribe confirmations still expected
+    int attempt_ = 0;            // reconnect attempts since the last ready
+    uint64_t hb_sent_ = 0;
+    int64_t last_hb_ms_ = 0;
+    std::mt19937_64 rng_;
+};
+
+// Notification flag letters (notify-keyspace-events) an event name needs besides 'E';
+// 0 when keywatch does not know the event.
+char notify_flag_for_event(const std::string &event);
+// The letters in `need` that `have` lacks ('A' counts as g$lshzxetd).
+std::string missing_notify_flags(const std::string &have, const std::string &need);
+
+}  // namespace keywatch

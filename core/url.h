@@ -1,0 +1,27 @@
+// Redis connection URLs. Pure functions: thread-safe.
+#pragma once
+
+#include <string>
+
+namespace keywatch {
+
+struct RedisUrl {
+    std::string host;  // empty for a unix socket
+    int port = 6379;
+    std::string unix_path;  // empty for TCP
+    std::string user;       // ACL user; empty: the default user
+    std::string password;   // empty: no AUTH
+    int db = 0;
+
+    bool is_unix() const { return !unix_path.empty(); }
+    // "host:port" or the socket path: how logs, stats and events name the node.
+    std::string endpoint() const;
+};
+
+// Parses redis://[user:password@]host[:port][/db] (also [::1] for IPv6) and
+// unix:///path/to.sock[?db=N] (also unix://[user:password@]/path). Percent-escapes in the
+// user and password are decoded. On failure returns false with a message in *err that
+// names the problem and shows the accepted forms.
+bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err);
+
+}  // namespace keywatch
