@@ -3,10 +3,12 @@
 #include "keywatch.h"
 
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "core/client.h"
 #include "core/config.h"
 #include "core/engine.h"
 #include "core/event.h"
@@ -18,6 +20,12 @@ struct kw_conf_s {
 
 struct kw_filter_s {
     keywatch::Filter filter;
+};
+
+struct kw_client_s {
+    explicit kw_client_s(const keywatch::Config &c) : client(c) {}
+    keywatch::Client client;
+    std::string error;  // copy handed out by kw_client_last_error
 };
 
 struct kw_engine_s {
@@ -188,6 +196,18 @@ const char *kw_event_node(const kw_event_t *ev) {
     return ev && ev->node ? ev->node->c_str() : "";
 }
 
+const char *kw_event_queue(const kw_event_t *ev) {
+    return ev ? ev->queue.c_str() : "";
+}
+
+void kw_event_set_error(const kw_event_t *ev, const char *reason) {
+    if (!ev) return;
+    try {
+        ev->error = reason ? reason : "";
+    } catch (...) {
+    }
+}
+
 /* ---- filters ---- */
 
 kw_filter_t *kw_filter_new(void) {
@@ -317,6 +337,154 @@ char *kw_engine_stats_json(kw_engine_t *engine) {
     } catch (...) {
         return nullptr;
     }
+}
+
+/* ---- client ---- */
+
+}  // extern "C"
+
+namespace {
+
+std::string bytes(const void *p, size_t n) {
+    return p ? std::string(static_cast<const char *>(p), n) : std::string();
+}
+
+char *dup_string(const std::string &s) {
+    char *out = static_cast<char *>(malloc(s.size() + 1));
+    if (out) memcpy(out, s.c_str(), s.size() + 1);
+    return out;
+}
+
+// Runs a client call: checks the handle and arguments, catches everything.
+template <typename F>
+int client_call(kw_client_t *c, bool args_ok, const char *what, F &&f) {
+    if (!c) return KW_ERR_INVALID_ARG;
+    if (!args_ok) {
+        c->error = std::string(what) + ": a required argument is NULL";
+        return KW_ERR_INVALID_ARG;
+    }
+    c->error.clear();
+    return guarded([&] { return f(c->client); });
+}
+
+}  // namespace
+
+extern "C" {
+
+int kw_client_new(const kw_conf_t *conf, kw_client_t **out, char *errstr, size_t errstr_size) {
+    if (!out) {
+        write_err(errstr, errstr_size, "kw_client_new: out must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    *out = nullptr;
+    return guarded(
+        [&] {
+            auto c = std::make_unique<kw_client_s>(conf ? conf->config : keywatch::Config());
+            int rc = c->client.connect();
+            if (rc != KW_OK) {
+                write_err(errstr, errstr_size, c->client.last_error());
+                return rc;
+            }
+            *out = c.release();
+            return static_cast<int>(KW_OK);
+        },
+        errstr, errstr_size);
+}
+
+void kw_client_free(kw_client_t *client) {
+    delete client;
+}
+
+const char *kw_client_last_error(kw_client_t *client) {
+    if (!client) return "kw_client_last_error: client is NULL";
+    try {
+        if (client->error.empty()) client->error = client->client.last_error();
+        return client->error.c_str();
+    } catch (...) {
+        return "out of memory";
+    }
+}
+
+int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
+             size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms) {
+    return client_call(client, key && (value || value_len == 0), "kw_track", [&](auto &c) {
+        return c.track(bytes(key, key_len), bytes(value, value_len), ttl_ms, flags, deadline_ms);
+    });
+}
+
+int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key) {
+    return client_call(client, key != nullptr, "kw_untrack",
+                       [&](auto &c) { return c.untrack(bytes(key, key_len), delete_key != 0); });
+}
+
+int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
+             int64_t *deadline_ms) {
+    return client_call(client, key != nullptr, "kw_adopt",
+                       [&](auto &c) { return c.adopt(bytes(key, key_len), flags, deadline_ms); });
+}
+
+int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms, int flags,
+                int64_t *at_out) {
+    return client_call(client, queue && id && (payload || payload_len == 0), "kw_schedule",
+                       [&](auto &c) {
+                           return c.schedule(queue, bytes(id, id_len), bytes(payload, payload_len),
+                                             at_ms, delay_ms, flags, at_out);
+                       });
+}
+
+int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len) {
+    return client_call(client, queue && id, "kw_cancel",
+                       [&](auto &c) { return c.cancel(queue, bytes(id, id_len)); });
+}
+
+int kw_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                  int64_t at_ms, int64_t delay_ms, int64_t *at_out) {
+    return client_call(client, queue && id, "kw_reschedule", [&](auto &c) {
+        return c.reschedule(queue, bytes(id, id_len), at_ms, delay_ms, at_out);
+    });
+}
+
+int kw_client_pipeline_begin(kw_client_t *client) {
+    return client_call(client, true, "kw_client_pipeline_begin",
+                       [&](auto &c) { return c.pipeline_begin(); });
+}
+
+int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count) {
+    return client_call(client, true, "kw_client_pipeline_end", [&](auto &c) {
+        std::vector<int> all;
+        int rc = c.pipeline_end(&all);
+        for (size_t i = 0; statuses && i < all.size() && i < cap; i++) statuses[i] = all[i];
+        if (count) *count = all.size();
+        return rc;
+    });
+}
+
+char *kw_client_inspect_json(kw_client_t *client) {
+    std::string json;
+    int rc = client_call(client, true, "kw_client_inspect_json",
+                         [&](auto &c) { return c.inspect_json(&json); });
+    return rc == KW_OK ? dup_string(json) : nullptr;
+}
+
+char *kw_dead_list_json(kw_client_t *client, const char *queue, size_t limit) {
+    std::string json;
+    int rc = client_call(client, queue != nullptr, "kw_dead_list_json",
+                         [&](auto &c) { return c.dead_list_json(queue, limit, &json); });
+    return rc == KW_OK ? dup_string(json) : nullptr;
+}
+
+int kw_dead_replay(kw_client_t *client, const char *queue, const char *entry_id, size_t limit,
+                   int64_t *count) {
+    return client_call(client, queue != nullptr, "kw_dead_replay", [&](auto &c) {
+        return c.dead_replay(queue, entry_id ? entry_id : "", limit, count);
+    });
+}
+
+int kw_dead_purge(kw_client_t *client, const char *queue, const char *entry_id, int64_t *count) {
+    return client_call(client, queue != nullptr, "kw_dead_purge", [&](auto &c) {
+        return c.dead_purge(queue, entry_id ? entry_id : "", count);
+    });
 }
 
 void kw_free(void *ptr) {

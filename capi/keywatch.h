@@ -51,19 +51,23 @@ KW_API const char *kw_version_string(void);
 /* ---- Status codes ----------------------------------------------------------------- */
 
 /* One table generates the enum, kw_strerror() and kw_err_name(). Codes are never reused. */
-#define KW_STATUS_TABLE(X)                                           \
-    X(KW_OK, 0, "success")                                           \
-    X(KW_ERR_INVALID_ARG, -1, "invalid argument")                    \
-    X(KW_ERR_UNKNOWN_CONF, -2, "unknown configuration name")         \
-    X(KW_ERR_BAD_VALUE, -3, "bad configuration value")               \
-    X(KW_ERR_URL, -4, "malformed Redis URL")                         \
-    X(KW_ERR_CONNECT, -5, "cannot connect to Redis")                 \
-    X(KW_ERR_AUTH, -6, "Redis authentication failed")                \
-    X(KW_ERR_REDIS, -7, "Redis replied with an error")               \
-    X(KW_ERR_TIMEOUT, -8, "timed out")                               \
-    X(KW_ERR_STATE, -9, "not allowed in the handle's current state") \
-    X(KW_ERR_NOMEM, -10, "out of memory")                            \
-    X(KW_ERR_INTERNAL, -11, "internal error")
+#define KW_STATUS_TABLE(X)                                                     \
+    X(KW_OK, 0, "success")                                                     \
+    X(KW_ERR_INVALID_ARG, -1, "invalid argument")                              \
+    X(KW_ERR_UNKNOWN_CONF, -2, "unknown configuration name")                   \
+    X(KW_ERR_BAD_VALUE, -3, "bad configuration value")                         \
+    X(KW_ERR_URL, -4, "malformed Redis URL")                                   \
+    X(KW_ERR_CONNECT, -5, "cannot connect to Redis")                           \
+    X(KW_ERR_AUTH, -6, "Redis authentication failed")                          \
+    X(KW_ERR_REDIS, -7, "Redis replied with an error")                         \
+    X(KW_ERR_TIMEOUT, -8, "timed out")                                         \
+    X(KW_ERR_STATE, -9, "not allowed in the handle's current state")           \
+    X(KW_ERR_NOMEM, -10, "out of memory")                                      \
+    X(KW_ERR_INTERNAL, -11, "internal error")                                  \
+    X(KW_ERR_CONDITION, -12, "condition not met (NX/XX): nothing was written") \
+    X(KW_ERR_NOT_FOUND, -13, "no such key, item or entry")                     \
+    X(KW_ERR_TOO_LARGE, -14, "key or value larger than the configured limit")  \
+    X(KW_ERR_IN_FLIGHT, -15, "the item is being handled right now")
 
 typedef enum kw_status {
 #define KW_STATUS_ENUM_(name, code, text) name = code,
@@ -101,6 +105,32 @@ KW_API const char *kw_err_name(int status);
  *                         (default 5s)
  *  stop.timeout           how long kw_engine_stop() lets in-flight handlers finish
  *                         (default 10s)
+ *  redis.command_timeout  a blocking client's wait for one reply (default 10s)
+ *
+ * Reliable delivery (the compensation queue and delayed tasks):
+ *  namespace              prefix of every key keywatch writes (default "kw")
+ *  track.enable           bool: the engine serves the key-tracking queue: it sweeps keys
+ *                         tracked with kw_track and claims their live expiry events
+ *                         (default true)
+ *  track.done_window      how long a handled tracked key is remembered, so that its late
+ *                         `expired` notification is not delivered again as an untracked
+ *                         key (default 10s)
+ *  queues                 comma-separated task queues the engine serves besides those
+ *                         named by handler filters (default none)
+ *  lease                  how long a claimed item belongs to this engine before another may
+ *                         take it over; renewed while the handler runs (default 30s)
+ *  retry.base, retry.max  backoff after KW_RESULT_RETRY: base * 2^(attempt-1), capped,
+ *                         with jitter in [d/2, d] (defaults 1s and 5m)
+ *  max_attempts           deliveries before an item goes to the dead-letter stream
+ *                         (default 5)
+ *  sweep.batch            items claimed per sweep call, 1..100000 (default 500)
+ *  sweep.interval         longest pause between sweeps when nothing is known to be due
+ *                         (default 100ms); sweeps otherwise run at the next deadline
+ *  dedupe.enable          bool: deliver each untracked live event on one instance only,
+ *                         using a short claim key in Redis (default false)
+ *  dedupe.ttl             lifetime of that claim key (default 60s)
+ *  limits.key_bytes       largest key kw_track accepts (default 1048576)
+ *  limits.value_bytes     largest value or payload accepted (default 16777216)
  */
 typedef struct kw_conf_s kw_conf_t;
 
@@ -153,6 +183,12 @@ KW_API kw_source kw_event_source(const kw_event_t *ev);
 KW_API const char *kw_event_id(const kw_event_t *ev);
 /* Endpoint ("host:port" or socket path) of the Redis node the event came from. */
 KW_API const char *kw_event_node(const kw_event_t *ev);
+/* The queue the item came from: "keys" for tracked keys, the task queue's name for
+ * delayed tasks, "" for untracked live events. */
+KW_API const char *kw_event_queue(const kw_event_t *ev);
+/* Record why the handler is about to return RETRY or REJECT; it is kept with the item and
+ * written to the dead-letter stream. Call from the handler only. */
+KW_API void kw_event_set_error(const kw_event_t *ev, const char *reason);
 
 /* What a handler returns. */
 typedef enum kw_result {
@@ -169,10 +205,13 @@ typedef int (*kw_handler_fn)(const kw_event_t *ev, void *opaque);
 
 /*
  * A filter selects the events a handler receives. A new filter matches the "expired"
- * event of any key in any db. Names for kw_filter_set:
+ * event of any key in any db (tracked keys included). Names for kw_filter_set:
  *   events   comma-separated event names, or "*" for every event keywatch subscribes to
  *            (expired, evicted, del, set, expire, persist, rename_from, rename_to); other
- *            names Redis publishes (e.g. "hset", "lpush") are accepted too
+ *            names Redis publishes (e.g. "hset", "lpush") are accepted too. "task"
+ *            selects delayed tasks (it is not a Redis event)
+ *   queue    only items of this queue ("keys", or a task queue: the engine then serves
+ *            that queue)
  *   db       a database number, or "*" / "-1" for any (default any)
  *   prefix   keys starting with these bytes (text form; use kw_filter_set_bytes for binary)
  *   glob     keys matching a Redis-style glob (* ? [a-z] [^x] \x)
@@ -265,12 +304,98 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   conn.reconnects          successful reconnects after a lost connection
  *   conn.state               kw_conn_state of the subscriber (worst over all nodes)
  *   dispatch.queued          events waiting for a worker now
+ *   items.claimed            tracked keys and tasks claimed by this engine
+ *   items.acked              of those, acknowledged
+ *   items.retried            of those, scheduled for a retry
+ *   items.dead               of those, moved to the dead-letter stream
+ *   items.lease_expired      claims of items whose previous holder's lease ran out
+ *   items.unhandled          claimed items no handler's filter matched (acked)
+ *   items.late_acks          acks refused because the lease had passed to another holder
+ *   events.suppressed        live expiry events of tracked keys another path handles
+ *   sweep.calls              claim_due script calls
+ *   lateness.max_ms          largest handler start minus deadline seen (tracked/tasks)
  * Unknown names give KW_ERR_INVALID_ARG. Counters start at 0.
  */
 KW_API int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value);
 /* Every statistic as one JSON object, NUL-terminated, allocated; release with kw_free.
  * NULL when out of memory. Any thread. */
 KW_API char *kw_engine_stats_json(kw_engine_t *engine);
+
+/* ---- Client: tracking, delayed tasks and administration ----------------------------- */
+
+/*
+ * A blocking client for producers and operators. It holds one connection (opened by
+ * kw_client_new, re-opened on the next call after a failure). Not thread-safe: use one
+ * client per thread. Every call records a message for kw_client_last_error on failure.
+ * Times are ms since the Unix epoch on Redis's clock; TTLs and delays are ms.
+ */
+typedef struct kw_client_s kw_client_t;
+
+KW_API int kw_client_new(const kw_conf_t *conf, kw_client_t **out, char *errstr,
+                         size_t errstr_size);
+KW_API void kw_client_free(kw_client_t *client);
+/* Never NULL; valid until the next call on this client. */
+KW_API const char *kw_client_last_error(kw_client_t *client);
+
+#define KW_TRACK_NX 1       /* only if the key does not exist (KW_ERR_CONDITION otherwise) */
+#define KW_TRACK_XX 2       /* only if the key exists (KW_ERR_CONDITION otherwise) */
+#define KW_TRACK_SNAPSHOT 4 /* keep the value to hand to the handler with the event */
+
+/* SET key value PX ttl_ms and record the key in the key-tracking queue, atomically. The
+ * handler gets event "expired" for it at its deadline, exactly once per instance fleet,
+ * even if no watcher ran at that moment. deadline_ms (may be NULL) receives the deadline.
+ * KW_ERR_INVALID_ARG for ttl_ms <= 0, KW_ERR_TOO_LARGE past the limits. */
+KW_API int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
+                    size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms);
+/* Stop tracking a key; with delete_key also DEL it (atomically). KW_ERR_NOT_FOUND if it
+ * was not tracked (and, with delete_key, did not exist). */
+KW_API int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key);
+/* Track a key written elsewhere, at its current TTL. flags: KW_TRACK_SNAPSHOT (string keys
+ * only). KW_ERR_NOT_FOUND if the key does not exist, KW_ERR_INVALID_ARG if it has no TTL. */
+KW_API int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
+                    int64_t *deadline_ms);
+
+#define KW_SCHEDULE_NX 1 /* keep an existing task with the same id (KW_ERR_CONDITION) */
+
+/* Schedule a delayed task: delivered as event "task" at at_ms, or after delay_ms when
+ * at_ms is 0. A time in the past means now (documented, not an error). An existing task
+ * with the same id is replaced unless KW_SCHEDULE_NX. at_out (may be NULL) receives the
+ * time it is due. */
+KW_API int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                       const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms,
+                       int flags, int64_t *at_out);
+/* Remove a task that is not yet due. KW_ERR_NOT_FOUND if there is none, KW_ERR_IN_FLIGHT
+ * if it is being handled. */
+KW_API int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len);
+/* Move a waiting task to at_ms (or now + delay_ms when at_ms is 0). KW_ERR_NOT_FOUND,
+ * KW_ERR_IN_FLIGHT as for kw_cancel. */
+KW_API int kw_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                         int64_t at_ms, int64_t delay_ms, int64_t *at_out);
+
+/* Pipelining: after kw_client_pipeline_begin, kw_track/kw_untrack/kw_schedule/kw_cancel
+ * only check their arguments and queue the command (returning KW_OK, outputs untouched);
+ * kw_client_pipeline_end sends them all and stores each call's status, in order, into
+ * statuses[0..cap) (may be NULL), with the number of calls in *count. It returns KW_OK if
+ * every call succeeded, else the first failure. */
+KW_API int kw_client_pipeline_begin(kw_client_t *client);
+KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count);
+
+/* Per queue: {"queues":[{"queue":"keys","due":N,"due_now":N,"inflight":N,"dead":N,
+ * "oldest_overdue_ms":N},...],"now_ms":N}. Allocated; release with kw_free. NULL on
+ * failure (see kw_client_last_error). */
+KW_API char *kw_client_inspect_json(kw_client_t *client);
+/* Dead letters of a queue, oldest first, at most limit: a JSON array of objects with
+ * entry, id, attempts, deadline, error, failed_ms, and payload (or payload_b64 when not
+ * valid UTF-8; id likewise). Allocated; release with kw_free. */
+KW_API char *kw_dead_list_json(kw_client_t *client, const char *queue, size_t limit);
+/* Put dead letters back in their queue, due now, attempts reset: one entry (entry_id) or
+ * the oldest `limit` (entry_id NULL). *count (may be NULL) receives how many.
+ * KW_ERR_NOT_FOUND for an unknown queue or entry. */
+KW_API int kw_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
+                          size_t limit, int64_t *count);
+/* Delete one dead letter (entry_id) or all of a queue's (entry_id NULL). */
+KW_API int kw_dead_purge(kw_client_t *client, const char *queue, const char *entry_id,
+                         int64_t *count);
 
 /* Frees memory that this library allocated for the caller. NULL is a no-op. */
 KW_API void kw_free(void *ptr);

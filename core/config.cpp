@@ -1,10 +1,12 @@
 #include "core/config.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <functional>
 #include <map>
 
 #include "core/duration.h"
+#include "core/queue.h"
 #include "keywatch.h"
 
 namespace keywatch {
@@ -55,6 +57,17 @@ Option duration_opt(int64_t Config::*field, int64_t min_ms, const char *name) {
                 return static_cast<int>(KW_OK);
             },
             [=](const Config &c) { return std::to_string(c.*field) + "ms"; }};
+}
+
+Option bool_opt(bool Config::*field, const char *name) {
+    return {[=](Config &c, const std::string &v, std::string *err) {
+                if (!parse_bool(v, &(c.*field))) {
+                    *err = std::string(name) + ": '" + v + "' is not a boolean: use true or false";
+                    return static_cast<int>(KW_ERR_BAD_VALUE);
+                }
+                return static_cast<int>(KW_OK);
+            },
+            [=](const Config &c) { return std::string(c.*field ? "true" : "false"); }};
 }
 
 Option int_opt(int64_t min, int64_t max, const char *name,
@@ -115,15 +128,7 @@ const std::map<std::string, Option> &options() {
           }}},
         {"redis.connect_timeout",
          duration_opt(&Config::connect_timeout_ms, 10, "redis.connect_timeout")},
-        {"notify.enable",
-         {[](Config &c, const std::string &v, std::string *err) {
-              if (!parse_bool(v, &c.notify_enable)) {
-                  *err = "notify.enable: '" + v + "' is not a boolean: use true or false";
-                  return static_cast<int>(KW_ERR_BAD_VALUE);
-              }
-              return static_cast<int>(KW_OK);
-          },
-          [](const Config &c) { return std::string(c.notify_enable ? "true" : "false"); }}},
+        {"notify.enable", bool_opt(&Config::notify_enable, "notify.enable")},
         {"workers", int_opt(
                         1, 256, "workers", [](Config &c, int64_t n) { c.workers = int(n); },
                         [](const Config &c) { return int64_t(c.workers); })},
@@ -136,6 +141,72 @@ const std::map<std::string, Option> &options() {
         {"health.interval", duration_opt(&Config::health_interval_ms, 10, "health.interval")},
         {"health.timeout", duration_opt(&Config::health_timeout_ms, 50, "health.timeout")},
         {"stop.timeout", duration_opt(&Config::stop_timeout_ms, 0, "stop.timeout")},
+        {"redis.command_timeout",
+         duration_opt(&Config::command_timeout_ms, 10, "redis.command_timeout")},
+        {"namespace",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (!valid_queue_name(v, err)) {
+                  *err = "namespace: " + *err;
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              c.ns = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.ns; }}},
+        {"queues",
+         {[](Config &c, const std::string &v, std::string *err) {
+              std::vector<std::string> names;
+              size_t start = 0;
+              while (start < v.size()) {
+                  size_t comma = v.find(',', start);
+                  std::string q = v.substr(
+                      start, comma == std::string::npos ? std::string::npos : comma - start);
+                  if (!valid_queue_name(q, err)) {
+                      *err = "queues: " + *err;
+                      return static_cast<int>(KW_ERR_BAD_VALUE);
+                  }
+                  if (q == kKeysQueue) {
+                      *err =
+                          "queues: 'keys' is the key-tracking queue (see track.enable); "
+                          "name task queues otherwise";
+                      return static_cast<int>(KW_ERR_BAD_VALUE);
+                  }
+                  names.push_back(q);
+                  if (comma == std::string::npos) break;
+                  start = comma + 1;
+              }
+              c.queues = names;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) {
+              std::string out;
+              for (auto &q : c.queues) out += (out.empty() ? "" : ",") + q;
+              return out;
+          }}},
+        {"track.enable", bool_opt(&Config::track_enable, "track.enable")},
+        {"track.done_window", duration_opt(&Config::done_window_ms, 0, "track.done_window")},
+        {"lease", duration_opt(&Config::lease_ms, 100, "lease")},
+        {"retry.base", duration_opt(&Config::retry_base_ms, 1, "retry.base")},
+        {"retry.max", duration_opt(&Config::retry_max_ms, 1, "retry.max")},
+        {"max_attempts",
+         int_opt(
+             1, 1000000, "max_attempts", [](Config &c, int64_t n) { c.max_attempts = n; },
+             [](const Config &c) { return c.max_attempts; })},
+        {"sweep.batch",
+         int_opt(
+             1, 100000, "sweep.batch", [](Config &c, int64_t n) { c.sweep_batch = n; },
+             [](const Config &c) { return c.sweep_batch; })},
+        {"sweep.interval", duration_opt(&Config::sweep_interval_ms, 1, "sweep.interval")},
+        {"dedupe.enable", bool_opt(&Config::dedupe_enable, "dedupe.enable")},
+        {"dedupe.ttl", duration_opt(&Config::dedupe_ttl_ms, 1, "dedupe.ttl")},
+        {"limits.key_bytes",
+         int_opt(
+             1, 512LL << 20, "limits.key_bytes", [](Config &c, int64_t n) { c.key_limit = n; },
+             [](const Config &c) { return c.key_limit; })},
+        {"limits.value_bytes",
+         int_opt(
+             0, 512LL << 20, "limits.value_bytes", [](Config &c, int64_t n) { c.value_limit = n; },
+             [](const Config &c) { return c.value_limit; })},
     };
     return table;
 }
@@ -178,6 +249,11 @@ int Config::validate(std::string *err) const {
         *err = "reconnect.min (" + std::to_string(reconnect_min_ms) +
                "ms) is above reconnect.max (" + std::to_string(reconnect_max_ms) +
                "ms): lower reconnect.min or raise reconnect.max";
+        return KW_ERR_BAD_VALUE;
+    }
+    if (retry_base_ms > retry_max_ms) {
+        *err = "retry.base (" + std::to_string(retry_base_ms) + "ms) is above retry.max (" +
+               std::to_string(retry_max_ms) + "ms): lower retry.base or raise retry.max";
         return KW_ERR_BAD_VALUE;
     }
     if (health_timeout_ms <= health_interval_ms) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/url.h"
 
@@ -23,6 +24,23 @@ struct Config {
     int64_t health_interval_ms = 1000;
     int64_t health_timeout_ms = 5000;
     int64_t stop_timeout_ms = 10000;
+    int64_t command_timeout_ms = 10000;
+
+    // Reliable delivery (see scripts.h for the data in Redis).
+    std::string ns = "kw";            // namespace of every key keywatch writes
+    std::vector<std::string> queues;  // task queues this engine serves
+    bool track_enable = true;         // serve the key-tracking queue
+    int64_t lease_ms = 30000;
+    int64_t retry_base_ms = 1000;
+    int64_t retry_max_ms = 300000;
+    int64_t max_attempts = 5;
+    int64_t sweep_batch = 500;
+    int64_t sweep_interval_ms = 100;
+    int64_t done_window_ms = 10000;
+    bool dedupe_enable = false;
+    int64_t dedupe_ttl_ms = 60000;
+    int64_t key_limit = 1 << 20;     // bytes
+    int64_t value_limit = 16 << 20;  // bytes
 
     // Sets one option from text. Returns 0 (KW_OK) or a KW_ERR_* status with *err saying
     // what was wrong and what to do; on failure the config is unchanged.

@@ -21,14 +21,14 @@ void Dispatcher::start() {
     for (int i = 0; i < nworkers_; i++) threads_.emplace_back([this] { work(); });
 }
 
-size_t Dispatcher::push(std::vector<Event> &batch) {
+size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
     size_t dropped = 0, offered = batch.size();
     bool was_empty;
     {
         std::lock_guard<std::mutex> lock(mu_);
         was_empty = queue_.empty();
         for (auto &ev : batch) {
-            if (queue_.size() >= capacity_ || stopping_) {
+            if (stopping_ || (queue_.size() >= capacity_ && !force)) {
                 dropped++;
                 continue;
             }
@@ -45,6 +45,11 @@ size_t Dispatcher::push(std::vector<Event> &batch) {
             not_empty_.notify_one();
     }
     return dropped;
+}
+
+size_t Dispatcher::room() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_.size() >= capacity_ ? 0 : capacity_ - queue_.size();
 }
 
 size_t Dispatcher::queued() const {

@@ -27,9 +27,12 @@ class Dispatcher {
     Dispatcher &operator=(const Dispatcher &) = delete;
 
     void start();  // owner thread
-    // Queue events (moved from batch, which is left empty). Events that do not fit are
-    // dropped; returns how many. Any thread.
-    size_t push(std::vector<Event> &batch);
+    // Queue events (moved from batch, which is left empty). Unless force, events that do
+    // not fit are dropped; returns how many. Claimed items are pushed with force: their
+    // number is already bounded by room(). Any thread.
+    size_t push(std::vector<Event> &batch, bool force = false);
+    // Free places in the queue (0 when full or over). Any thread.
+    size_t room() const;
     // Let queued and running handlers finish until deadline_ms from now, then drop what is
     // still queued and join the workers (a handler still running is waited for). Returns
     // true if everything finished in time; *abandoned gets the number dropped. Owner thread.

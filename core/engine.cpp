@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <random>
+#include <thread>
 
 namespace keywatch {
 
@@ -9,20 +11,38 @@ namespace {
 // A read from Redis yields a few hundred events at most; hand them to the workers in one
 // batch when the read is done, or earlier if a batch grows this large.
 constexpr size_t kMaxPending = 1024;
+// A worker's note that it started a claimed item (so its lease is no longer renewed).
+constexpr int kStarted = -1;
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string random_owner() {
+    std::random_device rd;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+    return buf;
+}
 }  // namespace
 
 Engine::Engine(Config config)
     : config_(std::move(config)),
+      owner_(random_owner()),
       loop_(std::make_unique<EventLoop>()),
       dispatcher_(std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size),
                                                config_.workers,
                                                [this](Event &ev) { handle(ev); })) {
     flush_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_flush, this));
+    completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
 }
 
 Engine::~Engine() {
     stop(config_.stop_timeout_ms);
     flush_ev_.reset();  // before the loop's event_base goes
+    completion_ev_.reset();
 }
 
 int Engine::add_handler(const Filter &filter, kw_handler_fn fn, void *opaque) {
@@ -46,8 +66,42 @@ void Engine::set_log_cb(kw_log_fn fn, void *opaque) {
 
 std::vector<std::string> Engine::subscribed_events() const {
     std::set<std::string> all;
-    for (auto &h : handlers_) all.insert(h.filter.events.begin(), h.filter.events.end());
+    for (auto &h : handlers_) {
+        // Handlers of tracked keys only (queue "keys") still need the live expiries.
+        if (h.filter.has_queue && h.filter.queue != kKeysQueue) continue;
+        all.insert(h.filter.events.begin(), h.filter.events.end());
+    }
+    all.erase("task");  // not a Redis event
     return {all.begin(), all.end()};
+}
+
+// Which queues this engine serves: the key-tracking queue when a handler takes its
+// "expired" events (and track.enable), task queues named by filters or by `queues`.
+int Engine::plan_queues(Sweeper::Options *opts, std::string *err) const {
+    std::set<std::string> tasks;
+    bool keys = false, any_queue_tasks = false;
+    for (auto &h : handlers_) {
+        const Filter &f = h.filter;
+        if (config_.track_enable && f.wants_queue(kKeysQueue, true)) keys = true;
+        if (f.events.count("task")) {
+            if (f.has_queue && f.queue != kKeysQueue)
+                tasks.insert(f.queue);
+            else if (!f.has_queue)
+                any_queue_tasks = true;
+        }
+    }
+    if (any_queue_tasks) {
+        if (config_.queues.empty()) {
+            *err =
+                "a handler takes \"task\" events of any queue, but no queue is named: set "
+                "the filter's queue, or list the queues in the `queues` option";
+            return KW_ERR_STATE;
+        }
+        tasks.insert(config_.queues.begin(), config_.queues.end());
+    }
+    opts->track_keys = keys;
+    opts->task_queues.assign(tasks.begin(), tasks.end());
+    return KW_OK;
 }
 
 int Engine::start() {
@@ -75,12 +129,43 @@ int Engine::start() {
     opts.health_timeout_ms = config_.health_timeout_ms;
     opts.notify_enable = config_.notify_enable;
     opts.events = subscribed_events();
+
+    Sweeper::Options sweep;
+    if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
+        set_error(why);
+        return rc;
+    }
+    sweep.ns = config_.ns;
+    sweep.owner = owner_;
+    sweep.lease_ms = config_.lease_ms;
+    sweep.retry_base_ms = config_.retry_base_ms;
+    sweep.retry_max_ms = config_.retry_max_ms;
+    sweep.max_attempts = config_.max_attempts;
+    sweep.batch = config_.sweep_batch;
+    sweep.interval_ms = config_.sweep_interval_ms;
+    sweep.done_window_ms = config_.done_window_ms;
+    sweep.dedupe = config_.dedupe_enable;
+    sweep.dedupe_ttl_ms = config_.dedupe_ttl_ms;
+    sweep.connect_timeout_ms = config_.connect_timeout_ms;
+    sweep.reconnect_min_ms = config_.reconnect_min_ms;
+    sweep.reconnect_max_ms = config_.reconnect_max_ms;
+    bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
+    if (opts.events.empty() && !need_sweeper) {
+        set_error(
+            "the handlers ask for nothing keywatch can deliver: register a handler for "
+            "Redis events, tracked keys or a task queue");
+        return KW_ERR_STATE;
+    }
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
     started_ = true;
 
     try {
         subscriber_ = std::make_unique<Subscriber>(*loop_, config_.effective_url(), opts,
                                                    static_cast<SubscriberSink *>(this));
+        if (need_sweeper)
+            sweeper_ =
+                std::make_unique<Sweeper>(*loop_, config_.effective_url(), sweep,
+                                          static_cast<SweeperSink *>(this), &sweeper_counters_);
         dispatcher_->start();
         loop_->start();
     } catch (const std::exception &e) {
@@ -105,12 +190,17 @@ int Engine::start() {
         set_error(message);
         return status;
     }
+    if (sweeper_) loop_->run_sync([this] { sweeper_->start(); });
     running_ = true;
     return KW_OK;
 }
 
 void Engine::teardown() {
-    if (loop_ && subscriber_) loop_->run_sync([this] { subscriber_->shutdown(); });
+    if (loop_ && subscriber_)
+        loop_->run_sync([this] {
+            subscriber_->shutdown();
+            if (sweeper_) sweeper_->shutdown();
+        });
     if (dispatcher_) {
         size_t abandoned = 0;
         dispatcher_->stop(0, &abandoned);
@@ -118,6 +208,7 @@ void Engine::teardown() {
     }
     if (loop_) loop_->stop();
     subscriber_.reset();
+    sweeper_.reset();
 }
 
 int Engine::stop(int64_t timeout_ms) {
@@ -128,13 +219,29 @@ int Engine::stop(int64_t timeout_ms) {
     // deadline to finish.
     loop_->run_sync([this] {
         subscriber_->shutdown();
+        if (sweeper_) sweeper_->stop_claiming();
         flush();
     });
     size_t abandoned = 0;
     bool finished = dispatcher_->stop(timeout_ms, &abandoned);
     counters_.abandoned += static_cast<int64_t>(abandoned);
+    if (sweeper_) {
+        // Send the acks of what the workers finished and wait (briefly) for the answers;
+        // anything not acked comes back when its lease ends.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        size_t outstanding = 1;
+        while (outstanding > 0 && std::chrono::steady_clock::now() < deadline) {
+            loop_->run_sync([&] {
+                drain_completions();
+                outstanding = sweeper_->outstanding();
+            });
+            if (outstanding > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        loop_->run_sync([this] { sweeper_->shutdown(); });
+    }
     loop_->stop();
     subscriber_.reset();
+    sweeper_.reset();
     if (!finished) {
         set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
                   std::to_string(abandoned) + " queued event(s) were abandoned (events.abandoned)");
@@ -147,10 +254,18 @@ void Engine::on_event(Event &&ev) {
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     auto it = counters_.per_event.find(ev.name);
     if (it != counters_.per_event.end()) it->second.fetch_add(1, std::memory_order_relaxed);
-    pending_.push_back(std::move(ev));
-    if (pending_.size() == 1)
+    bool tracked_db = sweeper_ && ev.db == config_.url.db;
+    if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
+        // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
+        live_claims_.push_back(std::move(ev));
+    } else {
+        if (tracked_db && ev.name == "del") deleted_.push_back(ev.key);
+        pending_.push_back(std::move(ev));
+    }
+    size_t gathered = pending_.size() + live_claims_.size() + deleted_.size();
+    if (gathered == 1)
         event_active(flush_ev_.get(), EV_READ, 0);
-    else if (pending_.size() >= kMaxPending)
+    else if (gathered >= kMaxPending)
         flush();
 }
 
@@ -159,8 +274,36 @@ void Engine::on_flush(evutil_socket_t, short, void *arg) {
 }
 
 void Engine::flush() {
+    if (!live_claims_.empty()) {
+        std::vector<Event> claims;
+        claims.swap(live_claims_);
+        sweeper_->claim_live(std::move(claims));
+    }
+    if (!deleted_.empty()) {
+        std::vector<std::string> keys;
+        keys.swap(deleted_);
+        sweeper_->forget(std::move(keys));
+    }
     if (pending_.empty()) return;
-    size_t dropped = dispatcher_->push(pending_);
+    if (sweeper_) {
+        std::vector<Event> events;
+        events.swap(pending_);
+        sweeper_->untracked(std::move(events));
+        return;
+    }
+    deliver_untracked(pending_);
+}
+
+void Engine::deliver_tracked(std::vector<Event> &items) {
+    dispatcher_->push(items, true);
+}
+
+size_t Engine::dispatch_room() const {
+    return dispatcher_->room();
+}
+
+void Engine::deliver_untracked(std::vector<Event> &events) {
+    size_t dropped = dispatcher_->push(events);
     if (dropped == 0) return;
     // Live events only for now: nothing tracked is lost by dropping them here.
     int64_t before = counters_.dropped.fetch_add(static_cast<int64_t>(dropped));
@@ -173,24 +316,74 @@ void Engine::flush() {
 }
 
 void Engine::handle(Event &ev) {
+    bool tracked = ev.tracked();
+    if (tracked) {
+        // Lateness of first deliveries: retries are late on purpose.
+        int64_t late = ev.attempt == 1 ? now_ms() - ev.deadline_ms : 0;
+        int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
+        while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
+        }
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        completions_.push_back({ev.queue, ev.key, kStarted, ""});
+    }
+    // Several handlers may match: the item is acked only if all ack; any REJECT sends it
+    // to the dead letters, else any RETRY retries it.
+    int combined = KW_RESULT_ACK;
+    bool matched = false;
     for (auto &h : handlers_) {
-        if (!h.filter.matches(ev.name, ev.db, ev.key)) continue;
+        if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
+        matched = true;
         int rc;
         try {
             rc = h.fn(&ev, h.opaque);
         } catch (...) {
             // A C++ handler may throw; nothing crosses back into the engine.
             rc = KW_RESULT_RETRY;
+            if (ev.error.empty()) ev.error = "the handler threw an exception";
         }
         counters_.delivered.fetch_add(1, std::memory_order_relaxed);
-        // The handler's result is where acks, retries and dead letters of tracked items
-        // attach; for live (untracked) events it is counted.
         if (rc != KW_RESULT_ACK) {
             counters_.handler_errors.fetch_add(1, std::memory_order_relaxed);
-            if (rc == KW_RESULT_RETRY)
+            if (rc == KW_RESULT_RETRY) {
                 counters_.handler_retries.fetch_add(1, std::memory_order_relaxed);
+                if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
+            } else {
+                combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
+            }
         }
     }
+    if (!tracked) return;
+    if (!matched) counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        completions_.push_back({ev.queue, ev.key, combined, ev.error});
+        wake = !completions_signalled_;  // one wake-up per drain
+        completions_signalled_ = true;
+    }
+    if (wake) event_active(completion_ev_.get(), EV_READ, 0);
+}
+
+void Engine::on_completions(evutil_socket_t, short, void *arg) {
+    static_cast<Engine *>(arg)->drain_completions();
+}
+
+void Engine::drain_completions() {
+    std::vector<Completion> all;
+    {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        all.swap(completions_);
+        completions_signalled_ = false;
+    }
+    if (!sweeper_ || all.empty()) return;
+    std::vector<Completion> done;
+    for (auto &c : all) {
+        if (c.result == kStarted)
+            sweeper_->started(c.queue, c.id);
+        else
+            done.push_back(std::move(c));
+    }
+    if (!done.empty()) sweeper_->complete(std::move(done));
 }
 
 void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
@@ -250,6 +443,26 @@ int Engine::stat(const std::string &name, int64_t *value) const {
         *value = conn_state_.load(std::memory_order_relaxed);
     else if (name == "dispatch.queued")
         *value = static_cast<int64_t>(dispatcher_->queued());
+    else if (name == "items.claimed")
+        *value = load(sweeper_counters_.claimed);
+    else if (name == "items.acked")
+        *value = load(sweeper_counters_.acked);
+    else if (name == "items.retried")
+        *value = load(sweeper_counters_.retried);
+    else if (name == "items.dead")
+        *value = load(sweeper_counters_.dead);
+    else if (name == "items.lease_expired")
+        *value = load(sweeper_counters_.lease_expired);
+    else if (name == "items.unhandled")
+        *value = load(counters_.unhandled);
+    else if (name == "items.late_acks")
+        *value = load(sweeper_counters_.late_acks);
+    else if (name == "events.suppressed")
+        *value = load(sweeper_counters_.suppressed);
+    else if (name == "sweep.calls")
+        *value = load(sweeper_counters_.sweep_calls);
+    else if (name == "lateness.max_ms")
+        *value = load(counters_.lateness_max);
     else if (name.rfind("events.received.", 0) == 0) {
         auto it = counters_.per_event.find(name.substr(16));
         *value = it == counters_.per_event.end() ? 0 : load(it->second);
@@ -268,7 +481,10 @@ std::string Engine::stats_json() const {
     };
     for (const char *n :
          {"events.received", "events.delivered", "events.dropped", "events.abandoned",
-          "handler.errors", "handler.retries", "conn.reconnects", "conn.state", "dispatch.queued"})
+          "handler.errors", "handler.retries", "conn.reconnects", "conn.state", "dispatch.queued",
+          "items.claimed", "items.acked", "items.retried", "items.dead", "items.lease_expired",
+          "items.unhandled", "items.late_acks", "events.suppressed", "sweep.calls",
+          "lateness.max_ms"})
         add(n);
     for (auto &kv : counters_.per_event) add("events.received." + kv.first);
     return out + "}";

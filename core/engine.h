@@ -1,7 +1,7 @@
-// Engine: the loop thread, the subscriber(s), the dispatcher and the handlers, glued.
-// The C API's kw_engine_t wraps one. Thread-safety: add_handler/set_*_cb/start/stop are
-// called by the owner, not concurrently with each other; stat()/stats_json()/last_error()
-// from any thread.
+// Engine: the loop thread, the subscriber, the sweeper, the dispatcher and the handlers,
+// glued. The C API's kw_engine_t wraps one. Thread-safety: add_handler/set_*_cb/start/stop
+// are called by the owner, not concurrently with each other; stat()/stats_json()/
+// last_error() from any thread.
 #pragma once
 
 #include <atomic>
@@ -17,10 +17,11 @@
 #include "core/event_loop.h"
 #include "core/filter.h"
 #include "core/subscriber.h"
+#include "core/sweeper.h"
 
 namespace keywatch {
 
-class Engine : private SubscriberSink {
+class Engine : private SubscriberSink, private SweeperSink {
   public:
     explicit Engine(Config config);
     ~Engine() override;
@@ -48,7 +49,7 @@ class Engine : private SubscriberSink {
     };
     struct Counters {
         std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
-            handler_retries{0};
+            handler_retries{0}, unhandled{0}, lateness_max{0};
         std::map<std::string, std::atomic<int64_t>> per_event;  // fixed keys after start
     };
 
@@ -56,16 +57,25 @@ class Engine : private SubscriberSink {
     void on_event(Event &&ev) override;
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
+    // SubscriberSink and SweeperSink; any thread
     void log(kw_log_level level, const std::string &message) override;
+    // SweeperSink (loop thread)
+    void deliver_tracked(std::vector<Event> &items) override;
+    void deliver_untracked(std::vector<Event> &events) override;
+    size_t dispatch_room() const override;
 
-    void handle(Event &ev);  // worker thread
-    void flush();            // loop thread: pending batch -> dispatcher
+    int plan_queues(Sweeper::Options *opts, std::string *err) const;
+    void handle(Event &ev);    // worker thread
+    void flush();              // loop thread: what on_event gathered -> sweeper / workers
+    void drain_completions();  // loop thread
     static void on_flush(evutil_socket_t, short, void *arg);
+    static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
     std::vector<std::string> subscribed_events() const;
     void teardown();
 
     Config config_;
+    std::string owner_;  // this engine's name in claims: random per engine
     std::vector<Handler> handlers_;
     kw_state_fn state_cb_ = nullptr;
     void *state_opaque_ = nullptr;
@@ -80,9 +90,17 @@ class Engine : private SubscriberSink {
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Subscriber> subscriber_;
-    EventPtr flush_ev_;
-    std::vector<Event> pending_;  // loop thread: events read, not yet handed to workers
+    std::unique_ptr<Sweeper> sweeper_;
+    EventPtr flush_ev_, completion_ev_;
+    // Loop thread: events read and not yet passed on.
+    std::vector<Event> pending_, live_claims_;
+    std::vector<std::string> deleted_;
     Counters counters_;
+    SweeperCounters sweeper_counters_;
+
+    std::mutex completion_mu_;  // workers -> loop
+    std::vector<Completion> completions_;
+    bool completions_signalled_ = false;
 
     std::mutex start_mu_;
     std::condition_variable start_cv_;

@@ -18,14 +18,20 @@ struct kw_event_s {
     int attempt = 1;
     kw_source source = KW_SOURCE_NOTIFICATION;
     const std::string *node = nullptr;  // endpoint, owned by the engine
+    std::string queue;                  // "" for untracked live events
     mutable std::string id;             // built on first request
+    mutable std::string error;          // kw_event_set_error, for retries and dead letters
+
+    bool tracked() const { return !queue.empty(); }
 };
 
 namespace keywatch {
 
 using Event = kw_event_s;
 
-// The stable id of an event: "n:<db>:<event>:<hex of key>" for notifications.
+// The stable id of an event: "n:<db>:<event>:<hex of key>" for untracked notifications,
+// "q:<queue>:<deadline>:<hex of item id>" for queue items (the deadline is kept from the
+// first claim, so every redelivery of an item carries the same id).
 const std::string &event_id(const Event &ev);
 
 }  // namespace keywatch

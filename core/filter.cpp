@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "core/queue.h"
+
 namespace keywatch {
 
 const char *const kDefaultEvents[] = {"expired", "evicted", "del",         "set",
@@ -69,12 +71,21 @@ bool glob_match(std::string_view p, std::string_view s) {
     return pi == p.size();
 }
 
-bool Filter::matches(std::string_view event, int event_db, std::string_view key) const {
+bool Filter::matches(std::string_view event, int event_db, std::string_view key,
+                     std::string_view item_queue) const {
     if (db >= 0 && event_db != db) return false;
-    if (!all_events && events.find(std::string(event)) == events.end()) return false;
+    if (has_queue && item_queue != queue) return false;
+    // "*" means every Redis event; delayed tasks are asked for by name.
+    bool listed = events.find(std::string(event)) != events.end();
+    if (!listed && (!all_events || event == "task")) return false;
     if (has_prefix && key.substr(0, prefix.size()) != prefix) return false;
     if (has_glob && !glob_match(glob, key)) return false;
     return true;
+}
+
+bool Filter::wants_queue(const std::string &q, bool is_keys) const {
+    if (has_queue && queue != q) return false;
+    return is_keys ? (all_events || events.count("expired")) : events.count("task") != 0;
 }
 
 bool Filter::set(std::string_view name, std::string_view value, bool binary, std::string *err) {
@@ -92,6 +103,13 @@ bool Filter::set(std::string_view name, std::string_view value, bool binary, std
         *err = "filter option '" + std::string(name) +
                "' takes text: use kw_filter_set (binary values are for prefix and glob)";
         return false;
+    }
+    if (name == "queue") {
+        std::string q(value);
+        if (!valid_queue_name(q, err)) return false;
+        queue = q;
+        has_queue = true;
+        return true;
     }
     if (name == "db") {
         if (value == "*" || value == "-1") {
@@ -143,7 +161,8 @@ bool Filter::set(std::string_view name, std::string_view value, bool binary, std
         if (all) events.insert(parsed.begin(), parsed.end());
         return true;
     }
-    *err = "unknown filter option '" + std::string(name) + "': use events, db, prefix or glob";
+    *err =
+        "unknown filter option '" + std::string(name) + "': use events, db, prefix, glob or queue";
     return false;
 }
 

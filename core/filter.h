@@ -19,9 +19,16 @@ struct Filter {
     bool has_glob = false;
     std::string glob;
     int db = -1;  // -1: any
+    bool has_queue = false;
+    std::string queue;  // "keys" or a task queue; live untracked events have none
 
-    bool matches(std::string_view event, int event_db, std::string_view key) const;
-    // Sets a field by name ("events", "db", "prefix", "glob"); false + *err on bad input.
+    bool matches(std::string_view event, int event_db, std::string_view key,
+                 std::string_view item_queue = {}) const;
+    // The filter can match queue q's items ("task" events for task queues, "expired" for
+    // the key-tracking queue).
+    bool wants_queue(const std::string &q, bool is_keys) const;
+    // Sets a field by name ("events", "db", "prefix", "glob", "queue"); false + *err on
+    // bad input.
     bool set(std::string_view name, std::string_view value, bool binary, std::string *err);
 };
 

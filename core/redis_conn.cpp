@@ -5,6 +5,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cstring>
+
 namespace keywatch {
 namespace {
 
@@ -49,11 +51,12 @@ std::string reply_to_string(const redisReply *r) {
     }
 }
 
-RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role)
+RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role, bool select_db)
     : base_(base),
       url_(std::move(url)),
       role_(std::move(role)),
       endpoint_(url_.endpoint()),
+      select_db_(select_db),
       handshake_timer_(base,
                        [this] {
                            if (has_deferred_) {
@@ -192,7 +195,7 @@ bool RedisConn::command_raw(int argc, const char **argv, const size_t *lens, red
 
 void RedisConn::authenticate() {
     if (url_.password.empty()) {
-        become_ready();
+        select();
         return;
     }
     state_ = State::Authing;
@@ -201,7 +204,7 @@ void RedisConn::authenticate() {
     args.push_back(url_.password);
     command(args, [this](redisReply *r) {
         if (r->type != REDIS_REPLY_ERROR) {
-            become_ready();
+            select();
             return;
         }
         std::string e(r->str, r->len);
@@ -211,6 +214,22 @@ void RedisConn::authenticate() {
                   "; check the password (redis://[user:]password@host:port or "
                   "redis.password)",
               auth});
+    });
+}
+
+void RedisConn::select() {
+    if (!select_db_ || url_.db == 0) {
+        become_ready();
+        return;
+    }
+    command({"SELECT", std::to_string(url_.db)}, [this](redisReply *r) {
+        if (r->type == REDIS_REPLY_ERROR) {
+            fail({"SELECT " + std::to_string(url_.db) + " failed on " + endpoint_ + ": " +
+                      std::string(r->str, r->len) + "; check the db in redis.url",
+                  r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0});
+            return;
+        }
+        become_ready();
     });
 }
 

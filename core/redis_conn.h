@@ -36,7 +36,9 @@ class RedisConn {
     // hears of that through on_lost.
     using ReplyFn = std::function<void(redisReply *reply)>;
 
-    RedisConn(event_base *base, RedisUrl url, std::string role);
+    // select_db: SELECT the URL's db once connected (not for subscribers: pub/sub ignores
+    // the db).
+    RedisConn(event_base *base, RedisUrl url, std::string role, bool select_db = false);
     ~RedisConn();
     RedisConn(const RedisConn &) = delete;
     RedisConn &operator=(const RedisConn &) = delete;
@@ -68,6 +70,7 @@ class RedisConn {
     static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
     void authenticate();
+    void select();
     void become_ready();
     void fail(Failure f);  // during the handshake or after: drop, then report
     void detach();
@@ -76,6 +79,7 @@ class RedisConn {
     event_base *base_;
     RedisUrl url_;
     std::string role_, endpoint_;
+    bool select_db_;
     State state_ = State::Idle;
     redisAsyncContext *ctx_ = nullptr;
     std::function<void()> on_ready_;

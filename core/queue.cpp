@@ -1,0 +1,37 @@
+#include "core/queue.h"
+
+namespace keywatch {
+
+QueueKeys QueueKeys::make(const std::string &ns, const std::string &queue, const std::string &tag) {
+    std::string base = ns + ":" + queue + ":{" + tag + "}:";
+    return {base + "due", base + "inflight", base + "data", base + "dead", base + "done"};
+}
+
+bool valid_queue_name(const std::string &name, std::string *err) {
+    if (name.empty() || name.size() > 200 ||
+        name.find_first_of("{}: \t\r\n") != std::string::npos) {
+        *err = "queue name '" + name +
+               "' is not valid: use 1 to 200 characters without '{', '}', ':' or spaces";
+        return false;
+    }
+    return true;
+}
+
+bool parse_claimed(const redisReply *r, ClaimedItem *out) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 5) return false;
+    const redisReply *id = r->element[0], *deadline = r->element[1], *attempt = r->element[2],
+                     *payload = r->element[3], *source = r->element[4];
+    if (id->type != REDIS_REPLY_STRING || deadline->type != REDIS_REPLY_INTEGER ||
+        attempt->type != REDIS_REPLY_INTEGER || source->type != REDIS_REPLY_STRING ||
+        source->len != 1)
+        return false;
+    out->id.assign(id->str, id->len);
+    out->deadline_ms = deadline->integer;
+    out->attempt = static_cast<int>(attempt->integer);
+    out->has_payload = payload->type == REDIS_REPLY_STRING;
+    if (out->has_payload) out->payload.assign(payload->str, payload->len);
+    out->source = source->str[0];
+    return true;
+}
+
+}  // namespace keywatch

@@ -1,0 +1,44 @@
+// Queue naming and the shapes of queue script replies, shared by the engine (async) and
+// the blocking client. Pure: thread-safe.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace keywatch {
+
+// The key-tracking queue's name; task queues have names of their own.
+inline constexpr const char *kKeysQueue = "keys";
+
+// The Redis keys of one queue in one hash-tag slot: <ns>:<queue>:{<tag>}:<part>.
+struct QueueKeys {
+    std::string due, inflight, data, dead, done;
+
+    static QueueKeys make(const std::string &ns, const std::string &queue, const std::string &tag);
+    // KEYS for a script, in the order scripts.h documents (plus the tracked key if any).
+    std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
+};
+
+// Standalone Redis keeps every queue in one slot tag.
+inline constexpr const char *kStandaloneTag = "0";
+
+// A queue name is text without '{', '}' or ':' and not empty, so names never collide.
+bool valid_queue_name(const std::string &name, std::string *err);
+
+// One item a claim script handed to us.
+struct ClaimedItem {
+    std::string id;
+    int64_t deadline_ms = 0;
+    int attempt = 1;
+    bool has_payload = false;
+    std::string payload;
+    char source = 'S';  // 'S' sweep, 'L' lease expired, 'N' live notification
+};
+
+// Parses {id, deadline, attempt, payload|nil, source}. False if the shape is wrong.
+bool parse_claimed(const redisReply *r, ClaimedItem *out);
+
+}  // namespace keywatch

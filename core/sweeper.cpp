@@ -1,0 +1,431 @@
+#include "core/sweeper.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace keywatch {
+namespace {
+
+// Ids per script call for live claims, acks, renewals: big enough to amortise a call,
+// small enough that one call never blocks Redis for long.
+constexpr size_t kChunk = 500;
+// Live claims kept while the queue connection is down; beyond that they are dropped (a
+// tracked key among them is still swept, an untracked one is lost, as documented).
+constexpr size_t kMaxBacklog = 100000;
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+bool is_noscript(const redisReply *r) {
+    return r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+template <typename T, typename F>
+void for_chunks(const std::vector<T> &all, F &&f) {
+    for (size_t i = 0; i < all.size(); i += kChunk)
+        f(all.begin() + static_cast<long>(i),
+          all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
+}
+
+}  // namespace
+
+Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
+                 SweeperCounters *counters)
+    : loop_(loop),
+      opts_(std::move(opts)),
+      sink_(sink),
+      counters_(counters),
+      conn_(loop.base(), url, "queue", /*select_db=*/true),
+      endpoint_(url.endpoint()),
+      retry_timer_(loop.base(), [this] { connect(); }),
+      renew_timer_(loop.base(), [this] { renew(); }),
+      rng_(std::random_device{}()) {
+    auto add = [this](const std::string &name, bool is_keys) {
+        Queue &q = queues_[name];
+        q.name = name;
+        q.keys = QueueKeys::make(opts_.ns, name, opts_.tag);
+        q.is_keys = is_keys;
+        q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
+    };
+    if (opts_.track_keys) add(kKeysQueue, true);
+    for (auto &name : opts_.task_queues) add(name, false);
+    auto it = queues_.find(kKeysQueue);
+    keys_ = it == queues_.end() ? nullptr : &it->second;
+}
+
+Sweeper::~Sweeper() = default;
+
+void Sweeper::start() {
+    down_ = false;
+    claiming_ = true;
+    connect();
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+}
+
+void Sweeper::stop_claiming() {
+    claiming_ = false;
+    for (auto &kv : queues_) kv.second.timer->cancel();
+}
+
+void Sweeper::shutdown() {
+    down_ = true;
+    stop_claiming();
+    retry_timer_.cancel();
+    renew_timer_.cancel();
+    conn_.close();
+    outstanding_ = 0;
+}
+
+void Sweeper::connect() {
+    if (down_) return;
+    conn_.connect(
+        opts_.connect_timeout_ms, [this] { on_ready(); },
+        [this](const RedisConn::Failure &f) { on_lost(f); });
+}
+
+void Sweeper::on_ready() {
+    attempt_ = 0;
+    if (claiming_) {
+        for (auto &kv : queues_) sweep(kv.second);
+        std::vector<Event> backlog;
+        backlog.swap(live_backlog_);
+        if (!backlog.empty()) claim_live(std::move(backlog));
+    }
+    send_completions();
+}
+
+void Sweeper::on_lost(const RedisConn::Failure &f) {
+    outstanding_ = 0;
+    for (auto &kv : queues_) {
+        kv.second.sweeping = false;
+        kv.second.timer->cancel();
+    }
+    if (down_) return;
+    int64_t d = opts_.reconnect_min_ms;
+    for (int i = 0; i < attempt_ && d < opts_.reconnect_max_ms; i++) d *= 2;
+    d = std::min(d, opts_.reconnect_max_ms);
+    attempt_++;
+    int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
+    sink_->log(f.auth ? KW_LOG_ERROR : KW_LOG_WARN,
+               "queue connection: " + f.message + "; reconnecting in " + std::to_string(delay) +
+                   "ms (tracked items wait safely in Redis)");
+    retry_timer_.arm(delay);
+}
+
+void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
+    std::vector<std::string> keys = q.keys.keys();
+    std::vector<std::string> args = {"EVALSHA", script_sha1(s.body), std::to_string(keys.size())};
+    args.insert(args.end(), keys.begin(), keys.end());
+    args.insert(args.end(), argv.begin(), argv.end());
+    outstanding_++;
+    const Script *script = &s;
+    bool sent = conn_.command(args, [this, script, args, fn](redisReply *r) mutable {
+        if (is_noscript(r)) {
+            // Empty script cache (restart, failover): EVAL loads it for next time.
+            args[0] = "EVAL";
+            args[1] = script->body;
+            conn_.command(args, [this, fn](redisReply *r2) {
+                outstanding_--;
+                fn(r2);
+            });
+            return;
+        }
+        outstanding_--;
+        fn(r);
+    });
+    if (!sent) outstanding_--;
+}
+
+void Sweeper::sweep(Queue &q) {
+    if (!claiming_ || conn_.state() != RedisConn::State::Ready) return;
+    if (q.sweeping) {
+        q.again = true;
+        return;
+    }
+    size_t room = sink_->dispatch_room();
+    if (room == 0) {
+        // Workers are behind: the items wait in Redis; look again shortly.
+        q.timer->arm(std::min<int64_t>(opts_.interval_ms, 20));
+        return;
+    }
+    int64_t limit = std::min<int64_t>(opts_.batch, static_cast<int64_t>(room));
+    q.sweeping = true;
+    q.again = false;
+    counters_->sweep_calls.fetch_add(1, std::memory_order_relaxed);
+    eval(scripts::kClaimDue, q,
+         {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
+          std::to_string(opts_.done_window_ms)},
+         [this, &q, limit](redisReply *r) {
+             q.sweeping = false;
+             if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+                 sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
+                                              " failed: " + reply_to_string(r) + "; retrying");
+                 q.timer->arm(opts_.interval_ms);
+                 return;
+             }
+             int64_t now = r->element[0]->integer, next = r->element[1]->integer;
+             size_t claimed = r->element[4]->elements;
+             on_claimed(q, r->element[4]);
+             int64_t delay = next < 0 ? opts_.interval_ms
+                                      : std::clamp<int64_t>(next - now, 0, opts_.interval_ms);
+             if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
+             q.timer->arm(delay);
+         });
+}
+
+Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *live) {
+    Event ev;
+    ev.queue = q.name;
+    ev.key = item.id;
+    ev.has_value = item.has_payload;
+    if (item.has_payload) ev.value = item.payload;
+    ev.deadline_ms = item.deadline_ms;
+    ev.attempt = item.attempt;
+    ev.ts_ms = live ? live->ts_ms : now_ms();
+    ev.db = conn_.url().db;
+    ev.node = &endpoint_;
+    // A tracked key that is gone at its deadline is "expired" whichever path found it; a
+    // live eviction before the deadline keeps its name.
+    ev.name = !q.is_keys ? "task" : (live ? live->name : "expired");
+    if (item.source == 'L') {
+        ev.source = KW_SOURCE_LEASE_EXPIRED;
+        counters_->lease_expired.fetch_add(1, std::memory_order_relaxed);
+    } else if (item.source == 'N') {
+        ev.source = KW_SOURCE_NOTIFICATION;
+    } else {
+        ev.source = q.is_keys ? KW_SOURCE_SWEEP : KW_SOURCE_TASK;
+    }
+    return ev;
+}
+
+void Sweeper::on_claimed(Queue &q, redisReply *items) {
+    std::vector<Event> batch;
+    batch.reserve(items->elements);
+    for (size_t i = 0; i < items->elements; i++) {
+        ClaimedItem item;
+        if (!parse_claimed(items->element[i], &item)) continue;
+        q.held.insert(item.id);
+        q.waiting.insert(item.id);
+        batch.push_back(make_event(q, item, nullptr));
+    }
+    counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    if (!batch.empty()) sink_->deliver_tracked(batch);
+}
+
+void Sweeper::claim_live(std::vector<Event> &&events) {
+    if (!keys_ || !claiming_) {
+        untracked(std::move(events));
+        return;
+    }
+    std::vector<Event> ask;
+    for (auto &ev : events) {
+        // Our own claims make Redis publish `expired` too: no need to ask about those.
+        if (keys_->held.count(ev.key) || recently_done(ev.key)) {
+            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        ask.push_back(std::move(ev));
+    }
+    if (ask.empty()) return;
+    if (conn_.state() != RedisConn::State::Ready) {
+        for (auto &ev : ask)
+            if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+        return;
+    }
+    for (size_t i = 0; i < ask.size(); i += kChunk) {
+        size_t end = std::min(ask.size(), i + kChunk);
+        send_live(
+            std::vector<Event>(std::make_move_iterator(ask.begin() + static_cast<long>(i)),
+                               std::make_move_iterator(ask.begin() + static_cast<long>(end))));
+    }
+}
+
+void Sweeper::send_live(std::vector<Event> &&events) {
+    std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner};
+    for (auto &ev : events) argv.push_back(ev.key);
+    auto evs = std::make_shared<std::vector<Event>>(std::move(events));
+    eval(scripts::kClaimLive, *keys_, std::move(argv), [this, evs](redisReply *r) {
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[1]->elements != evs->size()) {
+            sink_->log(KW_LOG_ERROR, "claim_live failed: " + reply_to_string(r) +
+                                         "; tracked keys among these events will be swept");
+            return;
+        }
+        std::vector<Event> tracked, plain;
+        for (size_t i = 0; i < evs->size(); i++) {
+            redisReply *res = r->element[1]->element[i];
+            Event &live = (*evs)[i];
+            if (res->type == REDIS_REPLY_ARRAY) {
+                ClaimedItem item;
+                if (!parse_claimed(res, &item)) continue;
+                keys_->held.insert(item.id);
+                keys_->waiting.insert(item.id);
+                tracked.push_back(make_event(*keys_, item, &live));
+            } else if (res->type == REDIS_REPLY_STRING && res->len == 1 && res->str[0] == 'U') {
+                plain.push_back(std::move(live));
+            } else {
+                counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+        counters_->claimed.fetch_add(static_cast<int64_t>(tracked.size()),
+                                     std::memory_order_relaxed);
+        if (!tracked.empty()) sink_->deliver_tracked(tracked);
+        if (!plain.empty()) untracked(std::move(plain));
+    });
+}
+
+void Sweeper::forget(std::vector<std::string> &&keys) {
+    if (!keys_ || conn_.state() != RedisConn::State::Ready) return;  // the sweep checks later
+    for_chunks(keys, [this](auto begin, auto end) {
+        eval(scripts::kForget, *keys_, std::vector<std::string>(begin, end), [](redisReply *) {});
+    });
+}
+
+void Sweeper::untracked(std::vector<Event> &&events) {
+    if (!opts_.dedupe || conn_.state() != RedisConn::State::Ready) {
+        sink_->deliver_untracked(events);
+        return;
+    }
+    // One SET NX per event; the batch is delivered when every answer is in.
+    struct Pending {
+        std::vector<Event> events;
+        std::vector<bool> won;
+        size_t left;
+    };
+    auto p = std::make_shared<Pending>();
+    p->events = std::move(events);
+    p->won.assign(p->events.size(), false);
+    p->left = p->events.size();
+    for (size_t i = 0; i < p->events.size(); i++) {
+        const Event &ev = p->events[i];
+        std::string key =
+            opts_.ns + ":dedupe:" + std::to_string(ev.db) + ":" + ev.name + ":" + ev.key;
+        outstanding_++;
+        bool sent =
+            conn_.command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
+                          [this, p, i](redisReply *r) {
+                              outstanding_--;
+                              p->won[i] = r->type == REDIS_REPLY_STATUS;
+                              if (--p->left > 0) return;
+                              std::vector<Event> mine;
+                              for (size_t j = 0; j < p->events.size(); j++) {
+                                  if (p->won[j])
+                                      mine.push_back(std::move(p->events[j]));
+                                  else
+                                      counters_->suppressed.fetch_add(1);
+                              }
+                              if (!mine.empty()) sink_->deliver_untracked(mine);
+                          });
+        if (!sent) {
+            outstanding_--;
+            p->won[i] = true;  // cannot ask: deliver (best effort)
+            if (--p->left == 0) sink_->deliver_untracked(p->events);
+        }
+    }
+}
+
+void Sweeper::started(const std::string &queue, const std::string &id) {
+    auto it = queues_.find(queue);
+    if (it != queues_.end()) it->second.waiting.erase(id);
+}
+
+void Sweeper::complete(std::vector<Completion> &&done) {
+    for (auto &c : done) completions_.push_back(std::move(c));
+    if (conn_.state() == RedisConn::State::Ready) send_completions();
+}
+
+void Sweeper::send_completions() {
+    if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
+    std::vector<Completion> all;
+    all.swap(completions_);
+    std::map<std::string, std::vector<std::string>> acks;
+    for (auto &c : all) {
+        auto it = queues_.find(c.queue);
+        if (it == queues_.end()) continue;
+        Queue &q = it->second;
+        q.held.erase(c.id);
+        q.waiting.erase(c.id);
+        if (c.result == KW_RESULT_ACK) {
+            acks[c.queue].push_back(c.id);
+            if (q.is_keys) remember_done(c.id);
+            continue;
+        }
+        bool reject = c.result != KW_RESULT_RETRY;
+        if (q.is_keys && reject) remember_done(c.id);
+        std::uniform_real_distribution<double> jitter(0.0, 1.0);
+        eval(scripts::kFail, q,
+             {opts_.owner, q.is_keys ? "1" : "0", c.id,
+              c.error.empty()
+                  ? (reject ? "rejected by the handler" : "the handler asked for a retry")
+                  : c.error,
+              reject ? "1" : "0", std::to_string(opts_.max_attempts),
+              std::to_string(opts_.retry_base_ms), std::to_string(opts_.retry_max_ms),
+              std::to_string(jitter(rng_))},
+             [this](redisReply *r) {
+                 if (r->type != REDIS_REPLY_INTEGER) {
+                     sink_->log(KW_LOG_ERROR, "fail script: " + reply_to_string(r) +
+                                                  "; the item will come back when its lease ends");
+                     return;
+                 }
+                 if (r->integer == 1)
+                     counters_->retried.fetch_add(1);
+                 else if (r->integer == 2)
+                     counters_->dead.fetch_add(1);
+                 else
+                     counters_->late_acks.fetch_add(1);
+             });
+    }
+    for (auto &kv : acks) {
+        Queue &q = queues_.find(kv.first)->second;
+        for_chunks(kv.second, [&](auto begin, auto end) {
+            std::vector<std::string> argv = {opts_.owner, q.is_keys ? "1" : "0"};
+            argv.insert(argv.end(), begin, end);
+            int64_t sent = end - begin;
+            eval(scripts::kAck, q, std::move(argv), [this, sent](redisReply *r) {
+                if (r->type != REDIS_REPLY_INTEGER) {
+                    sink_->log(KW_LOG_ERROR,
+                               "ack failed: " + reply_to_string(r) +
+                                   "; the items will be redelivered after their lease");
+                    return;
+                }
+                counters_->acked.fetch_add(r->integer);
+                // An ack for an item whose lease passed to another holder is refused.
+                counters_->late_acks.fetch_add(sent - r->integer);
+            });
+        });
+    }
+}
+
+void Sweeper::renew() {
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+    if (conn_.state() != RedisConn::State::Ready) return;
+    for (auto &kv : queues_) {
+        Queue &q = kv.second;
+        if (q.waiting.empty()) continue;
+        std::vector<std::string> ids(q.waiting.begin(), q.waiting.end());
+        for_chunks(ids, [&](auto begin, auto end) {
+            std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
+            argv.insert(argv.end(), begin, end);
+            eval(scripts::kRenew, q, std::move(argv), [](redisReply *) {});
+        });
+    }
+}
+
+void Sweeper::remember_done(const std::string &id) {
+    int64_t now = now_ms();
+    while (!done_order_.empty() && done_order_.front().first < now - opts_.done_window_ms) {
+        done_set_.erase(done_order_.front().second);
+        done_order_.pop_front();
+    }
+    if (done_set_.insert(id).second) done_order_.emplace_back(now, id);
+}
+
+bool Sweeper::recently_done(const std::string &id) const {
+    return done_set_.count(id) != 0;
+}
+
+}  // namespace keywatch

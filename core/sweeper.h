@@ -1,0 +1,134 @@
+// Sweeper: the reliable-delivery side of one Redis node, on the event loop. Over its own
+// command connection it
+//  - sweeps each served queue (claim_due) at the earliest known deadline, or after
+//    sweep.interval when nothing is known to be due, claiming no more than the dispatch
+//    queue has room for (tracked items wait safely in Redis instead);
+//  - claims the live `expired`/`evicted` events of tracked keys (claim_live), so exactly
+//    one instance gets each, and passes the rest on as untracked events;
+//  - forgets tracked keys deleted outside keywatch (`del` events);
+//  - acks, retries or dead-letters what handlers finished, and renews the leases of
+//    claimed items still waiting for a worker;
+//  - de-duplicates untracked live events across instances when asked (SET NX PX).
+// Cost while idle: one claim_due call per served queue per sweep.interval, whatever the
+// number of items not yet due. Loop thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/event.h"
+#include "core/event_loop.h"
+#include "core/queue.h"
+#include "core/redis_conn.h"
+#include "core/scripts.h"
+
+namespace keywatch {
+
+// What a handler made of a claimed item.
+struct Completion {
+    std::string queue, id;
+    int result;  // kw_result
+    std::string error;
+};
+
+struct SweeperCounters {
+    std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
+        suppressed{0}, sweep_calls{0};
+};
+
+class SweeperSink {
+  public:
+    virtual ~SweeperSink() = default;
+    // Claimed items: must be queued for the workers (never dropped).
+    virtual void deliver_tracked(std::vector<Event> &items) = 0;
+    // Untracked live events: may be dropped when the workers are behind.
+    virtual void deliver_untracked(std::vector<Event> &events) = 0;
+    virtual size_t dispatch_room() const = 0;
+    virtual void log(kw_log_level level, const std::string &message) = 0;
+};
+
+class Sweeper {
+  public:
+    struct Options {
+        std::string ns = "kw", tag = kStandaloneTag, owner;
+        bool track_keys = true;
+        std::vector<std::string> task_queues;
+        int64_t lease_ms = 30000, retry_base_ms = 1000, retry_max_ms = 300000;
+        int64_t max_attempts = 5, batch = 500, interval_ms = 100, done_window_ms = 10000;
+        bool dedupe = false;
+        int64_t dedupe_ttl_ms = 60000;
+        int64_t connect_timeout_ms = 5000, reconnect_min_ms = 100, reconnect_max_ms = 10000;
+    };
+
+    Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
+            SweeperCounters *counters);
+    ~Sweeper();
+    Sweeper(const Sweeper &) = delete;
+    Sweeper &operator=(const Sweeper &) = delete;
+
+    void start();
+    void stop_claiming();  // no new sweeps or live claims; acks still go out
+    void shutdown();       // close the connection; nothing follows
+    // Replies still awaited (acks in particular): the owner waits for 0 before shutdown.
+    size_t outstanding() const { return outstanding_; }
+
+    void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
+    void forget(std::vector<std::string> &&keys);  // del events on the tracked db
+    void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
+    void complete(std::vector<Completion> &&done);
+    // Items handed to a worker stop having their leases renewed: the lease bounds how
+    // long a handler may take before another instance redelivers the item.
+    void started(const std::string &queue, const std::string &id);
+
+  private:
+    struct Queue {
+        std::string name;
+        QueueKeys keys;
+        bool is_keys;
+        std::unique_ptr<Timer> timer;
+        bool sweeping = false, again = false;
+        std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
+        std::unordered_set<std::string> held;     // claimed by us, not yet completed
+    };
+    using ReplyFn = std::function<void(redisReply *)>;
+
+    void eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+    void sweep(Queue &q);
+    void on_claimed(Queue &q, redisReply *r);
+    Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
+    void send_live(std::vector<Event> &&events);
+    void send_completions();
+    void renew();
+    void connect();
+    void on_ready();
+    void on_lost(const RedisConn::Failure &f);
+    void remember_done(const std::string &id);
+    bool recently_done(const std::string &id) const;
+
+    EventLoop &loop_;
+    Options opts_;
+    SweeperSink *sink_;
+    SweeperCounters *counters_;
+    RedisConn conn_;
+    std::string endpoint_;
+    std::map<std::string, Queue> queues_;
+    Queue *keys_ = nullptr;
+    Timer retry_timer_, renew_timer_;
+    bool claiming_ = false, down_ = true;
+    int attempt_ = 0;
+    size_t outstanding_ = 0;
+    std::vector<Event> live_backlog_;      // live claims waiting for the connection
+    std::vector<Completion> completions_;  // waiting for the connection
+    std::deque<std::pair<int64_t, std::string>> done_order_;  // local memory of acks
+    std::unordered_set<std::string> done_set_;
+    std::mt19937_64 rng_;
+};
+
+}  // namespace keywatch
