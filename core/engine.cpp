@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -128,7 +129,6 @@ int Engine::start() {
     opts.health_interval_ms = config_.health_interval_ms;
     opts.health_timeout_ms = config_.health_timeout_ms;
     opts.notify_enable = config_.notify_enable;
-    opts.events = subscribed_events();
 
     Sweeper::Options sweep;
     if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
@@ -150,6 +150,14 @@ int Engine::start() {
     sweep.reconnect_min_ms = config_.reconnect_min_ms;
     sweep.reconnect_max_ms = config_.reconnect_max_ms;
     bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
+    opts.events = subscribed_events();
+    if (sweep.track_keys) {
+        // A tracked key deleted or renamed outside keywatch must leave the queue, or the
+        // sweeper would find it gone and report it expired.
+        for (const char *e : {"del", "rename_from"})
+            if (std::find(opts.events.begin(), opts.events.end(), e) == opts.events.end())
+                opts.events.push_back(e);
+    }
     if (opts.events.empty() && !need_sweeper) {
         set_error(
             "the handlers ask for nothing keywatch can deliver: register a handler for "
@@ -250,7 +258,18 @@ int Engine::stop(int64_t timeout_ms) {
     return KW_OK;
 }
 
+bool Engine::is_internal_key(const std::string &key) const {
+    // ns:dedupe:... and ns:<queue>:{tag}:<part>: keywatch's own writes, never news.
+    if (key.size() <= config_.ns.size() || key.compare(0, config_.ns.size(), config_.ns) != 0 ||
+        key[config_.ns.size()] != ':')
+        return false;
+    if (key.compare(config_.ns.size(), 8, ":dedupe:") == 0) return true;
+    size_t brace = key.find(":{", config_.ns.size() + 1);
+    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
+}
+
 void Engine::on_event(Event &&ev) {
+    if (is_internal_key(ev.key)) return;
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     auto it = counters_.per_event.find(ev.name);
     if (it != counters_.per_event.end()) it->second.fetch_add(1, std::memory_order_relaxed);
@@ -259,14 +278,16 @@ void Engine::on_event(Event &&ev) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
         live_claims_.push_back(std::move(ev));
     } else {
-        if (tracked_db && ev.name == "del") deleted_.push_back(ev.key);
+        if (tracked_db && (ev.name == "del" || ev.name == "rename_from"))
+            deleted_.push_back(ev.key);
         pending_.push_back(std::move(ev));
     }
-    size_t gathered = pending_.size() + live_claims_.size() + deleted_.size();
-    if (gathered == 1)
-        event_active(flush_ev_.get(), EV_READ, 0);
-    else if (gathered >= kMaxPending)
+    if (pending_.size() + live_claims_.size() >= kMaxPending) {
         flush();
+    } else if (!flush_scheduled_) {
+        flush_scheduled_ = true;
+        event_active(flush_ev_.get(), EV_READ, 0);
+    }
 }
 
 void Engine::on_flush(evutil_socket_t, short, void *arg) {
@@ -274,6 +295,7 @@ void Engine::on_flush(evutil_socket_t, short, void *arg) {
 }
 
 void Engine::flush() {
+    flush_scheduled_ = false;
     if (!live_claims_.empty()) {
         std::vector<Event> claims;
         claims.swap(live_claims_);

@@ -65,6 +65,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     size_t dispatch_room() const override;
 
     int plan_queues(Sweeper::Options *opts, std::string *err) const;
+    bool is_internal_key(const std::string &key) const;
     void handle(Event &ev);    // worker thread
     void flush();              // loop thread: what on_event gathered -> sweeper / workers
     void drain_completions();  // loop thread
@@ -95,6 +96,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     // Loop thread: events read and not yet passed on.
     std::vector<Event> pending_, live_claims_;
     std::vector<std::string> deleted_;
+    bool flush_scheduled_ = false;
     Counters counters_;
     SweeperCounters sweeper_counters_;
 

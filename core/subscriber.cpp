@@ -185,9 +185,11 @@ void Subscriber::subscribe() {
     confirmations_ = opts_.events.size() + 1;
     const char *hb_argv[] = {"SUBSCRIBE", hb_channel_.c_str()};
     size_t hb_lens[] = {9, hb_channel_.size()};
-    if (!sub_.command_raw(static_cast<int>(argv.size()), argv.data(), lens.data(),
-                          &Subscriber::on_sub_reply, this) ||
-        !sub_.command_raw(2, hb_argv, hb_lens, &Subscriber::on_sub_reply, this))
+    // An engine serving only task queues needs no keyevent channel, only the heartbeat.
+    bool patterns_sent =
+        opts_.events.empty() || sub_.command_raw(static_cast<int>(argv.size()), argv.data(),
+                                                 lens.data(), &Subscriber::on_sub_reply, this);
+    if (!patterns_sent || !sub_.command_raw(2, hb_argv, hb_lens, &Subscriber::on_sub_reply, this))
         lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
 }
 
