@@ -134,8 +134,13 @@ if room > 0 then
         untracked = untracked + 1
         fire = false
       elseif pttl >= 0 then
-        redis.call('ZADD', KEYS[1], now + math.max(pttl, 1), id)
-        moved = moved + 1
+        -- Redis expires a key only when now > its deadline, and SET inside the track
+        -- script may have stamped it a millisecond after our score: within 2 ms it is the
+        -- same TTL, just not gone yet, and stays due (with its deadline) for the next sweep.
+        if now + pttl > score + 2 then
+          redis.call('ZADD', KEYS[1], now + pttl, id)
+          moved = moved + 1
+        end
         fire = false
       end
     end
@@ -170,7 +175,7 @@ for i = 3, #ARGV do
       redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)
       res[#res + 1] = 'U'
     elseif pttl >= 0 then
-      redis.call('ZADD', KEYS[1], now + math.max(pttl, 1), id)
+      if now + pttl > tonumber(score) + 2 then redis.call('ZADD', KEYS[1], now + pttl, id) end
       res[#res + 1] = 'R'
     else
       redis.call('ZREM', KEYS[1], id)
