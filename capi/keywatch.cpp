@@ -292,14 +292,12 @@ int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_han
 
 int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
-    engine->engine.set_state_cb(fn, opaque);
-    return KW_OK;
+    return engine->engine.set_state_cb(fn, opaque);
 }
 
 int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
-    engine->engine.set_log_cb(fn, opaque);
-    return KW_OK;
+    return engine->engine.set_log_cb(fn, opaque);
 }
 
 int kw_engine_start(kw_engine_t *engine) {

@@ -269,8 +269,8 @@ KW_API void kw_engine_free(kw_engine_t *engine);
  * after). Every matching handler receives each event. Not concurrently with start. */
 KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
                                  void *opaque);
-/* Callbacks; only before kw_engine_start. NULL removes. The default log sink writes
- * warnings and errors to stderr. */
+/* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
+ * log sink writes warnings and errors to stderr. */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);
 KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque);
 

@@ -1,5 +1,7 @@
 #include "core/channel.h"
 
+#include <climits>
+
 namespace keywatch {
 
 bool parse_channel(std::string_view channel, ParsedChannel *out) {
@@ -18,7 +20,7 @@ bool parse_channel(std::string_view channel, ParsedChannel *out) {
     size_t digits = 0;
     while (i < channel.size() && channel[i] >= '0' && channel[i] <= '9') {
         db = db * 10 + (channel[i] - '0');
-        if (db > 1000000000L) return false;
+        if (db > INT_MAX) return false;
         i++;
         digits++;
     }

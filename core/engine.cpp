@@ -55,14 +55,24 @@ int Engine::add_handler(const Filter &filter, kw_handler_fn fn, void *opaque) {
     return KW_OK;
 }
 
-void Engine::set_state_cb(kw_state_fn fn, void *opaque) {
+int Engine::set_state_cb(kw_state_fn fn, void *opaque) {
+    if (started_) {
+        set_error("callbacks must be set before kw_engine_start");
+        return KW_ERR_STATE;
+    }
     state_cb_ = fn;
     state_opaque_ = opaque;
+    return KW_OK;
 }
 
-void Engine::set_log_cb(kw_log_fn fn, void *opaque) {
+int Engine::set_log_cb(kw_log_fn fn, void *opaque) {
+    if (started_) {
+        set_error("callbacks must be set before kw_engine_start");
+        return KW_ERR_STATE;
+    }
     log_cb_ = fn;
     log_opaque_ = opaque;
+    return KW_OK;
 }
 
 std::vector<std::string> Engine::subscribed_events() const {

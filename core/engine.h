@@ -29,8 +29,8 @@ class Engine : private SubscriberSink, private SweeperSink {
     Engine &operator=(const Engine &) = delete;
 
     int add_handler(const Filter &filter, kw_handler_fn fn, void *opaque);
-    void set_state_cb(kw_state_fn fn, void *opaque);
-    void set_log_cb(kw_log_fn fn, void *opaque);
+    int set_state_cb(kw_state_fn fn, void *opaque);
+    int set_log_cb(kw_log_fn fn, void *opaque);
 
     int start();
     int stop(int64_t timeout_ms);

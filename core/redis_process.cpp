@@ -5,6 +5,7 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -91,6 +92,18 @@ int RedisProcess::free_port() {
     return ntohs(addr.sin_port);
 }
 
+bool RedisProcess::port_free(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool ok = bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+    close(fd);
+    return ok;
+}
+
 std::string RedisProcess::url() const {
     std::string auth = opts_.password.empty() ? "" : ":" + opts_.password + "@";
     return "redis://" + auth + host() + ":" + std::to_string(port_);
@@ -125,6 +138,9 @@ void RedisProcess::start() {
         // Child: own process group so a Ctrl-C in a terminal reaches us, not the server
         // (we stop it ourselves); stdin/stdout away from the caller's terminal.
         setpgid(0, 0);
+        // Die with the process that started us, even if it is killed (a test at its
+        // timeout): never leave a server behind. (Fires when the forking thread exits.)
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
             dup2(devnull, 0);

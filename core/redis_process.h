@@ -56,6 +56,8 @@ class RedisProcess {
 
     // A free TCP port on 127.0.0.1 (bound then released).
     static int free_port();
+    // Whether a TCP port on 127.0.0.1 can be bound now.
+    static bool port_free(int port);
 
   private:
     void wait_ready(int timeout_ms);

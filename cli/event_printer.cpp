@@ -1,0 +1,91 @@
+#include "cli/event_printer.h"
+
+#include <errno.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace keywatch::cli {
+
+const char *source_name(kw_source source) {
+    switch (source) {
+        case KW_SOURCE_NOTIFICATION:
+            return "notification";
+        case KW_SOURCE_SWEEP:
+            return "sweep";
+        case KW_SOURCE_LEASE_EXPIRED:
+            return "lease_expired";
+        case KW_SOURCE_TASK:
+            return "task";
+    }
+    return "unknown";
+}
+
+EventRecord read_event(const kw_event_t *ev) {
+    EventRecord r;
+    const char *name = kw_event_name(ev);
+    r.event = name ? name : "";
+    size_t len = 0;
+    const void *key = kw_event_key(ev, &len);
+    r.key = std::string_view(static_cast<const char *>(key), key ? len : 0);
+    len = 0;
+    const void *value = kw_event_value(ev, &len);
+    r.has_value = value != nullptr;
+    if (value) r.value = std::string_view(static_cast<const char *>(value), len);
+    r.db = kw_event_db(ev);
+    r.ts_ms = kw_event_ts_ms(ev);
+    r.source = source_name(kw_event_source(ev));
+    const char *id = kw_event_id(ev);
+    r.id = id ? id : "";
+    const char *node = kw_event_node(ev);
+    r.node = node ? node : "";
+    r.attempt = kw_event_attempt(ev);
+    r.deadline_ms = kw_event_deadline_ms(ev);
+    return r;
+}
+
+void EventPrinter::print(const EventRecord &record) {
+    const std::string line = json_line(record);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_) return;
+    errno = 0;
+    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() ||
+        std::fflush(stdout) != 0) {
+        broken_ = true;
+        // A closed pipe means the reader is done (`| head`): stop quietly. Anything
+        // else (a full disk) is an error the user must hear about.
+        if (errno != EPIPE) error_ = std::string("cannot write to stdout: ") + std::strerror(errno);
+        stop_->request();
+        return;
+    }
+    lines_.fetch_add(1);
+}
+
+void EventPrinter::note(const std::string &text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string line = "keywatch: " + text + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+}
+
+int EventPrinter::handle(const kw_event_t *ev, void *opaque) {
+    // No exception may cross into the engine's C boundary.
+    try {
+        static_cast<EventPrinter *>(opaque)->print(read_event(ev));
+        return KW_RESULT_ACK;
+    } catch (...) {
+        return KW_RESULT_REJECT;
+    }
+}
+
+bool EventPrinter::failed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !error_.empty();
+}
+
+std::string EventPrinter::error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+}
+
+}  // namespace keywatch::cli

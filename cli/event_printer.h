@@ -1,0 +1,52 @@
+// Output of the CLI: events as JSON lines on stdout, notes on stderr. Handlers run on
+// several worker threads, so every line is written whole under one mutex and flushed at
+// once (lines must show up immediately when stdout is a pipe). When stdout goes away
+// (EPIPE: `keywatch watch | head`), the printer asks the main thread to stop.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "cli/json_line.h"
+#include "cli/stop_signal.h"
+#include "keywatch.h"
+
+namespace keywatch::cli {
+
+// The fields of ev as plain data; valid while ev is (the handler call).
+EventRecord read_event(const kw_event_t *ev);
+
+// "notification", "sweep", "lease_expired", "task".
+const char *source_name(kw_source source);
+
+class EventPrinter {
+  public:
+    explicit EventPrinter(StopSignal *stop) : stop_(stop) {}
+
+    // One JSON line on stdout for the event. Handler threads.
+    void print(const EventRecord &record);
+    // "keywatch: <text>" on stderr.
+    void note(const std::string &text);
+
+    // A kw_handler_fn printing every event; opaque is the EventPrinter.
+    static int handle(const kw_event_t *ev, void *opaque);
+
+    // Lines written to stdout so far.
+    uint64_t lines() const { return lines_.load(); }
+    // True when writing to stdout failed for a reason other than a closed pipe (disk
+    // full, ...); the text is in error().
+    bool failed() const;
+    std::string error() const;
+
+  private:
+    StopSignal *stop_;
+    mutable std::mutex mu_;
+    std::atomic<uint64_t> lines_{0};
+    bool broken_ = false;  // stdout unusable: stop printing
+    std::string error_;
+};
+
+}  // namespace keywatch::cli

@@ -1,0 +1,32 @@
+// One event as one line of JSON, the format of `keywatch watch` and `keywatch demo`.
+// Byte strings (key, value) become a JSON string when they are valid UTF-8 and a base64
+// field ("key_b64", "value_b64") otherwise, so every key round-trips. Pure: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace keywatch::cli {
+
+// The fields of a delivered event, as plain data (views stay valid for the call only).
+struct EventRecord {
+    std::string_view event;  // "expired", "del", ...
+    std::string_view key;    // raw bytes, may hold NUL
+    bool has_value = false;  // a value snapshot was kept
+    std::string_view value;  // raw bytes when has_value
+    int db = 0;
+    int64_t ts_ms = 0;        // when keywatch received it (ms since the epoch)
+    std::string_view source;  // "notification", "sweep", "lease_expired", "task"
+    std::string_view id;      // stable event id
+    std::string_view node;    // "host:port" or a socket path
+    int attempt = 1;
+    int64_t deadline_ms = 0;  // 0: unknown
+};
+
+// {"event":..,"key":..|"key_b64":..,"db":..,"ts_ms":..,"source":..,"id":..,"node":..}
+// followed by "deadline_ms" when known, "attempt" when above 1, and "value"/"value_b64"
+// when a snapshot exists. Ends with '\n'.
+std::string json_line(const EventRecord &record);
+
+}  // namespace keywatch::cli

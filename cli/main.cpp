@@ -1,0 +1,66 @@
+// keywatch: the command-line tool. `keywatch watch` prints Redis keyspace events as JSON
+// lines; `keywatch demo` shows it at work on a private redis-server; `keywatch version`.
+// It uses libkeywatch through the C API only (keywatch.h).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/demo_command.h"
+#include "cli/exit_status.h"
+#include "cli/watch_command.h"
+#include "keywatch.h"
+
+namespace {
+
+std::string version_text() {
+    std::string text = std::string("keywatch ") + KW_VERSION_STRING;
+    // The library loaded at run time may be a newer minor/patch of the same ABI.
+    const char *loaded = kw_version_string();
+    if (loaded && std::string(loaded) != KW_VERSION_STRING)
+        text += std::string(" (libkeywatch ") + loaded + ")";
+    return text;
+}
+
+int run(int argc, char **argv) {
+    using namespace keywatch::cli;
+    CLI::App app{"keywatch: Redis key expiry and keyspace events you can rely on", "keywatch"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", version_text());
+
+    WatchArgs watch_args;
+    CLI::App *watch = add_watch_command(app, &watch_args);
+    DemoArgs demo_args;
+    CLI::App *demo = add_demo_command(app, &demo_args);
+    CLI::App *version = app.add_subcommand("version", "Print the version and exit");
+
+    if (argc < 2) {
+        std::fputs(app.help().c_str(), stderr);
+        return kExitBadInput;
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        // --help and --version are "errors" with status 0; everything else is bad input.
+        const int status = app.exit(e);
+        return status == 0 ? kExitOk : kExitBadInput;
+    }
+    if (*watch) return run_watch(watch_args);
+    if (*demo) return run_demo(demo_args);
+    if (*version) {
+        std::printf("%s\n", version_text().c_str());
+        return kExitOk;
+    }
+    return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "keywatch: error: %s\n", e.what());
+        return keywatch::cli::kExitFailure;
+    }
+}

@@ -1,0 +1,59 @@
+#include "cli/redis_target.h"
+
+#include <exception>
+
+namespace keywatch::cli {
+
+RedisTarget::~RedisTarget() {
+    close();
+}
+
+bool RedisTarget::open(const std::string &url, StopSignal *stop, std::string *err) {
+    if (!url.empty()) {
+        url_ = url;
+        return true;
+    }
+    try {
+        auto server = std::make_unique<RedisProcess>();  // notify-keyspace-events AKE
+        server->start();
+        stop_ = stop;
+        if (stop_) stop_->set_child_pid(server->pid());
+        url_ = server->url();
+        server_ = std::move(server);
+        return true;
+    } catch (const std::exception &e) {
+        *err = std::string("cannot start a private redis-server: ") + e.what() +
+               " (install it with 'apt-get install redis-server', or pass --redis URL to use "
+               "a running Redis)";
+        return false;
+    }
+}
+
+void RedisTarget::close() {
+    if (!server_) return;
+    server_->stop();
+    if (stop_) stop_->set_child_pid(0);
+    server_.reset();  // removes its temporary directory
+}
+
+std::string RedisTarget::started_message() const {
+    if (!server_) return "";
+    return "started a private redis-server at " + url_ + " (pid " + std::to_string(server_->pid()) +
+           ", dir " + server_->dir() + "); it stops when keywatch exits";
+}
+
+std::string redact_url(const std::string &url) {
+    // scheme://[user[:password]@]rest. The password may hold '/' or ':', so take the
+    // last '@' and the first ':' after the scheme. Worst case (a socket path holding both
+    // ':' and '@') hides part of a path in a message, never shows a password.
+    const size_t scheme = url.find("://");
+    if (scheme == std::string::npos) return url;
+    const size_t auth_start = scheme + 3;
+    const size_t at = url.rfind('@');
+    if (at == std::string::npos || at < auth_start) return url;
+    const size_t colon = url.find(':', auth_start);
+    if (colon == std::string::npos || colon > at) return url;  // a user, no password
+    return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
+
+}  // namespace keywatch::cli

@@ -1,0 +1,42 @@
+// The Redis the CLI talks to: the --redis URL as given, or, with no --redis, a private
+// redis-server that the CLI starts (from PATH, a free loopback port, a temporary
+// directory, notify-keyspace-events "AKE") and stops when this object goes away.
+// Not thread-safe: the main thread owns it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/redis_process.h"
+#include "cli/stop_signal.h"
+
+namespace keywatch::cli {
+
+class RedisTarget {
+  public:
+    RedisTarget() = default;
+    ~RedisTarget();
+    RedisTarget(const RedisTarget &) = delete;
+    RedisTarget &operator=(const RedisTarget &) = delete;
+
+    // url empty: start the private server (registered with stop for a forced exit).
+    // False with *err when the server cannot be started.
+    bool open(const std::string &url, StopSignal *stop, std::string *err);
+    // Stops the private server, if any (by pid). Idempotent.
+    void close();
+
+    const std::string &url() const { return url_; }
+    bool embedded() const { return server_ != nullptr; }
+    // "started a private redis-server ..." for the user; empty when not embedded.
+    std::string started_message() const;
+
+  private:
+    std::string url_;
+    std::unique_ptr<RedisProcess> server_;
+    StopSignal *stop_ = nullptr;
+};
+
+// The URL with its password (if any) replaced by "***", for messages.
+std::string redact_url(const std::string &url);
+
+}  // namespace keywatch::cli

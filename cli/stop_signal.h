@@ -1,0 +1,38 @@
+// How the CLI stops: SIGINT, SIGTERM and SIGHUP become a wake-up that the main thread
+// waits for, and the main thread then stops the engine and the private redis-server in
+// order. The signal handler only write()s to a self-pipe (async-signal-safe). A second
+// signal while stopping kills the private server (if any) and exits at once, so an
+// impatient Ctrl-C never leaves a redis-server behind.
+// Also ignores SIGPIPE, so a closed stdout is an error to handle, not a silent death.
+// One instance per process; request() and stop_requested() may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace keywatch::cli {
+
+class StopSignal {
+  public:
+    enum class Reason { Signal, Requested, Timeout };
+
+    StopSignal();   // installs the handlers; throws std::runtime_error on failure
+    ~StopSignal();  // restores the default dispositions
+    StopSignal(const StopSignal &) = delete;
+    StopSignal &operator=(const StopSignal &) = delete;
+
+    // Ask the waiting thread to stop (e.g. stdout went away). Any thread.
+    void request();
+    // True once a signal or a request arrived. Any thread.
+    bool stop_requested() const;
+    // Blocks until a signal, a request or timeout_ms (negative: no timeout) passes.
+    // Returns at once when a stop was already requested. Main thread.
+    Reason wait(int64_t timeout_ms);
+    // The signal that arrived (0 if none).
+    int signal_number() const;
+    // A child process to SIGKILL on a second signal (0: none).
+    void set_child_pid(pid_t pid);
+};
+
+}  // namespace keywatch::cli

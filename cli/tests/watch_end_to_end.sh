@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `keywatch watch` used as a person would, on its private redis-server: lines arrive
+# while it runs (flushed), a non-UTF-8 key comes as key_b64, --prefix and --events
+# filter, and SIGTERM stops keywatch with status 0 and takes its redis-server with it.
+# Usage: watch_end_to_end.sh PATH/TO/keywatch
+set -euo pipefail
+kw=$1
+work=$(mktemp -d)
+kwpid=
+cleanup() {
+    if [ -n "$kwpid" ]; then kill "$kwpid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    echo "--- stdout" >&2; cat "$work/out" >&2 || true
+    echo "--- stderr" >&2; cat "$work/err" >&2 || true
+    exit 1
+}
+
+"$kw" watch --events expired,del --prefix t: >"$work/out" 2>"$work/err" &
+kwpid=$!
+for _ in $(seq 100); do
+    grep -q "keywatch: watching" "$work/err" && break
+    sleep 0.1
+done
+grep -q "keywatch: watching" "$work/err" || fail "keywatch did not start watching"
+port=$(grep -oE 'started a private redis-server at redis://127\.0\.0\.1:[0-9]+' "$work/err" |
+       grep -oE '[0-9]+$')
+server_pid=$(grep -oE '\(pid [0-9]+' "$work/err" | grep -oE '[0-9]+')
+if [ -z "$port" ] || [ -z "$server_pid" ]; then fail "no 'started a private redis-server' line"; fi
+
+cli() { redis-cli -p "$port" "$@" >/dev/null; }
+cli SET t:plain v PX 100
+cli SET $'t:bin\xca\xfe' v PX 100
+cli SET other:skipped v PX 100   # filtered out by --prefix
+cli SET t:gone v                 # 'set' is not in --events
+cli DEL t:gone
+sleep 0.3
+cli EXISTS t:plain $'t:bin\xca\xfe' other:skipped  # touch: Redis expires them now
+
+for _ in $(seq 50); do
+    [ "$(wc -l <"$work/out")" -ge 3 ] && break
+    sleep 0.1
+done
+kill -0 "$kwpid" 2>/dev/null || fail "keywatch exited early"
+
+python3 - "$work/out" <<'PY' || fail "unexpected output"
+import json, sys
+got = set()
+for line in open(sys.argv[1], encoding="utf-8"):
+    ev = json.loads(line)
+    for field in ("event", "db", "ts_ms", "source", "id", "node"):
+        assert field in ev, (field, ev)
+    got.add((ev["event"], ev.get("key"), ev.get("key_b64")))
+want = {("expired", "t:plain", None), ("expired", None, "dDpiaW7K/g=="), ("del", "t:gone", None)}
+assert got == want, got
+PY
+
+kill -TERM "$kwpid"
+status=0
+wait "$kwpid" || status=$?
+kwpid=
+[ "$status" -eq 0 ] || fail "keywatch exited with $status after SIGTERM"
+if kill -0 "$server_pid" 2>/dev/null; then fail "redis-server $server_pid still running"; fi
+echo "ok: 3 events as JSON lines, filters applied, SIGTERM stopped keywatch and its server"

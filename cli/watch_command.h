@@ -1,0 +1,30 @@
+// `keywatch watch`: print one JSON line per event until a signal or --duration.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace keywatch::cli {
+
+struct WatchArgs {
+    std::string redis;  // empty: start a private redis-server
+    std::string events = "expired";
+    std::string prefix;
+    std::string glob;
+    int db = -1;
+    int workers = 1;
+    bool notify_enable = false;
+    std::string duration;  // empty: until SIGINT/SIGTERM
+    std::string connect_timeout;
+    int verbosity = 0;
+};
+
+// Registers the subcommand and its options on app; the values land in *args.
+CLI::App *add_watch_command(CLI::App &app, WatchArgs *args);
+// Runs it; returns the process exit status (0 ok, 1 failure, 2 bad input).
+int run_watch(const WatchArgs &args);
+
+}  // namespace keywatch::cli

@@ -1,0 +1,209 @@
+#include "cli/watcher.h"
+
+#include <string>
+
+#include "cli/redis_target.h"
+
+namespace keywatch::cli {
+namespace {
+
+struct ConfFree {
+    void operator()(kw_conf_t *c) const { kw_conf_free(c); }
+};
+struct FilterFree {
+    void operator()(kw_filter_t *f) const { kw_filter_free(f); }
+};
+
+// One conf_set, with the command-line option named in the message.
+bool set_conf(kw_conf_t *conf, const char *name, const std::string &value, const char *option,
+              std::string *err) {
+    char errstr[512] = "";
+    if (kw_conf_set(conf, name, value.c_str(), errstr, sizeof errstr) == KW_OK) return true;
+    *err = std::string(option) + ": " + errstr;
+    return false;
+}
+
+// Text options ("events", "db") go through kw_filter_set, key bytes ("prefix", "glob")
+// through kw_filter_set_bytes.
+bool set_filter(kw_filter_t *filter, const char *name, const std::string &value, bool bytes,
+                const char *option, std::string *err) {
+    char errstr[512] = "";
+    const int rc =
+        bytes ? kw_filter_set_bytes(filter, name, value.data(), value.size(), errstr, sizeof errstr)
+              : kw_filter_set(filter, name, value.c_str(), errstr, sizeof errstr);
+    if (rc == KW_OK) return true;
+    *err = std::string(option) + ": " + errstr;
+    return false;
+}
+
+using ConfPtr = std::unique_ptr<kw_conf_t, ConfFree>;
+using FilterPtr = std::unique_ptr<kw_filter_t, FilterFree>;
+
+ConfPtr make_conf(const WatchOptions &o, std::string *err) {
+    ConfPtr conf(kw_conf_new());
+    if (!conf) {
+        *err = "out of memory";
+        return nullptr;
+    }
+    if (!set_conf(conf.get(), "redis.url", o.url, "--redis", err) ||
+        !set_conf(conf.get(), "workers", std::to_string(o.workers), "--workers", err) ||
+        !set_conf(conf.get(), "notify.enable", o.notify_enable ? "true" : "false",
+                  "--notify-enable", err) ||
+        (!o.connect_timeout.empty() && !set_conf(conf.get(), "redis.connect_timeout",
+                                                 o.connect_timeout, "--connect-timeout", err)))
+        return nullptr;
+    // The CLI observes: it must never claim (and so consume) items that an application's
+    // engines track in the same Redis. A library without the tracking queue has no such
+    // option, which is fine.
+    char errstr[512] = "";
+    const int rc = kw_conf_set(conf.get(), "track.enable", "false", errstr, sizeof errstr);
+    if (rc != KW_OK && rc != KW_ERR_UNKNOWN_CONF) {
+        *err = std::string("track.enable: ") + errstr;
+        return nullptr;
+    }
+    return conf;
+}
+
+FilterPtr make_filter(const WatchOptions &o, std::string *err) {
+    FilterPtr filter(kw_filter_new());
+    if (!filter) {
+        *err = "out of memory";
+        return nullptr;
+    }
+    if (!set_filter(filter.get(), "events", o.events, false, "--events", err) ||
+        !set_filter(filter.get(), "db", std::to_string(o.db), false, "--db", err) ||
+        (!o.prefix.empty() &&
+         !set_filter(filter.get(), "prefix", o.prefix, true, "--prefix", err)) ||
+        (!o.glob.empty() && !set_filter(filter.get(), "glob", o.glob, true, "--glob", err)))
+        return nullptr;
+    return filter;
+}
+
+// What the command line adds to the engine's own advice (which names library options).
+const char *start_hint(int status) {
+    switch (status) {
+        case KW_ERR_CONNECT:
+            return "or leave out --redis to let keywatch start a private redis-server";
+        case KW_ERR_TIMEOUT:
+            return "check the address, or raise --connect-timeout";
+        default:
+            return nullptr;
+    }
+}
+
+const char *state_name(kw_conn_state state) {
+    switch (state) {
+        case KW_CONN_DISCONNECTED:
+            return "disconnected";
+        case KW_CONN_CONNECTING:
+            return "connecting";
+        case KW_CONN_READY:
+            return "ready";
+        case KW_CONN_BROKEN:
+            return "broken";
+    }
+    return "unknown";
+}
+
+}  // namespace
+
+Watcher::~Watcher() {
+    stop();
+}
+
+bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, std::string *err) {
+    verbosity_ = o.verbosity;
+    private_server_ = o.private_server;
+    display_url_ = redact_url(o.url);
+    ConfPtr conf = make_conf(o, err);
+    FilterPtr filter = conf ? make_filter(o, err) : nullptr;
+    if (!filter) return false;
+
+    kw_engine_t *engine = nullptr;
+    char errstr[512] = "";
+    if (kw_engine_new(conf.get(), &engine, errstr, sizeof errstr) != KW_OK) {
+        *err = errstr;
+        return false;
+    }
+    engine_.reset(engine);
+    int status = kw_engine_add_handler(engine, filter.get(), fn, opaque);
+    if (status == KW_OK) status = kw_engine_set_state_cb(engine, &Watcher::on_state, this);
+    if (status == KW_OK) status = kw_engine_set_log_cb(engine, &Watcher::on_log, this);
+    if (status != KW_OK) {
+        *err = std::string("cannot set up the engine: ") + kw_engine_last_error(engine) + " (" +
+               kw_err_name(status) + ")";
+        return false;
+    }
+    return true;
+}
+
+bool Watcher::start(std::string *err) {
+    const int rc = kw_engine_start(engine_.get());
+    if (rc == KW_OK) {
+        started_ = true;
+        running_ = true;
+        return true;
+    }
+    std::string detail = kw_engine_last_error(engine_.get());
+    if (detail.empty()) detail = kw_strerror(rc);
+    *err = "cannot watch " + display_url_ + ": " + detail + " (" + kw_err_name(rc) + ")";
+    const char *hint = start_hint(rc);
+    if (hint && !(private_server_ && rc == KW_ERR_CONNECT)) *err += "; " + std::string(hint);
+    return false;
+}
+
+void Watcher::stop() {
+    if (!engine_ || !started_) return;
+    started_ = false;
+    running_ = false;
+    if (kw_engine_stop(engine_.get(), -1) == KW_ERR_TIMEOUT)
+        printer_->note("handlers were still running when stop.timeout passed");
+}
+
+int64_t Watcher::stat(const char *name) const {
+    int64_t value = 0;
+    if (!engine_ || kw_engine_stat(engine_.get(), name, &value) != KW_OK) return 0;
+    return value;
+}
+
+void Watcher::on_state(const char *node, kw_conn_state state, const char *detail, void *opaque) {
+    auto *self = static_cast<Watcher *>(opaque);
+    try {
+        std::string where = node ? node : "?";
+        std::string why = detail && *detail ? std::string(" (") + detail + ")" : "";
+        // Until start() has returned, failures are reported by start() itself.
+        // One line per outage (the engine logs each failed attempt itself).
+        if (state == KW_CONN_BROKEN && self->running_) {
+            if (self->was_broken_) return;
+            self->was_broken_ = true;
+            self->printer_->note("lost the connection to " + where + why + "; reconnecting");
+        } else if (state == KW_CONN_READY && self->was_broken_ && self->running_) {
+            self->was_broken_ = false;
+            self->printer_->note("reconnected to " + where + " and subscribed again");
+        } else if (self->verbosity_ >= 1) {
+            self->printer_->note(where + ": " + state_name(state) + why);
+        }
+    } catch (...) {
+        // Never let an exception reach the engine's loop thread.
+    }
+}
+
+void Watcher::on_log(kw_log_level level, const char *message, void *opaque) {
+    auto *self = static_cast<Watcher *>(opaque);
+    const int min_level = self->verbosity_ >= 2   ? KW_LOG_DEBUG
+                          : self->verbosity_ == 1 ? KW_LOG_INFO
+                                                  : KW_LOG_WARN;
+    if (level < min_level) return;
+    static const char *const kNames[] = {"debug", "info", "warning", "error"};
+    const char *name = level >= KW_LOG_DEBUG && level <= KW_LOG_ERROR ? kNames[level] : "log";
+    try {
+        std::string text = message ? message : "";
+        // The engine names its option; say how to set it from the command line.
+        if (text.find("notify.enable") != std::string::npos)
+            text += " (on the command line: --notify-enable)";
+        self->printer_->note(std::string(name) + ": " + text);
+    } catch (...) {
+    }
+}
+
+}  // namespace keywatch::cli

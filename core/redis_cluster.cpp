@@ -1,0 +1,152 @@
+#include "core/redis_cluster.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace keywatch {
+namespace {
+
+std::string field(const std::string &info, const std::string &name) {
+    size_t at = info.find(name + ":");
+    if (at == std::string::npos) return "";
+    size_t end = info.find_first_of("\r\n", at);
+    return info.substr(at + name.size() + 1, end - at - name.size() - 1);
+}
+
+}  // namespace
+
+RedisCluster::RedisCluster() : RedisCluster(Options()) {}
+
+RedisCluster::RedisCluster(Options opts) : opts_(opts) {}
+
+RedisCluster::~RedisCluster() = default;  // each RedisProcess stops its server
+
+void RedisCluster::start() {
+    int total = opts_.masters * (1 + opts_.replicas_per_master);
+    for (int i = 0; i < total; i++) {
+        RedisProcess::Options o;
+        o.notify = opts_.notify;
+        o.appendonly = opts_.appendonly;
+        o.extra = {"--cluster-enabled", "yes",
+                   "--cluster-config-file", "nodes.conf",
+                   "--cluster-node-timeout", std::to_string(opts_.node_timeout_ms),
+                   // A replica with stale data may still take over: tests kill masters.
+                   "--cluster-replica-validity-factor", "0",
+                   "--cluster-require-full-coverage", "no"};
+        // The cluster bus listens on port + 10000: both must be free, so below 55536.
+        std::random_device rd;
+        for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
+            int p = 20000 + static_cast<int>(rd() % 25000);
+            if (RedisProcess::port_free(p) && RedisProcess::port_free(p + 10000)) o.port = p;
+        }
+        nodes_.push_back(std::make_unique<RedisProcess>(o));
+        nodes_.back()->start();
+    }
+    std::string cmd = "redis-cli --cluster create";
+    for (auto &n : nodes_) cmd += " 127.0.0.1:" + std::to_string(n->port());
+    cmd += " --cluster-replicas " + std::to_string(opts_.replicas_per_master) +
+           " --cluster-yes > " + nodes_[0]->dir() + "/create.log 2>&1";
+    if (std::system(cmd.c_str()) != 0)
+        throw std::runtime_error("redis-cli --cluster create failed (see " + nodes_[0]->dir() +
+                                 "/create.log); is redis-tools installed?");
+    if (!wait_healthy(60000)) {
+        std::string logs;
+        for (auto &n : nodes_) logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
+        throw std::runtime_error("the cluster did not become healthy:\n" + logs);
+    }
+}
+
+bool RedisCluster::wait_healthy(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        bool ok = true;
+        for (auto &n : nodes_) {
+            if (!n->running()) continue;
+            try {
+                std::string info = n->command({"CLUSTER", "INFO"});
+                if (field(info, "cluster_state") != "ok" ||
+                    field(info, "cluster_slots_ok") != "16384") {
+                    ok = false;
+                    break;
+                }
+            } catch (const std::exception &) {
+                ok = false;
+                break;
+            }
+        }
+        // Every slot must be served by a running master.
+        if (ok) {
+            for (int slot : {0, 5000, 10000, 16383})
+                if (master_of_slot(slot) < 0) ok = false;
+        }
+        if (ok) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+std::vector<size_t> RedisCluster::masters() {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < nodes_.size(); i++) {
+        if (!nodes_[i]->running()) continue;
+        try {
+            if (field(nodes_[i]->command({"INFO", "replication"}), "role") == "master")
+                out.push_back(i);
+        } catch (const std::exception &) {
+        }
+    }
+    return out;
+}
+
+int RedisCluster::master_of_slot(int slot) {
+    for (auto &n : nodes_) {
+        if (!n->running()) continue;
+        try {
+            // CLUSTER SLOTS as text: start, end, ip, port, id, ... per range.
+            std::string text = n->command({"CLUSTER", "NODES"});
+            std::istringstream lines(text);
+            std::string line;
+            while (std::getline(lines, line)) {
+                std::istringstream f(line);
+                std::string id, addr, flags, master, ping, pong, epoch, link;
+                f >> id >> addr >> flags >> master >> ping >> pong >> epoch >> link;
+                if (flags.find("master") == std::string::npos || flags.find("fail") != std::string::npos)
+                    continue;
+                std::string range;
+                while (f >> range) {
+                    if (range[0] == '[') continue;  // migrating/importing markers
+                    size_t dash = range.find('-');
+                    int lo = std::stoi(range.substr(0, dash));
+                    int hi = dash == std::string::npos ? lo : std::stoi(range.substr(dash + 1));
+                    if (slot >= lo && slot <= hi) {
+                        int port = std::stoi(addr.substr(addr.find(':') + 1));
+                        int idx = index_of_port(port);
+                        if (idx >= 0 && nodes_[static_cast<size_t>(idx)]->running()) return idx;
+                        return -1;
+                    }
+                }
+            }
+            return -1;
+        } catch (const std::exception &) {
+        }
+    }
+    return -1;
+}
+
+int RedisCluster::index_of_port(int port) const {
+    for (size_t i = 0; i < nodes_.size(); i++)
+        if (nodes_[i]->port() == port) return static_cast<int>(i);
+    return -1;
+}
+
+std::string RedisCluster::seed_url() {
+    for (auto &n : nodes_)
+        if (n->running()) return n->url();
+    return "";
+}
+
+}  // namespace keywatch

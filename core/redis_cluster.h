@@ -1,0 +1,55 @@
+// RedisCluster: a real Redis Cluster on loopback for tests and benchmarks: N masters with
+// R replicas each (default 3 x 1), every node a RedisProcess with cluster mode on, created
+// with `redis-cli --cluster create`, waited on until every node reports cluster_state:ok
+// and agrees on the slots. Stops every node (by pid) when it goes away.
+// Not thread-safe: one owner thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/redis_process.h"
+
+namespace keywatch {
+
+class RedisCluster {
+public:
+    struct Options {
+        int masters = 3;
+        int replicas_per_master = 1;
+        std::string notify = "AKE";
+        bool appendonly = false;
+        int node_timeout_ms = 2000;  // cluster-node-timeout: how fast failover starts
+    };
+
+    RedisCluster();
+    explicit RedisCluster(Options opts);
+    ~RedisCluster();
+    RedisCluster(const RedisCluster &) = delete;
+    RedisCluster &operator=(const RedisCluster &) = delete;
+
+    // Starts the nodes, creates the cluster, waits until it is healthy. Throws
+    // std::runtime_error with the nodes' logs when it does not come up.
+    void start();
+    // Waits until every running node reports cluster_state:ok and all 16384 slots are
+    // served by reachable masters. Returns false on timeout.
+    bool wait_healthy(int timeout_ms = 30000);
+
+    size_t size() const { return nodes_.size(); }
+    RedisProcess &node(size_t i) { return *nodes_[i]; }
+    // Indexes of the nodes that are masters now (asks the running nodes).
+    std::vector<size_t> masters();
+    // Index of the node serving `slot` as master now, or -1.
+    int master_of_slot(int slot);
+    // Index of a node by port, or -1.
+    int index_of_port(int port) const;
+    // "redis://127.0.0.1:PORT" of a running node, to seed a client.
+    std::string seed_url();
+
+private:
+    Options opts_;
+    std::vector<std::unique_ptr<RedisProcess>> nodes_;
+};
+
+}  // namespace keywatch

@@ -1,0 +1,129 @@
+/*
+ * A C99 program that uses keywatch through keywatch.h alone (built with -std=c99
+ * -pedantic -Werror). Usage: kw_c99_smoke REDIS_URL KEY
+ *
+ * It watches `expired` events for KEY, prints "ready" once subscribed, then waits (up to
+ * 20 s) for the key to expire -- c99_smoke_test.cpp writes it -- and prints
+ * "expired <key> db=<n>". Exit 0 on success, 1 on any failure (with a message on stderr).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keywatch.h"
+
+struct seen {
+    char key[256];
+    size_t key_len;
+    int db;
+    int count;
+};
+
+static int on_expired(const kw_event_t *ev, void *opaque) {
+    struct seen *s = (struct seen *)opaque;
+    size_t len = 0;
+    const void *key = kw_event_key(ev, &len);
+    if (s->count == 0 && len < sizeof s->key) {
+        memcpy(s->key, key, len);
+        s->key[len] = '\0';
+        s->key_len = len;
+        s->db = kw_event_db(ev);
+    }
+    s->count++;
+    return KW_RESULT_ACK;
+}
+
+static int fail(const char *what, int rc, const char *detail) {
+    fprintf(stderr, "c99_smoke: %s: %s (%s): %s\n", what, kw_err_name(rc), kw_strerror(rc),
+            detail ? detail : "");
+    return 1;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv) {
+    char err[512];
+    kw_conf_t *conf;
+    kw_filter_t *filter;
+    kw_engine_t *engine = NULL;
+    struct seen seen;
+    int64_t delivered = 0;
+    int rc, waited;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s REDIS_URL KEY\n", argv[0]);
+        return 1;
+    }
+    if ((kw_version() >> 16) != KW_VERSION_MAJOR) {
+        fprintf(stderr, "c99_smoke: built for %s, loaded %s\n", KW_VERSION_STRING,
+                kw_version_string());
+        return 1;
+    }
+    memset(&seen, 0, sizeof seen);
+
+    conf = kw_conf_new();
+    if (!conf) return fail("kw_conf_new", KW_ERR_NOMEM, NULL);
+    /* An unknown name must be refused with a message naming it. */
+    rc = kw_conf_set(conf, "no.such.option", "1", err, sizeof err);
+    if (rc != KW_ERR_UNKNOWN_CONF || !strstr(err, "no.such.option"))
+        return fail("unknown option was not refused", rc, err);
+    if ((rc = kw_conf_set(conf, "redis.url", argv[1], err, sizeof err)) != KW_OK)
+        return fail("redis.url", rc, err);
+    if ((rc = kw_conf_set(conf, "workers", "2", err, sizeof err)) != KW_OK)
+        return fail("workers", rc, err);
+
+    filter = kw_filter_new();
+    if (!filter) return fail("kw_filter_new", KW_ERR_NOMEM, NULL);
+    if ((rc = kw_filter_set(filter, "events", "expired", err, sizeof err)) != KW_OK)
+        return fail("filter events", rc, err);
+    if ((rc = kw_filter_set_bytes(filter, "prefix", argv[2], strlen(argv[2]), err, sizeof err)) !=
+        KW_OK)
+        return fail("filter prefix", rc, err);
+
+    if ((rc = kw_engine_new(conf, &engine, err, sizeof err)) != KW_OK)
+        return fail("kw_engine_new", rc, err);
+    kw_conf_free(conf);
+    if ((rc = kw_engine_add_handler(engine, filter, on_expired, &seen)) != KW_OK)
+        return fail("kw_engine_add_handler", rc, kw_engine_last_error(engine));
+    kw_filter_free(filter);
+    if ((rc = kw_engine_start(engine)) != KW_OK)
+        return fail("kw_engine_start", rc, kw_engine_last_error(engine));
+
+    printf("ready\n");
+    fflush(stdout);
+
+    /* The handler runs on a worker thread; events.delivered counts returned handler calls,
+     * so once it is 1 the handler has filled `seen`. */
+    for (waited = 0; waited < 20000 && delivered < 1; waited += 20) {
+        sleep_ms(20);
+        if ((rc = kw_engine_stat(engine, "events.delivered", &delivered)) != KW_OK)
+            return fail("kw_engine_stat", rc, NULL);
+    }
+    if ((rc = kw_engine_stop(engine, 5000)) != KW_OK)
+        return fail("kw_engine_stop", rc, kw_engine_last_error(engine));
+    if (delivered < 1) {
+        fprintf(stderr, "c99_smoke: no expired event within 20 s\n");
+        kw_engine_free(engine);
+        return 1;
+    }
+    {
+        char *stats = kw_engine_stats_json(engine);
+        if (!stats || stats[0] != '{') return fail("kw_engine_stats_json", KW_ERR_INTERNAL, stats);
+        kw_free(stats);
+    }
+    kw_engine_free(engine);
+    if (seen.key_len != strlen(argv[2]) || memcmp(seen.key, argv[2], seen.key_len) != 0) {
+        fprintf(stderr, "c99_smoke: expected key %s, got %s\n", argv[2], seen.key);
+        return 1;
+    }
+    printf("expired %s db=%d\n", seen.key, seen.db);
+    return 0;
+}

@@ -1,0 +1,411 @@
+// The C API without a server: version, status table, configuration, filters, engine
+// creation and misuse. Each error must come with a code from the table and a message that
+// names what was wrong.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "keywatch.h"
+
+namespace {
+
+struct Conf {
+    kw_conf_t *c = kw_conf_new();
+    ~Conf() { kw_conf_free(c); }
+};
+
+std::string get(const kw_conf_t *c, const char *name) {
+    char buf[512];
+    memset(buf, 'Z', sizeof buf);
+    int rc = kw_conf_get(c, name, buf, sizeof buf);
+    EXPECT_EQ(rc, KW_OK) << "kw_conf_get(" << name << ") = " << kw_err_name(rc);
+    return rc == KW_OK ? std::string(buf) : std::string();
+}
+
+// Setting name=value fails with `want`; the errstr names the option, quotes the value and
+// mentions every word in `words`; the conf keeps its previous value of name.
+void expect_conf_refused(const char *name, const char *value, int want,
+                         const std::vector<std::string> &words = {}) {
+    Conf conf;
+    ASSERT_NE(conf.c, nullptr);
+    std::string before = get(conf.c, name);
+    char err[512] = "";
+    int rc = kw_conf_set(conf.c, name, value, err, sizeof err);
+    EXPECT_EQ(rc, want) << name << "=" << value << " gave " << kw_err_name(rc) << ": " << err;
+    std::vector<std::string> all = words;
+    all.push_back(name);
+    if (*value) all.push_back(value);
+    for (const auto &w : all)
+        EXPECT_NE(std::string(err).find(w), std::string::npos)
+            << "errstr for " << name << "=" << value << " does not mention '" << w << "': " << err;
+    EXPECT_EQ(get(conf.c, name), before) << "failed set changed " << name;
+}
+
+TEST(CApiVersion, RuntimeVersionMatchesHeader) {
+    EXPECT_EQ(kw_version(), KW_VERSION);
+    EXPECT_STREQ(kw_version_string(), KW_VERSION_STRING);
+    EXPECT_EQ(KW_VERSION, (KW_VERSION_MAJOR << 16) | (KW_VERSION_MINOR << 8) | KW_VERSION_PATCH);
+    std::string expected = std::to_string(KW_VERSION_MAJOR) + "." +
+                           std::to_string(KW_VERSION_MINOR) + "." +
+                           std::to_string(KW_VERSION_PATCH);
+    EXPECT_EQ(expected, kw_version_string());
+}
+
+TEST(CApiStatus, EveryCodeInTheTableHasItsNameAndText) {
+    std::set<std::string> texts;
+#define KW_TEST_CHECK_(name, code, text)     \
+    EXPECT_EQ(static_cast<int>(name), code); \
+    EXPECT_STREQ(kw_err_name(code), #name);  \
+    EXPECT_STREQ(kw_strerror(code), text);   \
+    EXPECT_TRUE(texts.insert(text).second) << "duplicate text " text;
+    KW_STATUS_TABLE(KW_TEST_CHECK_)
+#undef KW_TEST_CHECK_
+    EXPECT_EQ(KW_OK, 0);
+    EXPECT_LT(KW_ERR_INVALID_ARG, 0);
+}
+
+TEST(CApiStatus, UnknownCodesHaveFallbackNameAndText) {
+    for (int code : {1, 42, -999, -1000, INT32_MIN, INT32_MAX}) {
+        EXPECT_STREQ(kw_strerror(code), "unknown status") << code;
+        EXPECT_STREQ(kw_err_name(code), "KW_ERR_UNKNOWN") << code;
+    }
+}
+
+TEST(CApiConf, NewConfHoldsTheDocumentedDefaults) {
+    Conf conf;
+    ASSERT_NE(conf.c, nullptr);
+    EXPECT_EQ(get(conf.c, "redis.url"), "redis://127.0.0.1:6379");
+    EXPECT_EQ(get(conf.c, "workers"), "4");
+    EXPECT_EQ(get(conf.c, "dispatch.queue_size"), "65536");
+}
+
+TEST(CApiConf, SetValueReadsBack) {
+    Conf conf;
+    char err[256] = "";
+    ASSERT_EQ(kw_conf_set(conf.c, "workers", "8", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(get(conf.c, "workers"), "8");
+    ASSERT_EQ(kw_conf_set(conf.c, "redis.url", "redis://10.0.0.1:7000/2", err, sizeof err), KW_OK)
+        << err;
+    EXPECT_EQ(get(conf.c, "redis.url"), "redis://10.0.0.1:7000/2");
+}
+
+TEST(CApiConf, EveryDocumentedNameIsAccepted) {
+    const std::pair<const char *, const char *> options[] = {
+        {"redis.url", "redis://127.0.0.1:6380"},
+        {"redis.user", "alice"},
+        {"redis.password", "secret"},
+        {"redis.connect_timeout", "2s"},
+        {"notify.enable", "true"},
+        {"workers", "2"},
+        {"dispatch.queue_size", "1024"},
+        {"reconnect.min", "50ms"},
+        {"reconnect.max", "5s"},
+        {"health.interval", "1s"},
+        {"health.timeout", "5s"},
+        {"stop.timeout", "3s"},
+    };
+    Conf conf;
+    for (const auto &o : options) {
+        char err[256] = "";
+        EXPECT_EQ(kw_conf_set(conf.c, o.first, o.second, err, sizeof err), KW_OK)
+            << o.first << "=" << o.second << ": " << err;
+    }
+}
+
+TEST(CApiConf, UnknownNameIsRefusedAndNamed) {
+    Conf conf;
+    char err[512] = "";
+    EXPECT_EQ(kw_conf_set(conf.c, "redis.uri", "redis://h:1", err, sizeof err),
+              KW_ERR_UNKNOWN_CONF);
+    EXPECT_NE(std::string(err).find("redis.uri"), std::string::npos) << err;
+    err[0] = 0;
+    EXPECT_EQ(kw_conf_set(conf.c, "", "x", err, sizeof err), KW_ERR_UNKNOWN_CONF);
+    EXPECT_NE(err[0], 0) << "no errstr for an empty name";
+}
+
+TEST(CApiConf, GetOfUnknownNameIsRefused) {
+    Conf conf;
+    char buf[64];
+    EXPECT_EQ(kw_conf_get(conf.c, "no.such.option", buf, sizeof buf), KW_ERR_UNKNOWN_CONF);
+}
+
+TEST(CApiConf, BadWorkerCountsAreRefused) {
+    expect_conf_refused("workers", "0", KW_ERR_BAD_VALUE, {"256"});
+    expect_conf_refused("workers", "257", KW_ERR_BAD_VALUE, {"256"});
+    expect_conf_refused("workers", "abc", KW_ERR_BAD_VALUE);
+    expect_conf_refused("workers", "-1", KW_ERR_BAD_VALUE);
+    expect_conf_refused("workers", "", KW_ERR_BAD_VALUE);
+    expect_conf_refused("workers", "4x", KW_ERR_BAD_VALUE);
+}
+
+TEST(CApiConf, BadQueueSizesAreRefused) {
+    expect_conf_refused("dispatch.queue_size", "15", KW_ERR_BAD_VALUE, {"16777216"});
+    expect_conf_refused("dispatch.queue_size", "16777217", KW_ERR_BAD_VALUE, {"16777216"});
+    expect_conf_refused("dispatch.queue_size", "lots", KW_ERR_BAD_VALUE);
+}
+
+TEST(CApiConf, BadDurationsAreRefusedWithTheAcceptedForms) {
+    for (const char *name : {"redis.connect_timeout", "reconnect.min", "reconnect.max",
+                             "health.interval", "health.timeout", "stop.timeout"}) {
+        expect_conf_refused(name, "5 parsecs", KW_ERR_BAD_VALUE, {"500ms"});
+        expect_conf_refused(name, "-1s", KW_ERR_BAD_VALUE, {"500ms"});
+    }
+}
+
+TEST(CApiConf, DurationsAcceptUnitsAndPlainMilliseconds) {
+    Conf conf;
+    for (const char *v : {"500ms", "30s", "5m", "1h", "250"}) {
+        char err[256] = "";
+        EXPECT_EQ(kw_conf_set(conf.c, "stop.timeout", v, err, sizeof err), KW_OK)
+            << v << ": " << err;
+    }
+}
+
+TEST(CApiConf, BooleansAcceptTheDocumentedSpellings) {
+    Conf conf;
+    for (const char *v : {"true", "false", "yes", "no", "on", "off", "1", "0"}) {
+        char err[256] = "";
+        EXPECT_EQ(kw_conf_set(conf.c, "notify.enable", v, err, sizeof err), KW_OK)
+            << v << ": " << err;
+    }
+    expect_conf_refused("notify.enable", "maybe", KW_ERR_BAD_VALUE, {"true"});
+}
+
+TEST(CApiConf, MalformedUrlIsRefusedWithUrlError) {
+    expect_conf_refused("redis.url", "http://h:1", KW_ERR_URL, {"redis://"});
+    expect_conf_refused("redis.url", "redis://h:70000", KW_ERR_URL, {"port"});
+    expect_conf_refused("redis.url", "redis://", KW_ERR_URL, {"host"});
+}
+
+TEST(CApiConf, PasswordReadsBackMasked) {
+    Conf conf;
+    char err[256] = "";
+    ASSERT_EQ(kw_conf_set(conf.c, "redis.password", "hunter2", err, sizeof err), KW_OK) << err;
+    std::string shown = get(conf.c, "redis.password");
+    EXPECT_EQ(shown, "***");
+}
+
+TEST(CApiConf, UrlPasswordDoesNotReadBack) {
+    Conf conf;
+    char err[256] = "";
+    ASSERT_EQ(kw_conf_set(conf.c, "redis.url", "redis://:hunter2@h:1", err, sizeof err), KW_OK)
+        << err;
+    EXPECT_EQ(get(conf.c, "redis.url").find("hunter2"), std::string::npos)
+        << "the URL's password is readable: " << get(conf.c, "redis.url");
+}
+
+TEST(CApiConf, NullErrstrIsAllowed) {
+    Conf conf;
+    EXPECT_EQ(kw_conf_set(conf.c, "nope", "1", nullptr, 0), KW_ERR_UNKNOWN_CONF);
+    EXPECT_EQ(kw_conf_set(conf.c, "workers", "x", nullptr, 0), KW_ERR_BAD_VALUE);
+    EXPECT_EQ(kw_conf_set(conf.c, "workers", "3", nullptr, 0), KW_OK);
+}
+
+TEST(CApiConf, ErrstrIsTruncatedAndTerminated) {
+    Conf conf;
+    char err[9];
+    memset(err, 'Z', sizeof err);
+    ASSERT_EQ(kw_conf_set(conf.c, "no.such.option.with.a.long.name", "1", err, 8),
+              KW_ERR_UNKNOWN_CONF);
+    EXPECT_LT(strlen(err), 8u);
+    EXPECT_EQ(err[8], 'Z') << "wrote past errstr_size";
+}
+
+TEST(CApiConf, NullArgumentsAreInvalid) {
+    Conf conf;
+    EXPECT_EQ(kw_conf_set(nullptr, "workers", "2", nullptr, 0), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_conf_set(conf.c, nullptr, "2", nullptr, 0), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_conf_set(conf.c, "workers", nullptr, nullptr, 0), KW_ERR_INVALID_ARG);
+    char buf[16];
+    EXPECT_EQ(kw_conf_get(nullptr, "workers", buf, sizeof buf), KW_ERR_INVALID_ARG);
+}
+
+TEST(CApiConf, GetTruncatesToBuffer) {
+    Conf conf;
+    char buf[6];
+    memset(buf, 'Z', sizeof buf);
+    kw_conf_get(conf.c, "redis.url", buf, 5);
+    EXPECT_EQ(strlen(buf), 4u);
+    EXPECT_EQ(std::string(buf), "redi");
+    EXPECT_EQ(buf[5], 'Z');
+}
+
+TEST(CApiConf, DupIsIndependent) {
+    Conf conf;
+    ASSERT_EQ(kw_conf_set(conf.c, "workers", "7", nullptr, 0), KW_OK);
+    kw_conf_t *copy = kw_conf_dup(conf.c);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(get(copy, "workers"), "7");
+    ASSERT_EQ(kw_conf_set(copy, "workers", "9", nullptr, 0), KW_OK);
+    EXPECT_EQ(get(conf.c, "workers"), "7");
+    EXPECT_EQ(get(copy, "workers"), "9");
+    kw_conf_free(copy);
+}
+
+TEST(CApiFree, FreeingNullIsANoOp) {
+    kw_conf_free(nullptr);
+    kw_filter_free(nullptr);
+    kw_engine_free(nullptr);
+    kw_free(nullptr);
+    SUCCEED();
+}
+
+TEST(CApiFilter, UnknownNameIsRefusedAndNamed) {
+    kw_filter_t *f = kw_filter_new();
+    ASSERT_NE(f, nullptr);
+    char err[256] = "";
+    EXPECT_EQ(kw_filter_set(f, "keyprefix", "x", err, sizeof err), KW_ERR_UNKNOWN_CONF);
+    EXPECT_NE(std::string(err).find("keyprefix"), std::string::npos) << err;
+    kw_filter_free(f);
+}
+
+TEST(CApiFilter, BadValuesAreRefused) {
+    kw_filter_t *f = kw_filter_new();
+    ASSERT_NE(f, nullptr);
+    char err[256] = "";
+    EXPECT_EQ(kw_filter_set(f, "db", "abc", err, sizeof err), KW_ERR_BAD_VALUE);
+    EXPECT_NE(std::string(err).find("abc"), std::string::npos) << err;
+    err[0] = 0;
+    EXPECT_EQ(kw_filter_set(f, "events", "", err, sizeof err), KW_ERR_BAD_VALUE);
+    EXPECT_NE(err[0], 0);
+    kw_filter_free(f);
+}
+
+TEST(CApiFilter, AcceptsEveryDocumentedName) {
+    kw_filter_t *f = kw_filter_new();
+    ASSERT_NE(f, nullptr);
+    char err[256] = "";
+    EXPECT_EQ(kw_filter_set(f, "events", "expired,del", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "events", "*", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "db", "3", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "db", "*", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "db", "-1", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "prefix", "user:", err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set(f, "glob", "user:[0-9]*", err, sizeof err), KW_OK) << err;
+    const char bin[] = {'a', 0, 'b'};
+    EXPECT_EQ(kw_filter_set_bytes(f, "prefix", bin, sizeof bin, err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_filter_set_bytes(f, "glob", bin, sizeof bin, err, sizeof err), KW_OK) << err;
+    kw_filter_free(f);
+}
+
+TEST(CApiEngine, NewWithNullOutIsInvalid) {
+    Conf conf;
+    char err[256] = "";
+    EXPECT_EQ(kw_engine_new(conf.c, nullptr, err, sizeof err), KW_ERR_INVALID_ARG);
+}
+
+class CApiEngineTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        conf_ = kw_conf_new();
+        ASSERT_NE(conf_, nullptr);
+        char err[256] = "";
+        ASSERT_EQ(kw_engine_new(conf_, &engine_, err, sizeof err), KW_OK) << err;
+        ASSERT_NE(engine_, nullptr);
+    }
+    void TearDown() override {
+        kw_engine_free(engine_);
+        kw_conf_free(conf_);
+    }
+    static int noop(const kw_event_t *, void *) { return KW_RESULT_ACK; }
+
+    kw_conf_t *conf_ = nullptr;
+    kw_engine_t *engine_ = nullptr;
+};
+
+TEST_F(CApiEngineTest, ConfIsCopiedSoTheCallerMayFreeIt) {
+    kw_conf_free(conf_);
+    conf_ = nullptr;
+    int64_t v = -1;
+    EXPECT_EQ(kw_engine_stat(engine_, "events.received", &v), KW_OK);
+    EXPECT_EQ(v, 0);
+}
+
+TEST_F(CApiEngineTest, CountersStartAtZeroAndStateIsDisconnected) {
+    for (const char *name : {"events.received", "events.received.expired", "events.delivered",
+                             "events.dropped", "events.abandoned", "handler.errors",
+                             "handler.retries", "conn.reconnects", "dispatch.queued"}) {
+        int64_t v = -1;
+        EXPECT_EQ(kw_engine_stat(engine_, name, &v), KW_OK) << name;
+        EXPECT_EQ(v, 0) << name;
+    }
+    int64_t state = -1;
+    EXPECT_EQ(kw_engine_stat(engine_, "conn.state", &state), KW_OK);
+    EXPECT_EQ(state, KW_CONN_DISCONNECTED);
+}
+
+TEST_F(CApiEngineTest, UnknownStatIsInvalidArgument) {
+    int64_t v = 0;
+    EXPECT_EQ(kw_engine_stat(engine_, "events.recieved", &v), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_stat(engine_, "", &v), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_stat(engine_, nullptr, &v), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_stat(engine_, "events.received", nullptr), KW_ERR_INVALID_ARG);
+}
+
+TEST_F(CApiEngineTest, LastErrorIsEmptyButNeverNullBeforeAnyError) {
+    const char *e = kw_engine_last_error(engine_);
+    ASSERT_NE(e, nullptr);
+    EXPECT_STREQ(e, "");
+}
+
+TEST_F(CApiEngineTest, AddHandlerWithNullFunctionIsInvalid) {
+    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, nullptr, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_add_handler(nullptr, nullptr, &noop, nullptr), KW_ERR_INVALID_ARG);
+}
+
+TEST_F(CApiEngineTest, AddHandlerCopiesTheFilter) {
+    kw_filter_t *f = kw_filter_new();
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(kw_filter_set(f, "events", "del", nullptr, 0), KW_OK);
+    EXPECT_EQ(kw_engine_add_handler(engine_, f, &noop, nullptr), KW_OK);
+    kw_filter_free(f);  // the engine must not use it after this
+    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, &noop, nullptr), KW_OK);
+}
+
+TEST_F(CApiEngineTest, StopBeforeStartIsHarmlessAndIdempotent) {
+    EXPECT_EQ(kw_engine_stop(engine_, 1000), KW_OK);
+    EXPECT_EQ(kw_engine_stop(engine_, -1), KW_OK);
+}
+
+TEST_F(CApiEngineTest, StatsJsonBeforeStartIsAnObject) {
+    char *json = kw_engine_stats_json(engine_);
+    ASSERT_NE(json, nullptr);
+    std::string text(json);
+    kw_free(json);
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not JSON: " << text;
+    EXPECT_TRUE(j.is_object()) << text;
+}
+
+TEST(CApiEngineStandalone, BadConfigurationIsRefusedByConfSetNotByEngineNew) {
+    // kw_conf_set refused the bad value, so the engine is built from the defaults.
+    kw_conf_t *conf = kw_conf_new();
+    ASSERT_NE(conf, nullptr);
+    EXPECT_EQ(kw_conf_set(conf, "workers", "0", nullptr, 0), KW_ERR_BAD_VALUE);
+    kw_engine_t *e = nullptr;
+    char err[256] = "";
+    EXPECT_EQ(kw_engine_new(conf, &e, err, sizeof err), KW_OK) << err;
+    kw_engine_free(e);
+    kw_conf_free(conf);
+}
+
+TEST(CApiEngineStandalone, CallbacksCanBeSetAndRemovedBeforeStart) {
+    kw_conf_t *conf = kw_conf_new();
+    kw_engine_t *e = nullptr;
+    ASSERT_EQ(kw_engine_new(conf, &e, nullptr, 0), KW_OK);
+    auto state_cb = [](const char *, kw_conn_state, const char *, void *) {};
+    auto log_cb = [](kw_log_level, const char *, void *) {};
+    EXPECT_EQ(kw_engine_set_state_cb(e, state_cb, nullptr), KW_OK);
+    EXPECT_EQ(kw_engine_set_log_cb(e, log_cb, nullptr), KW_OK);
+    EXPECT_EQ(kw_engine_set_state_cb(e, nullptr, nullptr), KW_OK);
+    EXPECT_EQ(kw_engine_set_log_cb(e, nullptr, nullptr), KW_OK);
+    kw_engine_free(e);
+    kw_conf_free(conf);
+}
+
+}  // namespace

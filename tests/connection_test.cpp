@@ -1,0 +1,492 @@
+// Connection life against a real redis-server: reconnects after real faults (CLIENT KILL,
+// restart, SIGSTOP), authentication (password, ACL user), clear errors for a wrong password
+// and an unreachable or unresponsive server, unix sockets, and the notify-keyspace-events
+// check.
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "redis_fixture.h"
+
+namespace kwtest {
+namespace {
+
+// The states after the first READY, in order, must contain BROKEN, CONNECTING, READY as a
+// subsequence: the connection was lost, re-established, and subscribed again.
+::testing::AssertionResult saw_reconnect(const StateLog &log) {
+    auto changes = log.changes();
+    size_t i = 0;
+    while (i < changes.size() && changes[i].state != KW_CONN_READY) i++;
+    if (i == changes.size())
+        return ::testing::AssertionFailure() << "never READY:\n" << log.describe();
+    const kw_conn_state want[] = {KW_CONN_BROKEN, KW_CONN_CONNECTING, KW_CONN_READY};
+    size_t w = 0;
+    for (i++; i < changes.size() && w < 3; i++)
+        if (changes[i].state == want[w]) w++;
+    if (w < 3)
+        return ::testing::AssertionFailure()
+               << "no READY -> BROKEN -> CONNECTING -> READY sequence:\n"
+               << log.describe();
+    return ::testing::AssertionSuccess();
+}
+
+int64_t elapsed_ms(Clock::time_point since) {
+    return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
+}
+
+class Connection : public RedisTest {};
+
+TEST_F(Connection, ReportsConnectingThenReadyAndReadyState) {
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    // Start returns once subscribed, so READY has been reported.
+    ASSERT_GE(states.count(KW_CONN_READY), 1u) << states.describe();
+    auto changes = states.changes();
+    EXPECT_EQ(changes.front().state, KW_CONN_CONNECTING) << states.describe();
+    EXPECT_EQ(changes.front().node, "127.0.0.1:" + std::to_string(redis().port()));
+    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_READY);
+    EXPECT_EQ(engine.stat("conn.reconnects"), 0);
+}
+
+TEST_F(Connection, ReconnectsAfterClientKillPubsub) {
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client();
+    ASSERT_EQ(c->command({"SET", "before", "v"}), "OK");
+    ASSERT_TRUE(sink.wait_for("set", "before")) << sink.describe();
+
+    std::string killed = c->command({"CLIENT", "KILL", "TYPE", "pubsub"});
+    ASSERT_NE(killed, "0") << "no pubsub client to kill";
+    ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2)) << states.describe();
+    EXPECT_TRUE(saw_reconnect(states));
+    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 1; }))
+        << "conn.reconnects = " << engine.stat("conn.reconnects");
+    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_READY);
+
+    ASSERT_EQ(c->command({"SET", "after", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "after")) << sink.describe();
+}
+
+TEST_F(Connection, ReconnectsAfterEveryOneOfSeveralKills) {
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client();
+    for (int round = 1; round <= 3; round++) {
+        ASSERT_NE(c->command({"CLIENT", "KILL", "TYPE", "pubsub"}), "0") << "round " << round;
+        ASSERT_TRUE(states.wait_count(KW_CONN_READY, round + 1)) << states.describe();
+        std::string key = "round:" + std::to_string(round);
+        ASSERT_EQ(c->command({"SET", key, "v"}), "OK");
+        EXPECT_TRUE(sink.wait_for("set", key)) << sink.describe();
+    }
+    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 3; }))
+        << "conn.reconnects = " << engine.stat("conn.reconnects");
+}
+
+TEST_F(Connection, ReconnectsAfterServerRestart) {
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+
+    int port = redis().port();
+    redis().restart();
+    ASSERT_EQ(redis().port(), port);
+    ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2, milliseconds(15000))) << states.describe();
+    EXPECT_TRUE(saw_reconnect(states));
+    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 1; }));
+
+    auto c = client();
+    ASSERT_EQ(c->command({"SET", "after-restart", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "after-restart")) << sink.describe();
+}
+
+TEST_F(Connection, KeepsRetryingWhileServerIsDownThenRecovers) {
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+
+    redis().stop();
+    ASSERT_TRUE(states.wait_count(KW_CONN_BROKEN, 1)) << states.describe();
+    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.state") != KW_CONN_READY; }));
+    // Several failed attempts while it is down (reconnect.max is 500ms in these tests).
+    std::this_thread::sleep_for(milliseconds(1500));
+    EXPECT_EQ(states.count(KW_CONN_READY), 1u) << states.describe();
+    redis().start();
+    ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2, milliseconds(15000))) << states.describe();
+    auto c = client();
+    ASSERT_EQ(c->command({"SET", "back", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "back")) << sink.describe();
+}
+
+TEST_F(Connection, HealthCheckReconnectsAfterServerPause) {
+    // A SIGSTOPped server keeps the TCP connection open but says nothing: only a heartbeat
+    // notices (hiredis 0.14 drops PING replies on a subscribed connection).
+    StateLog states;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("health.interval", "100ms");
+    engine.set("health.timeout", "1s");
+    engine.watch_states(&states);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    // Let a few heartbeats succeed first: no false alarm on a healthy server.
+    std::this_thread::sleep_for(milliseconds(1500));
+    EXPECT_EQ(states.count(KW_CONN_BROKEN), 0u) << states.describe();
+
+    redis().pause();
+    bool broke = states.wait_count(KW_CONN_BROKEN, 1, milliseconds(10000));
+    redis().resume();
+    ASSERT_TRUE(broke) << "health check did not notice a silent server\n" << states.describe();
+    ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2, milliseconds(15000))) << states.describe();
+    auto c = client();
+    ASSERT_EQ(c->command({"SET", "after-pause", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "after-pause")) << sink.describe();
+}
+
+TEST_F(Connection, UnreachableHostFailsPromptlyWithConnectError) {
+    int port = keywatch::RedisProcess::free_port();  // nobody listens here
+    EventSink sink;
+    Engine engine("redis://127.0.0.1:" + std::to_string(port));
+    engine.set("redis.connect_timeout", "3s");
+    engine.add(&sink, {});
+    auto t0 = Clock::now();
+    int rc = engine.start();
+    int64_t ms = elapsed_ms(t0);
+    EXPECT_TRUE(rc == KW_ERR_CONNECT || rc == KW_ERR_TIMEOUT) << kw_err_name(rc);
+    EXPECT_LT(ms, 3000 + 3000) << "start did not return within the connect timeout";
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "127.0.0.1:" + std::to_string(port)))
+        << "error does not name the endpoint: " << err;
+    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_DISCONNECTED);
+    EXPECT_EQ(kw_engine_stop(engine.get(), 1000), KW_OK);
+}
+
+TEST_F(Connection, UnresponsiveServerFailsStartWithTimeout) {
+    // The kernel accepts the connection, but the stopped server never answers.
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("redis.connect_timeout", "1s");
+    engine.add(&sink, {});
+    redis().pause();
+    auto t0 = Clock::now();
+    int rc = engine.start();
+    int64_t ms = elapsed_ms(t0);
+    redis().resume();
+    EXPECT_EQ(rc, KW_ERR_TIMEOUT) << kw_err_name(rc) << ": " << engine.last_error();
+    EXPECT_GE(ms, 900);
+    EXPECT_LT(ms, 1000 + 4000) << "start overran redis.connect_timeout";
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, std::to_string(redis().port()))) << err;
+    EXPECT_TRUE(icontains(err, "time")) << err;
+}
+
+TEST_F(Connection, StartFailureLeavesNothingRunning) {
+    int port = keywatch::RedisProcess::free_port();
+    StateLog states;
+    EventSink sink;
+    Engine engine("redis://127.0.0.1:" + std::to_string(port));
+    engine.set("redis.connect_timeout", "1s");
+    engine.watch_states(&states);
+    engine.add(&sink, {});
+    ASSERT_NE(engine.start(), KW_OK);
+    size_t reported = states.changes().size();
+    // No background reconnects after a failed start: the state callback stays quiet.
+    std::this_thread::sleep_for(milliseconds(1000));
+    EXPECT_EQ(states.changes().size(), reported) << states.describe();
+    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_DISCONNECTED);
+}
+
+class ConnectionWithPassword : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.password = "s3cret";
+        return o;
+    }
+    std::string url_with(const std::string &userinfo) {
+        return "redis://" + userinfo + "127.0.0.1:" + std::to_string(redis().port());
+    }
+    // Clients connected to the server other than the one asking (one line each).
+    int other_clients() {
+        auto c = client("s3cret");
+        std::string list = c->command({"CLIENT", "LIST"});
+        return static_cast<int>(std::count(list.begin(), list.end(), '\n')) - 1;
+    }
+};
+
+TEST_F(ConnectionWithPassword, PasswordInUrlAuthenticates) {
+    EventSink sink;
+    Engine engine(url_with(":s3cret@"));
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client("s3cret");
+    ASSERT_EQ(c->command({"SET", "authed", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "authed")) << sink.describe();
+}
+
+TEST_F(ConnectionWithPassword, PasswordOptionOverridesUrl) {
+    EventSink sink;
+    Engine engine(url_with(":wrong@"));
+    engine.set("redis.password", "s3cret");
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client("s3cret");
+    ASSERT_EQ(c->command({"SET", "authed", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "authed")) << sink.describe();
+}
+
+TEST_F(ConnectionWithPassword, WrongPasswordFailsStartWithAuthError) {
+    EventSink sink;
+    Engine engine(url_with(":not-the-pw-7x@"));
+    engine.set("redis.connect_timeout", "5s");
+    engine.add(&sink, {});
+    auto t0 = Clock::now();
+    int rc = engine.start();
+    int64_t ms = elapsed_ms(t0);
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(icontains(err, "auth") || icontains(err, "password")) << err;
+    EXPECT_TRUE(contains(err, std::to_string(redis().port()))) << "no endpoint in: " << err;
+    EXPECT_FALSE(contains(err, "not-the-pw-7x")) << "the password leaked into the error: " << err;
+    // A refusal is final: no waiting for the connect timeout, no retrying.
+    EXPECT_LT(ms, 4000);
+    EXPECT_TRUE(wait_until([&] { return other_clients() == 0; }))
+        << "the engine left a connection open";
+}
+
+TEST_F(ConnectionWithPassword, MissingPasswordFailsStartWithAuthError) {
+    EventSink sink;
+    Engine engine(url_with(""));
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(icontains(err, "auth") || icontains(err, "password")) << err;
+}
+
+TEST_F(ConnectionWithPassword, AclUserAuthenticates) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(
+        admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all"}),
+        "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    std::string list = admin->command({"CLIENT", "LIST", "TYPE", "pubsub"});
+    EXPECT_TRUE(contains(list, "user=watcher")) << list;
+    ASSERT_EQ(admin->command({"SET", "acl", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "acl")) << sink.describe();
+}
+
+TEST_F(ConnectionWithPassword, AclUserFromOptionsAuthenticates) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(
+        admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all"}),
+        "OK");
+    EventSink sink;
+    Engine engine(url_with(""));
+    engine.set("redis.user", "watcher");
+    engine.set("redis.password", "watcherpw");
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    EXPECT_TRUE(contains(admin->command({"CLIENT", "LIST", "TYPE", "pubsub"}), "user=watcher"));
+}
+
+TEST_F(ConnectionWithPassword, WrongAclPasswordFailsWithAuthError) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(
+        admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all"}),
+        "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:nope@"));
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    EXPECT_TRUE(contains(engine.last_error(), "watcher"))
+        << "error does not name the user: " << engine.last_error();
+}
+
+// A unix socket in a private directory of this test (sun_path is short, so not under the
+// server's own directory).
+class ConnectionUnixSocket : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        char tmpl[] = "/tmp/kwtest-sock-XXXXXX";
+        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+        sock_dir_ = tmpl;
+        sock_ = sock_dir_ + "/redis.sock";
+        keywatch::RedisProcess::Options o;
+        o.extra = {"--unixsocket", sock_, "--unixsocketperm", "700"};
+        return o;
+    }
+    void TearDown() override {
+        RedisTest::TearDown();
+        unlink(sock_.c_str());
+        rmdir(sock_dir_.c_str());
+    }
+    std::string sock_dir_, sock_;
+};
+
+TEST_F(ConnectionUnixSocket, ConnectsOverUnixSocket) {
+    EventSink sink;
+    Engine engine("unix://" + sock_);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client();
+    ASSERT_EQ(c->command({"SELECT", "2"}), "OK");
+    ASSERT_EQ(c->command({"SET", "via-socket", "v"}), "OK");
+    ASSERT_TRUE(sink.wait_for("set", "via-socket", 2)) << sink.describe();
+    EXPECT_EQ(sink.events().front().node, sock_);
+}
+
+TEST_F(ConnectionUnixSocket, MissingSocketFailsWithConnectErrorNamingThePath) {
+    EventSink sink;
+    Engine engine("unix://" + sock_dir_ + "/nothing-here.sock");
+    engine.set("redis.connect_timeout", "2s");
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_TRUE(rc == KW_ERR_CONNECT || rc == KW_ERR_TIMEOUT) << kw_err_name(rc);
+    EXPECT_TRUE(contains(engine.last_error(), "nothing-here.sock")) << engine.last_error();
+}
+
+// A server with notifications switched off (Redis's default).
+class NotificationsOff : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.notify = "";
+        return o;
+    }
+};
+
+TEST_F(NotificationsOff, StartSucceedsButWarnsNamingTheMissingFlags) {
+    LogSink logs;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_logs(&logs);
+    engine.add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    std::string warning = logs.find(
+        KW_LOG_WARN, [](const std::string &m) { return contains(m, "notify-keyspace-events"); });
+    ASSERT_FALSE(warning.empty()) << "no warning about notify-keyspace-events:\n"
+                                  << logs.describe();
+    // It names what is missing (keyevent events E and expired x) and what to do.
+    EXPECT_TRUE(contains(warning, "Ex") || contains(warning, "xE")) << warning;
+    EXPECT_TRUE(contains(warning, "notify.enable") || contains(warning, "CONFIG SET")) << warning;
+    // keywatch did not change the server's setting on its own.
+    auto c = client();
+    EXPECT_EQ(c->command({"CONFIG", "GET", "notify-keyspace-events"}), "notify-keyspace-events\n");
+}
+
+TEST_F(NotificationsOff, NotifyEnableSetsTheFlagsAndEventsArrive) {
+    LogSink logs;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("notify.enable", "true");
+    engine.watch_logs(&logs);
+    engine.add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client();
+    std::string flags = c->command({"CONFIG", "GET", "notify-keyspace-events"});
+    flags = flags.substr(flags.find('\n') + 1);
+    EXPECT_TRUE(contains(flags, "E")) << flags;
+    EXPECT_TRUE(contains(flags, "x") || contains(flags, "A")) << flags;
+    ASSERT_TRUE(set_and_expire(*c, "now-visible"));
+    EXPECT_TRUE(sink.wait_for("expired", "now-visible")) << sink.describe();
+    EXPECT_TRUE(
+        logs.find(KW_LOG_WARN,
+                  [](const std::string &m) { return contains(m, "notify-keyspace-events"); })
+            .empty())
+        << "warned although it fixed the setting:\n"
+        << logs.describe();
+}
+
+class NotificationsPartial : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.notify = "Kl";  // keyspace channel, list events: neither E nor x
+        return o;
+    }
+};
+
+TEST_F(NotificationsPartial, NotifyEnableAddsFlagsAndKeepsExistingOnes) {
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("notify.enable", "yes");
+    engine.add(&sink, {{"events", "expired,del"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto c = client();
+    std::string flags = c->command({"CONFIG", "GET", "notify-keyspace-events"});
+    flags = flags.substr(flags.find('\n') + 1);
+    for (const char *f : {"K", "l", "E"}) EXPECT_TRUE(contains(flags, f)) << f << " in " << flags;
+    EXPECT_TRUE(contains(flags, "A") || (contains(flags, "x") && contains(flags, "g"))) << flags;
+    ASSERT_EQ(c->command({"SET", "d", "v"}), "OK");
+    ASSERT_EQ(c->command({"DEL", "d"}), "1");
+    EXPECT_TRUE(sink.wait_for("del", "d")) << sink.describe();
+}
+
+TEST_F(Connection, FullFlagsGiveNoNotifyWarning) {
+    // The fixture's server runs with "AKE": A covers x, so nothing is missing.
+    LogSink logs;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.watch_logs(&logs);
+    engine.add(&sink, {{"events", "*"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    EXPECT_TRUE(
+        logs.find(KW_LOG_WARN,
+                  [](const std::string &m) { return contains(m, "notify-keyspace-events"); })
+            .empty())
+        << logs.describe();
+}
+
+class ConfigRefused : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.extra = {"--rename-command", "CONFIG", ""};  // like a managed Redis
+        return o;
+    }
+};
+
+TEST_F(ConfigRefused, ServerRefusingConfigIsAWarningNotAFailure) {
+    LogSink logs;
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("notify.enable", "true");
+    engine.watch_logs(&logs);
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    EXPECT_FALSE(
+        logs.find(KW_LOG_WARN, [](const std::string &m) { return contains(m, "CONFIG"); }).empty())
+        << "no warning that CONFIG was refused:\n"
+        << logs.describe();
+    auto c = client();
+    ASSERT_EQ(c->command({"SET", "managed", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "managed")) << sink.describe();
+}
+
+}  // namespace
+}  // namespace kwtest

@@ -1,0 +1,561 @@
+// Reliable delivery against a real redis-server: tracked keys, the sweeper, leases, retries,
+// dead letters, delayed tasks, and faults (kill -9 of a watcher process, Redis restart).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "redis_fixture.h"
+
+#ifndef KW_QUEUE_WORKER_PATH
+#error "KW_QUEUE_WORKER_PATH must name the kw_queue_worker binary"
+#endif
+
+namespace kwtest {
+namespace {
+
+std::string hex(const std::string &bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out.push_back(digits[c >> 4]);
+        out.push_back(digits[c & 15]);
+    }
+    return out;
+}
+
+// A blocking keywatch client with its own configuration.
+class Client {
+  public:
+    explicit Client(const std::string &url,
+                    const std::vector<std::pair<std::string, std::string>> &conf = {}) {
+        conf_ = kw_conf_new();
+        char err[512] = "";
+        EXPECT_EQ(kw_conf_set(conf_, "redis.url", url.c_str(), err, sizeof err), KW_OK) << err;
+        for (auto &nv : conf)
+            EXPECT_EQ(kw_conf_set(conf_, nv.first.c_str(), nv.second.c_str(), err, sizeof err),
+                      KW_OK)
+                << err;
+        int rc = kw_client_new(conf_, &client_, err, sizeof err);
+        if (rc != KW_OK) throw std::runtime_error(std::string("kw_client_new: ") + err);
+    }
+    ~Client() {
+        kw_client_free(client_);
+        kw_conf_free(conf_);
+    }
+    kw_client_t *get() { return client_; }
+    std::string error() { return kw_client_last_error(client_); }
+
+    int track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags = 0) {
+        return kw_track(client_, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
+                        nullptr);
+    }
+    int schedule(const std::string &queue, const std::string &id, const std::string &payload,
+                 int64_t delay_ms) {
+        return kw_schedule(client_, queue.c_str(), id.data(), id.size(), payload.data(),
+                           payload.size(), 0, delay_ms, 0, nullptr);
+    }
+    // Field of one queue in kw_client_inspect_json, -1 if absent.
+    int64_t inspect(const std::string &queue, const std::string &field) {
+        char *json = kw_client_inspect_json(client_);
+        if (!json) {
+            ADD_FAILURE() << "inspect: " << error();
+            return -1;
+        }
+        std::string text = json;
+        kw_free(json);
+        size_t at = text.find("\"queue\":\"" + queue + "\"");
+        if (at == std::string::npos) return -1;
+        size_t start = text.rfind('{', at);
+        size_t f = text.find("\"" + field + "\":", start);
+        if (f == std::string::npos) return -1;
+        return std::stoll(text.substr(f + field.size() + 3));
+    }
+
+  private:
+    kw_conf_t *conf_ = nullptr;
+    kw_client_t *client_ = nullptr;
+};
+
+// A kw_queue_worker process; stopped with SIGTERM at destruction unless killed first.
+class Worker {
+  public:
+    Worker(const std::string &url, const std::string &out, std::vector<std::string> extra = {}) {
+        int fds[2];
+        if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            std::vector<std::string> args = {KW_QUEUE_WORKER_PATH, url, out};
+            args.insert(args.end(), extra.begin(), extra.end());
+            std::vector<char *> argv;
+            for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+            argv.push_back(nullptr);
+            execv(argv[0], argv.data());
+            _exit(127);
+        }
+        close(fds[1]);
+        // Wait for "ready" (the engine has started).
+        std::string line;
+        char c;
+        while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+        close(fds[0]);
+        if (line != "ready") throw std::runtime_error("kw_queue_worker did not start: " + line);
+    }
+    ~Worker() { stop(); }
+    void kill9() {
+        if (pid_ <= 0) return;
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    void stop() {
+        if (pid_ <= 0) return;
+        kill(pid_, SIGTERM);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+  private:
+    pid_t pid_ = -1;
+};
+
+struct Line {
+    std::string queue, key_hex;
+    int source = 0, attempt = 0, pid = 0;
+};
+
+std::vector<Line> read_lines(const std::string &path) {
+    std::vector<Line> out;
+    std::ifstream in(path);
+    std::string text;
+    while (std::getline(in, text)) {
+        std::istringstream ss(text);
+        Line l;
+        std::string source, attempt, pid;
+        if (std::getline(ss, l.queue, '\t') && std::getline(ss, l.key_hex, '\t') &&
+            std::getline(ss, source, '\t') && std::getline(ss, attempt, '\t') &&
+            std::getline(ss, pid, '\t')) {
+            l.source = std::stoi(source);
+            l.attempt = std::stoi(attempt);
+            l.pid = std::stoi(pid);
+            out.push_back(l);
+        }
+    }
+    return out;
+}
+
+class QueueTest : public RedisTest {
+  protected:
+    void SetUp() override {
+        RedisTest::SetUp();
+        char tmpl[] = "/tmp/kw-queue-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override {
+        RedisTest::TearDown();
+        (void)std::system(("rm -rf '" + dir_ + "'").c_str());
+    }
+    std::string out_file(const std::string &name) { return dir_ + "/" + name; }
+
+    // An engine with short leases and backoff so faults resolve quickly in tests.
+    std::unique_ptr<Engine> engine(EventSink *sink, const std::string &events = "expired") {
+        auto e = std::make_unique<Engine>(redis().url());
+        e->set("lease", "2s");
+        e->set("retry.base", "50ms");
+        e->set("retry.max", "200ms");
+        e->set("max_attempts", "3");
+        e->set("sweep.interval", "50ms");
+        e->add(sink, {{"events", events}});
+        return e;
+    }
+
+    std::string dir_;
+};
+
+TEST_F(QueueTest, ExpiriesWhileNoWatcherRunsAreDeliveredAfterStart) {
+    Client c(redis().url());
+    for (int i = 0; i < 50; i++) ASSERT_EQ(c.track("session:" + std::to_string(i), "v", 50), KW_OK);
+    std::this_thread::sleep_for(milliseconds(300));  // all expire with nobody listening
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(50)) << sink.describe();
+    std::this_thread::sleep_for(milliseconds(300));
+    std::set<std::string> keys;
+    for (auto &ev : sink.events()) {
+        EXPECT_EQ(ev.name, "expired");
+        keys.insert(ev.key);
+    }
+    EXPECT_EQ(sink.size(), 50u) << "each tracked key exactly once";
+    EXPECT_EQ(keys.size(), 50u);
+    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 50; }));
+    EXPECT_EQ(c.inspect("keys", "due"), 0);
+    EXPECT_EQ(c.inspect("keys", "inflight"), 0);
+}
+
+TEST_F(QueueTest, TrackedKeyIsDeliveredAtItsDeadlineWithSnapshotAndStableId) {
+    EventSink sink;
+    std::atomic<int64_t> deadline{0}, started{0};
+    sink.hook = [&](const Event &ev) { started = ev.ts_ms; };
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    int64_t dl = 0;
+    std::string value("snap\0shot", 9);
+    ASSERT_EQ(
+        kw_track(c.get(), "order:42", 8, value.data(), value.size(), 300, KW_TRACK_SNAPSHOT, &dl),
+        KW_OK)
+        << c.error();
+    deadline = dl;
+    ASSERT_TRUE(sink.wait_for("expired", "order:42")) << sink.describe();
+    auto ev = sink.events().at(0);
+    EXPECT_TRUE(ev.has_value);
+    EXPECT_EQ(ev.attempt, 1);
+    EXPECT_TRUE(ev.source == KW_SOURCE_SWEEP || ev.source == KW_SOURCE_NOTIFICATION);
+    EXPECT_TRUE(contains(ev.id, "q:keys:" + std::to_string(dl) + ":")) << ev.id;
+    EXPECT_GE(started.load(), deadline.load() - 5) << "delivered before its deadline";
+}
+
+TEST_F(QueueTest, SnapshotValueAndBinaryKeyArriveByteExact) {
+    std::mutex mu;
+    std::string got_key, got_value;
+    struct Ctx {
+        std::mutex *mu;
+        std::string *key, *value;
+    } ctx{&mu, &got_key, &got_value};
+    auto handler = [](const kw_event_t *ev, void *opaque) {
+        auto *c = static_cast<Ctx *>(opaque);
+        size_t kl = 0, vl = 0;
+        const char *k = static_cast<const char *>(kw_event_key(ev, &kl));
+        const char *v = static_cast<const char *>(kw_event_value(ev, &vl));
+        std::lock_guard<std::mutex> lock(*c->mu);
+        *c->key = std::string(k, kl);
+        *c->value = v ? std::string(v, vl) : "(none)";
+        return static_cast<int>(KW_RESULT_ACK);
+    };
+    Engine e(redis().url());
+    e.set("sweep.interval", "50ms");
+    ASSERT_EQ(kw_engine_add_handler(e.get(), nullptr, handler, &ctx), KW_OK);
+    ASSERT_EQ(e.start(), KW_OK) << e.last_error();
+    Client c(redis().url());
+    std::string key("bin\0ary\nkey\xff:", 13), value("\x00\x01\xfe\xff value", 10);
+    ASSERT_EQ(c.track(key, value, 100, KW_TRACK_SNAPSHOT), KW_OK) << c.error();
+    ASSERT_TRUE(wait_until([&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !got_key.empty();
+    }));
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(got_key, key) << printable(got_key);
+    EXPECT_EQ(got_value, value) << printable(got_value);
+}
+
+TEST_F(QueueTest, TtlChangesOutsideKeywatchAreHonoured) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    auto raw = client();
+    ASSERT_EQ(c.track("extended", "v", 200), KW_OK);
+    ASSERT_EQ(c.track("persisted", "v", 200), KW_OK);
+    ASSERT_EQ(c.track("deleted", "v", 200), KW_OK);
+    EXPECT_EQ(raw->command({"PEXPIRE", "extended", "1500"}), "1");
+    EXPECT_EQ(raw->command({"PERSIST", "persisted"}), "1");
+    EXPECT_EQ(raw->command({"DEL", "deleted"}), "1");
+    std::this_thread::sleep_for(milliseconds(700));
+    EXPECT_EQ(sink.count("expired", "extended"), 0u) << "a later TTL must reschedule";
+    EXPECT_EQ(sink.count("expired", "persisted"), 0u) << "no TTL untracks";
+    EXPECT_EQ(sink.count("expired", "deleted"), 0u) << "a deleted key never expires";
+    ASSERT_TRUE(sink.wait_for("expired", "extended")) << sink.describe();
+    EXPECT_EQ(raw->command({"EXISTS", "persisted"}), "1");
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }))
+        << "persisted and deleted keys leave the queue";
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(sink.count("expired", "persisted"), 0u);
+    EXPECT_EQ(sink.count("expired", "deleted"), 0u);
+}
+
+TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
+    EventSink sink;
+    std::atomic<bool> healthy{false};
+    sink.decide = [&](const Event &) { return healthy ? KW_RESULT_ACK : KW_RESULT_RETRY; };
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(c.track("flaky", "v", 50), KW_OK);
+    ASSERT_TRUE(sink.wait_count(3)) << sink.describe();
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "dead") == 1; }));
+    auto events = sink.events();
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(events[i].attempt, i + 1);
+        EXPECT_EQ(events[i].id, events[0].id) << "the id is stable across redeliveries";
+    }
+    std::this_thread::sleep_for(milliseconds(400));
+    EXPECT_EQ(sink.size(), 3u) << "max_attempts=3: no fourth delivery";
+    EXPECT_EQ(e->stat("items.retried"), 2);
+    EXPECT_EQ(e->stat("items.dead"), 1);
+
+    char *dead = kw_dead_list_json(c.get(), "keys", 10);
+    ASSERT_NE(dead, nullptr) << c.error();
+    std::string text = dead;
+    kw_free(dead);
+    EXPECT_TRUE(contains(text, "\"id\":\"flaky\"")) << text;
+    EXPECT_TRUE(contains(text, "\"attempts\":3")) << text;
+    EXPECT_TRUE(contains(text, "\"error\":")) << text;
+
+    healthy = true;
+    int64_t n = 0;
+    ASSERT_EQ(kw_dead_replay(c.get(), "keys", nullptr, 100, &n), KW_OK) << c.error();
+    EXPECT_EQ(n, 1);
+    ASSERT_TRUE(sink.wait_count(4)) << sink.describe();
+    EXPECT_EQ(sink.events()[3].attempt, 1) << "a replay starts the attempts anew";
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "dead") == 0; }));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+}
+
+TEST_F(QueueTest, DeadLettersCanBePurged) {
+    EventSink sink;
+    sink.decide = [](const Event &) { return KW_RESULT_REJECT; };
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(c.track("doomed", "v", 50), KW_OK);
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "dead") == 1; }));
+    EXPECT_EQ(sink.size(), 1u) << "REJECT is final: no retry";
+    int64_t n = 0;
+    ASSERT_EQ(kw_dead_purge(c.get(), "keys", nullptr, &n), KW_OK) << c.error();
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(c.inspect("keys", "dead"), 0);
+}
+
+TEST_F(QueueTest, DelayedTasksArriveInOrderAndCancelAndRescheduleWork) {
+    EventSink sink;
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("sweep.interval", "50ms");
+    e->add(&sink, {{"events", "task"}, {"queue", "emails"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(c.schedule("emails", "third", "p3", 600), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "first", "p1", 200), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "second", "p2", 400), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "cancelled", "px", 300), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "moved", "pm", 300), KW_OK);
+    ASSERT_EQ(kw_cancel(c.get(), "emails", "cancelled", 9), KW_OK) << c.error();
+    ASSERT_EQ(kw_reschedule(c.get(), "emails", "moved", 5, 0, 900, nullptr), KW_OK) << c.error();
+    EXPECT_EQ(kw_cancel(c.get(), "emails", "nosuch", 6), KW_ERR_NOT_FOUND);
+    ASSERT_TRUE(sink.wait_count(4)) << sink.describe();
+    auto events = sink.events();
+    std::vector<std::string> order;
+    for (auto &ev : events) {
+        EXPECT_EQ(ev.name, "task");
+        EXPECT_EQ(ev.source, KW_SOURCE_TASK);
+        EXPECT_TRUE(ev.has_value);
+        order.push_back(ev.key);
+    }
+    EXPECT_EQ(order, (std::vector<std::string>{"first", "second", "third", "moved"}));
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(sink.count("task", "cancelled"), 0u);
+}
+
+TEST_F(QueueTest, ScheduleInThePastIsDeliveredNow) {
+    EventSink sink;
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("queues", "jobs");
+    e->add(&sink, {{"events", "task"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    int64_t at = 0;
+    ASSERT_EQ(kw_schedule(c.get(), "jobs", "late", 4, "p", 1, 1000, 0, 0, &at), KW_OK) << c.error();
+    EXPECT_GT(at, 1000) << "a time in the past means now";
+    EXPECT_TRUE(sink.wait_for("task", "late")) << sink.describe();
+}
+
+TEST_F(QueueTest, BadInputGetsClearErrorsAndWritesNothing) {
+    Client c(redis().url(), {{"limits.key_bytes", "16"}, {"limits.value_bytes", "8"}});
+    auto raw = client();
+    EXPECT_EQ(c.track("k", "far too large a value", 1000), KW_ERR_TOO_LARGE);
+    EXPECT_TRUE(contains(c.error(), "limits.value_bytes")) << c.error();
+    EXPECT_EQ(c.track("a-key-longer-than-sixteen", "v", 1000), KW_ERR_TOO_LARGE);
+    EXPECT_EQ(c.track("k", "v", 0), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "ttl")) << c.error();
+    EXPECT_EQ(c.track("k", "v", -5), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing half-written";
+    EXPECT_EQ(c.schedule("bad:queue", "id", "p", 10), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "queue name")) << c.error();
+    int64_t n = 0;
+    EXPECT_EQ(kw_dead_replay(c.get(), "nosuchqueue", nullptr, 10, &n), KW_ERR_NOT_FOUND);
+    EXPECT_TRUE(contains(c.error(), "nosuchqueue")) << c.error();
+    ASSERT_EQ(c.track("k", "v", 1000, KW_TRACK_NX), KW_OK);
+    EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_NX), KW_ERR_CONDITION);
+    EXPECT_EQ(c.track("absent", "v", 1000, KW_TRACK_XX), KW_ERR_CONDITION);
+    EXPECT_EQ(raw->command({"EXISTS", "absent"}), "0");
+}
+
+TEST_F(QueueTest, AdoptTracksAKeyWrittenElsewhere) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    auto raw = client();
+    raw->command({"SET", "foreign", "v", "PX", "200"});
+    raw->command({"SET", "forever", "v"});
+    EXPECT_EQ(kw_adopt(c.get(), "foreign", 7, 0, nullptr), KW_OK) << c.error();
+    EXPECT_EQ(kw_adopt(c.get(), "forever", 7, 0, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_adopt(c.get(), "missing", 7, 0, nullptr), KW_ERR_NOT_FOUND);
+    EXPECT_TRUE(sink.wait_for("expired", "foreign")) << sink.describe();
+}
+
+TEST_F(QueueTest, UntrackedExpiriesStillArriveAsLiveEvents) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    auto raw = client();
+    ASSERT_TRUE(set_and_expire(*raw, "plain", 30));
+    ASSERT_TRUE(sink.wait_for("expired", "plain")) << sink.describe();
+    EXPECT_EQ(sink.events()[0].source, KW_SOURCE_NOTIFICATION);
+}
+
+TEST_F(QueueTest, FullDispatchQueueLosesNoTrackedItem) {
+    EventSink sink;
+    sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(2)); };
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("dispatch.queue_size", "16");
+    e->set("workers", "1");
+    e->set("sweep.interval", "20ms");
+    e->add(&sink, {});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
+    for (int i = 0; i < 500; i++) c.track("bp:" + std::to_string(i), "v", 50);
+    size_t n = 0;
+    ASSERT_EQ(kw_client_pipeline_end(c.get(), nullptr, 0, &n), KW_OK) << c.error();
+    ASSERT_EQ(n, 500u);
+    ASSERT_TRUE(sink.wait_count(500, milliseconds(30000))) << sink.size();
+    std::set<std::string> keys;
+    for (auto &ev : sink.events()) keys.insert(ev.key);
+    EXPECT_EQ(keys.size(), 500u);
+}
+
+TEST_F(QueueTest, UntrackedEventsAreDeduplicatedAcrossEnginesWhenAsked) {
+    EventSink a, b;
+    Engine ea(redis().url()), eb(redis().url());
+    for (Engine *e : {&ea, &eb}) {
+        e->set("dedupe.enable", "true");
+        e->set("track.enable", "false");
+    }
+    ea.add(&a, {{"events", "set"}});
+    eb.add(&b, {{"events", "set"}});
+    ASSERT_EQ(ea.start(), KW_OK) << ea.last_error();
+    ASSERT_EQ(eb.start(), KW_OK) << eb.last_error();
+    auto raw = client();
+    for (int i = 0; i < 100; i++) raw->command({"SET", "d" + std::to_string(i), "v"});
+    ASSERT_TRUE(wait_until([&] { return a.size() + b.size() >= 100; }));
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(a.size() + b.size(), 100u) << "each event on one engine only";
+}
+
+TEST_F(QueueTest, KilledWatcherClaimsAreRedeliveredByAnotherAfterTheLease) {
+    Client c(redis().url());
+    std::string out_a = out_file("a"), out_b = out_file("b");
+    auto a = std::make_unique<Worker>(
+        redis().url(), out_a,
+        std::vector<std::string>{"--lease", "1s", "--sleep-ms", "60000", "--workers", "4"});
+    for (int i = 0; i < 4; i++) ASSERT_EQ(c.track("held:" + std::to_string(i), "v", 50), KW_OK);
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 4; }))
+        << "worker A holds the four items";
+    a->kill9();  // a crash with claims in hand
+    Worker b(redis().url(), out_b, {"--lease", "1s"});
+    ASSERT_TRUE(wait_until([&] { return read_lines(out_b).size() >= 4; }, milliseconds(15000)));
+    auto lines = read_lines(out_b);
+    std::set<std::string> keys;
+    for (auto &l : lines) {
+        EXPECT_EQ(l.source, KW_SOURCE_LEASE_EXPIRED);
+        EXPECT_EQ(l.attempt, 2);
+        keys.insert(l.key_hex);
+    }
+    EXPECT_EQ(keys.size(), 4u);
+    EXPECT_TRUE(read_lines(out_a).empty()) << "A never finished a handler";
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+}
+
+TEST_F(QueueTest, ThreeWatcherProcessesDeliverEachOf20kKeysExactlyOnce) {
+    constexpr int kKeys = 20000;
+    std::vector<std::unique_ptr<Worker>> workers;
+    std::vector<std::string> outs;
+    for (int i = 0; i < 3; i++) {
+        outs.push_back(out_file("w" + std::to_string(i)));
+        workers.push_back(std::make_unique<Worker>(redis().url(), outs.back()));
+    }
+    Client c(redis().url());
+    ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
+    for (int i = 0; i < kKeys; i++)
+        c.track("job:" + std::to_string(i), "v", 200 + (i % 2000));  // due over 2 s
+    size_t n = 0;
+    ASSERT_EQ(kw_client_pipeline_end(c.get(), nullptr, 0, &n), KW_OK) << c.error();
+    auto total = [&] {
+        size_t t = 0;
+        for (auto &o : outs) t += read_lines(o).size();
+        return t;
+    };
+    ASSERT_TRUE(wait_until([&] { return total() >= kKeys; }, milliseconds(60000))) << total();
+    std::this_thread::sleep_for(milliseconds(1000));  // any duplicate would show by now
+    std::map<std::string, int> seen;
+    std::set<int> pids;
+    for (auto &o : outs)
+        for (auto &l : read_lines(o)) {
+            seen[l.key_hex]++;
+            pids.insert(l.pid);
+        }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kKeys));
+    int dup = 0;
+    for (auto &kv : seen) dup += kv.second > 1;
+    EXPECT_EQ(dup, 0) << "keys delivered more than once";
+    EXPECT_EQ(pids.size(), 3u) << "every watcher took a share";
+    EXPECT_EQ(c.inspect("keys", "due"), 0);
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+}
+
+class QueueAofTest : public QueueTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.appendonly = true;
+        return o;
+    }
+};
+
+TEST_F(QueueAofTest, RedisRestartWithItemsDueAndInFlightLosesNothing) {
+    Client c(redis().url());
+    std::string out = out_file("w");
+    {
+        // Claims 10 items and never finishes them: they are in flight at the restart.
+        Worker hold(redis().url(), out_file("hold"),
+                    {"--lease", "1s", "--sleep-ms", "60000", "--workers", "10"});
+        for (int i = 0; i < 10; i++)
+            ASSERT_EQ(c.track("inflight:" + std::to_string(i), "v", 50), KW_OK);
+        ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 10; }));
+        hold.kill9();
+    }
+    for (int i = 0; i < 20; i++) ASSERT_EQ(c.track("due:" + std::to_string(i), "v", 300), KW_OK);
+    redis().restart();  // SIGTERM: the AOF (fsync always) has every write
+    std::this_thread::sleep_for(milliseconds(500));  // the due items are overdue now
+    Worker w(redis().url(), out, {"--lease", "1s"});
+    ASSERT_TRUE(wait_until([&] { return read_lines(out).size() >= 30; }, milliseconds(20000)))
+        << read_lines(out).size();
+    std::set<std::string> keys;
+    for (auto &l : read_lines(out)) keys.insert(l.key_hex);
+    EXPECT_EQ(keys.size(), 30u);
+    for (int i = 0; i < 10; i++) EXPECT_TRUE(keys.count(hex("inflight:" + std::to_string(i))));
+    for (int i = 0; i < 20; i++) EXPECT_TRUE(keys.count(hex("due:" + std::to_string(i))));
+}
+
+}  // namespace
+}  // namespace kwtest
