@@ -71,11 +71,7 @@ int Client::connect() {
         auth.push_back(url.password);
         ReplyPtr r = call(auth);
         if (!r) return call_status_;
-        if (is_error(r.get()))
-            return fail(KW_ERR_AUTH, "Redis at " + url.endpoint() +
-                                         " refused AUTH: " + text(r.get()) +
-                                         "; check the password (redis://[user:]password@host:port"
-                                         " or redis.password)");
+        if (is_error(r.get())) return fail(KW_ERR_AUTH, auth_refused_message(url, text(r.get())));
     }
     if (url.db != 0) {
         ReplyPtr r = call({"SELECT", std::to_string(url.db)});
@@ -104,9 +100,7 @@ ReplyPtr Client::call(const std::vector<std::string> &args) {
     }
     if (r->type == REDIS_REPLY_ERROR && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0) {
         call_status_ = KW_ERR_AUTH;
-        fail(KW_ERR_AUTH, "Redis at " + config_.effective_url().endpoint() +
-                              " requires a password: give it in the URL "
-                              "(redis://:PASSWORD@host:port) or set redis.password");
+        fail(KW_ERR_AUTH, password_required_message(config_.effective_url()));
         return nullptr;
     }
     return r;

@@ -143,6 +143,17 @@ const std::map<std::string, Option> &options() {
         {"stop.timeout", duration_opt(&Config::stop_timeout_ms, 0, "stop.timeout")},
         {"redis.command_timeout",
          duration_opt(&Config::command_timeout_ms, 10, "redis.command_timeout")},
+        {"redis.mode",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (v != "auto" && v != "standalone" && v != "cluster") {
+                  *err = "redis.mode: '" + v + "' is not a mode: use auto, standalone or cluster";
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              c.mode = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.mode; }}},
+        {"cluster.refresh", duration_opt(&Config::cluster_refresh_ms, 100, "cluster.refresh")},
         {"namespace",
          {[](Config &c, const std::string &v, std::string *err) {
               if (!valid_queue_name(v, err)) {

@@ -25,6 +25,8 @@ struct Config {
     int64_t health_timeout_ms = 5000;
     int64_t stop_timeout_ms = 10000;
     int64_t command_timeout_ms = 10000;
+    std::string mode = "auto";  // redis.mode: auto | standalone | cluster
+    int64_t cluster_refresh_ms = 5000;
 
     // Reliable delivery (see scripts.h for the data in Redis).
     std::string ns = "kw";            // namespace of every key keywatch writes

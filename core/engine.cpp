@@ -174,12 +174,37 @@ int Engine::start() {
             "Redis events, tracked keys or a task queue");
         return KW_ERR_STATE;
     }
+    Fanout::Options fo;
+    fo.seed = config_.effective_url();
+    fo.refresh_ms = config_.cluster_refresh_ms;
+    if (int rc = probe_topology(fo.seed, config_.connect_timeout_ms, config_.mode, &fo.cluster,
+                                &fo.topology, &why);
+        rc != KW_OK) {
+        set_error(why);
+        return rc;
+    }
+    if (fo.cluster) {
+        // Keyspace notifications of every master arrive; the compensation queue does not
+        // run on a cluster yet (its queues must follow their keys' slots).
+        if (!sweep.task_queues.empty() || sweep.dedupe) {
+            set_error(
+                "task queues and dedupe.enable are not supported on a Redis Cluster yet: "
+                "this engine can watch the cluster's live events only");
+            return KW_ERR_STATE;
+        }
+        if (sweep.track_keys)
+            log(KW_LOG_INFO,
+                "Redis Cluster: watching live events of every master; tracked keys "
+                "are not swept on a cluster yet");
+        sweep.track_keys = false;
+        need_sweeper = false;
+    }
+    fo.sub = opts;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
     started_ = true;
 
     try {
-        subscriber_ = std::make_unique<Subscriber>(*loop_, config_.effective_url(), opts,
-                                                   static_cast<SubscriberSink *>(this));
+        fanout_ = std::make_unique<Fanout>(*loop_, fo, static_cast<SubscriberSink *>(this));
         if (need_sweeper)
             sweeper_ =
                 std::make_unique<Sweeper>(*loop_, config_.effective_url(), sweep,
@@ -191,7 +216,7 @@ int Engine::start() {
         set_error(std::string("cannot start the engine: ") + e.what());
         return KW_ERR_INTERNAL;
     }
-    loop_->post([this] { subscriber_->start(); });
+    loop_->post([this] { fanout_->start(); });
 
     std::unique_lock<std::mutex> lock(start_mu_);
     // The subscriber has its own deadline (redis.connect_timeout); this is a backstop.
@@ -214,9 +239,9 @@ int Engine::start() {
 }
 
 void Engine::teardown() {
-    if (loop_ && subscriber_)
+    if (loop_ && fanout_)
         loop_->run_sync([this] {
-            subscriber_->shutdown();
+            fanout_->shutdown();
             if (sweeper_) sweeper_->shutdown();
         });
     if (dispatcher_) {
@@ -225,7 +250,7 @@ void Engine::teardown() {
         counters_.abandoned += static_cast<int64_t>(abandoned);
     }
     if (loop_) loop_->stop();
-    subscriber_.reset();
+    fanout_.reset();
     sweeper_.reset();
 }
 
@@ -236,7 +261,7 @@ int Engine::stop(int64_t timeout_ms) {
     // No more reads: whatever was read is handed to the workers, then they get until the
     // deadline to finish.
     loop_->run_sync([this] {
-        subscriber_->shutdown();
+        fanout_->shutdown();
         if (sweeper_) sweeper_->stop_claiming();
         flush();
     });
@@ -258,7 +283,7 @@ int Engine::stop(int64_t timeout_ms) {
         loop_->run_sync([this] { sweeper_->shutdown(); });
     }
     loop_->stop();
-    subscriber_.reset();
+    fanout_.reset();
     sweeper_.reset();
     if (!finished) {
         set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
@@ -419,11 +444,11 @@ void Engine::drain_completions() {
 }
 
 void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
-    conn_state_.store(state, std::memory_order_relaxed);
-    if (state == KW_CONN_READY) {
-        if (ever_ready_) reconnects_.fetch_add(1, std::memory_order_relaxed);
-        ever_ready_ = true;
-    }
+    conn_state_.store(fanout_->worst_state(), std::memory_order_relaxed);
+    nodes_.store(fanout_->nodes(), std::memory_order_relaxed);
+    // A node's first READY is a connect; any later one a reconnect.
+    if (state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second)
+        reconnects_.fetch_add(1, std::memory_order_relaxed);
     if (state_cb_) state_cb_(sub.endpoint().c_str(), state, detail.c_str(), state_opaque_);
 }
 
@@ -471,6 +496,8 @@ int Engine::stat(const std::string &name, int64_t *value) const {
         *value = load(counters_.handler_retries);
     else if (name == "conn.reconnects")
         *value = load(reconnects_);
+    else if (name == "conn.nodes")
+        *value = load(nodes_);
     else if (name == "conn.state")
         *value = conn_state_.load(std::memory_order_relaxed);
     else if (name == "dispatch.queued")
@@ -512,11 +539,11 @@ std::string Engine::stats_json() const {
         out += (out.size() > 1 ? "," : "") + ("\"" + name + "\":" + std::to_string(v));
     };
     for (const char *n :
-         {"events.received", "events.delivered", "events.dropped", "events.abandoned",
-          "handler.errors", "handler.retries", "conn.reconnects", "conn.state", "dispatch.queued",
-          "items.claimed", "items.acked", "items.retried", "items.dead", "items.lease_expired",
-          "items.unhandled", "items.late_acks", "events.suppressed", "sweep.calls",
-          "lateness.max_ms"})
+         {"events.received", "events.delivered",  "events.dropped",      "events.abandoned",
+          "handler.errors",  "handler.retries",   "conn.reconnects",     "conn.state",
+          "conn.nodes",      "dispatch.queued",   "items.claimed",       "items.acked",
+          "items.retried",   "items.dead",        "items.lease_expired", "items.unhandled",
+          "items.late_acks", "events.suppressed", "sweep.calls",         "lateness.max_ms"})
         add(n);
     for (auto &kv : counters_.per_event) add("events.received." + kv.first);
     return out + "}";

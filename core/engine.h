@@ -9,12 +9,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/dispatcher.h"
 #include "core/event_loop.h"
+#include "core/fanout.h"
 #include "core/filter.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
@@ -84,13 +86,14 @@ class Engine : private SubscriberSink, private SweeperSink {
     void *log_opaque_ = nullptr;
 
     bool running_ = false;
-    bool started_ = false;     // start() was called: an engine starts once
-    bool ever_ready_ = false;  // loop thread
+    bool started_ = false;              // start() was called: an engine starts once
+    std::set<std::string> ever_ready_;  // loop thread: nodes that were READY once
     std::atomic<int64_t> reconnects_{0};
     std::atomic<int> conn_state_{KW_CONN_DISCONNECTED};
+    std::atomic<int64_t> nodes_{0};
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
-    std::unique_ptr<Subscriber> subscriber_;
+    std::unique_ptr<Fanout> fanout_;
     std::unique_ptr<Sweeper> sweeper_;
     EventPtr flush_ev_, completion_ev_;
     // Loop thread: events read and not yet passed on.

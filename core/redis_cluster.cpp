@@ -31,12 +31,11 @@ void RedisCluster::start() {
         RedisProcess::Options o;
         o.notify = opts_.notify;
         o.appendonly = opts_.appendonly;
-        o.extra = {"--cluster-enabled", "yes",
-                   "--cluster-config-file", "nodes.conf",
+        o.extra = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                    "--cluster-node-timeout", std::to_string(opts_.node_timeout_ms),
                    // A replica with stale data may still take over: tests kill masters.
-                   "--cluster-replica-validity-factor", "0",
-                   "--cluster-require-full-coverage", "no"};
+                   "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage",
+                   "no"};
         // The cluster bus listens on port + 10000: both must be free, so below 55536.
         std::random_device rd;
         for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
@@ -55,7 +54,8 @@ void RedisCluster::start() {
                                  "/create.log); is redis-tools installed?");
     if (!wait_healthy(60000)) {
         std::string logs;
-        for (auto &n : nodes_) logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
+        for (auto &n : nodes_)
+            logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
         throw std::runtime_error("the cluster did not become healthy:\n" + logs);
     }
 }
@@ -114,7 +114,8 @@ int RedisCluster::master_of_slot(int slot) {
                 std::istringstream f(line);
                 std::string id, addr, flags, master, ping, pong, epoch, link;
                 f >> id >> addr >> flags >> master >> ping >> pong >> epoch >> link;
-                if (flags.find("master") == std::string::npos || flags.find("fail") != std::string::npos)
+                if (flags.find("master") == std::string::npos ||
+                    flags.find("fail") != std::string::npos)
                     continue;
                 std::string range;
                 while (f >> range) {

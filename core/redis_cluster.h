@@ -14,7 +14,7 @@
 namespace keywatch {
 
 class RedisCluster {
-public:
+  public:
     struct Options {
         int masters = 3;
         int replicas_per_master = 1;
@@ -47,7 +47,7 @@ public:
     // "redis://127.0.0.1:PORT" of a running node, to seed a client.
     std::string seed_url();
 
-private:
+  private:
     Options opts_;
     std::vector<std::unique_ptr<RedisProcess>> nodes_;
 };

@@ -209,11 +209,7 @@ void RedisConn::authenticate() {
         }
         std::string e(r->str, r->len);
         bool auth = is_auth_error(e) || e.find("AUTH") != std::string::npos;
-        fail({"Redis at " + endpoint_ + " refused AUTH" +
-                  (url_.user.empty() ? "" : " for user '" + url_.user + "'") + ": " + e +
-                  "; check the password (redis://[user:]password@host:port or "
-                  "redis.password)",
-              auth});
+        fail({auth_refused_message(url_, e), auth});
     });
 }
 

@@ -117,12 +117,17 @@ void Subscriber::check_notify_config() {
         if (f && need.find(f) == std::string::npos) need += f;
         if (!f) unknown.push_back(e);
     }
+    if (!unknown.empty() && !started_once_) {
+        std::string names;
+        for (auto &e : unknown) names += (names.empty() ? "" : ", ") + e;
+        sink_->log(KW_LOG_INFO,
+                   "cannot tell which notify-keyspace-events flag these events "
+                   "need: " +
+                       names + "; check that the server publishes them");
+    }
     cmd_.command({"CONFIG", "GET", "notify-keyspace-events"}, [this, need](redisReply *r) {
         if (is_noauth(r)) {
-            lost({"Redis at " + endpoint_ +
-                      " requires a password: give it in the URL (redis://:PASSWORD@host:port "
-                      "or redis://USER:PASSWORD@host:port) or set redis.password",
-                  true});
+            lost({password_required_message(url_), true});
             return;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -220,7 +225,7 @@ void Subscriber::handle_push(redisReply *r) {
         ev.key.assign(payload->str, payload->len);
         ev.db = pc.db;
         ev.ts_ms = now_ms();
-        ev.node = &endpoint_;
+        ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
         sink_->on_event(std::move(ev));
         return;
     }
@@ -252,6 +257,15 @@ void Subscriber::lost(const RedisConn::Failure &f) {
     health_timer_.cancel();
     cmd_.close();
     sub_.close();
+    if (!started_once_ && opts_.retry_from_start) {
+        started_once_ = true;
+        bool timeout = f.message.find("timed out") != std::string::npos;
+        sink_->on_started(*this,
+                          f.auth    ? KW_ERR_AUTH
+                          : timeout ? KW_ERR_TIMEOUT
+                                    : KW_ERR_CONNECT,
+                          f.message);
+    }
     if (!started_once_) {
         // The first attempt decides kw_engine_start's result; the engine stops us.
         started_once_ = true;

@@ -42,6 +42,12 @@ class Subscriber {
         int64_t health_timeout_ms = 5000;
         bool notify_enable = false;
         std::vector<std::string> events;  // event names to PSUBSCRIBE
+        // Events name their node with this string, which must outlive every event (the
+        // engine interns it); null: the subscriber's own endpoint string.
+        const std::string *node_name = nullptr;
+        // A failed first attempt is retried like any lost connection (cluster masters:
+        // the others work meanwhile). on_started still reports the first outcome.
+        bool retry_from_start = false;
     };
 
     Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink);

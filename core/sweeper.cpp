@@ -187,7 +187,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     ev.attempt = item.attempt;
     ev.ts_ms = live ? live->ts_ms : now_ms();
     ev.db = conn_.url().db;
-    ev.node = &endpoint_;
+    ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
     // A tracked key that is gone at its deadline is "expired" whichever path found it; a
     // live eviction before the deadline keeps its name.
     ev.name = !q.is_keys ? "task" : (live ? live->name : "expired");

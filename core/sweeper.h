@@ -65,6 +65,7 @@ class Sweeper {
         bool dedupe = false;
         int64_t dedupe_ttl_ms = 60000;
         int64_t connect_timeout_ms = 5000, reconnect_min_ms = 100, reconnect_max_ms = 10000;
+        const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
     };
 
     Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,

@@ -71,6 +71,18 @@ std::string RedisUrl::endpoint() const {
     return host + ":" + std::to_string(port);
 }
 
+std::string auth_refused_message(const RedisUrl &url, const std::string &server_error) {
+    return "Redis at " + url.endpoint() + " refused AUTH" +
+           (url.user.empty() ? "" : " for user '" + url.user + "'") + ": " + server_error +
+           "; check the password (redis://[user:]password@host:port or redis.password)";
+}
+
+std::string password_required_message(const RedisUrl &url) {
+    return "Redis at " + url.endpoint() +
+           " requires a password: give it in the URL (redis://:PASSWORD@host:port or "
+           "redis://USER:PASSWORD@host:port) or set redis.password";
+}
+
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
     RedisUrl u;
     std::string rest;

@@ -24,4 +24,9 @@ struct RedisUrl {
 // names the problem and shows the accepted forms.
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err);
 
+// The messages every connection gives for the two ways AUTH goes wrong, so they read the
+// same whichever part of keywatch met them.
+std::string auth_refused_message(const RedisUrl &url, const std::string &server_error);
+std::string password_required_message(const RedisUrl &url);
+
 }  // namespace keywatch

@@ -1,0 +1,202 @@
+#include "core/fanout.h"
+
+namespace keywatch {
+
+Fanout::Fanout(EventLoop &loop, Options opts, SubscriberSink *sink)
+    : loop_(loop),
+      opts_(std::move(opts)),
+      sink_(sink),
+      refresh_timer_(loop.base(), [this] { refresh(); }),
+      soon_timer_(loop.base(), [this] { refresh(); }) {}
+
+Fanout::~Fanout() = default;
+
+const std::string *Fanout::intern(const std::string &name) {
+    return &*names_.insert(name).first;
+}
+
+void Fanout::add(const std::string &host, int port) {
+    RedisUrl url = opts_.seed;
+    url.host = host;
+    url.port = port;
+    url.unix_path.clear();
+    std::string endpoint = url.endpoint();
+    if (nodes_by_endpoint_.count(endpoint)) return;
+    Subscriber::Options so = opts_.sub;
+    so.node_name = intern(endpoint);
+    so.retry_from_start = opts_.cluster;
+    Node &n = nodes_by_endpoint_[endpoint];
+    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
+    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
+    if (!down_) n.sub->start();
+}
+
+void Fanout::start() {
+    down_ = false;
+    if (!opts_.cluster) {
+        RedisUrl url = opts_.seed;
+        Subscriber::Options so = opts_.sub;
+        so.node_name = intern(url.endpoint());
+        Node &n = nodes_by_endpoint_[url.endpoint()];
+        n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
+        nodes_ = 1;
+        n.sub->start();
+        return;
+    }
+    for (auto &m : opts_.topology.masters) add(m.host, m.port);
+    if (opts_.topology.uncovered() > 0)
+        log(KW_LOG_WARN, std::to_string(opts_.topology.uncovered()) +
+                             " of 16384 slots have no master now: events of keys in them "
+                             "cannot arrive until a master serves them");
+    refresh_timer_.arm(opts_.refresh_ms);
+}
+
+void Fanout::shutdown() {
+    down_ = true;
+    refresh_timer_.cancel();
+    soon_timer_.cancel();
+    if (probe_) probe_->close();
+    for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
+}
+
+void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it != nodes_by_endpoint_.end() && it->second.sub.get() == &sub) it->second.state = state;
+    update_worst();
+    sink_->on_state(sub, state, detail);
+    // A lost master may have failed over: look at the topology soon, not at the next
+    // periodic refresh.
+    if (opts_.cluster && state == KW_CONN_BROKEN && !down_ && !soon_timer_.pending())
+        soon_timer_.arm(200);
+}
+
+void Fanout::update_worst() {
+    // Worst first: broken, then connecting, then disconnected; ready only if all are.
+    kw_conn_state worst = KW_CONN_READY;
+    auto rank = [](kw_conn_state s) {
+        switch (s) {
+            case KW_CONN_BROKEN:
+                return 3;
+            case KW_CONN_CONNECTING:
+                return 2;
+            case KW_CONN_DISCONNECTED:
+                return 1;
+            default:
+                return 0;
+        }
+    };
+    if (nodes_by_endpoint_.empty()) worst = KW_CONN_DISCONNECTED;
+    for (auto &kv : nodes_by_endpoint_)
+        if (rank(kv.second.state) > rank(worst)) worst = kv.second.state;
+    worst_ = worst;
+}
+
+void Fanout::on_started(Subscriber &sub, int status, const std::string &message) {
+    if (!opts_.cluster) {
+        sink_->on_started(sub, status, message);
+        return;
+    }
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it == nodes_by_endpoint_.end() || it->second.reported) return;
+    it->second.reported = true;
+    if (started_reported_) return;  // a master added later: nothing to report
+    if (status == KW_OK) ok_count_++;
+    if (status == KW_ERR_AUTH) {
+        started_reported_ = true;
+        sink_->on_started(sub, status, message);
+        return;
+    }
+    if (status != KW_OK)
+        log(KW_LOG_WARN, "cluster master " + sub.endpoint() + " is not reachable now (" + message +
+                             "); the other masters are watched and this one is retried");
+    for (auto &kv : nodes_by_endpoint_)
+        if (!kv.second.reported) return;
+    started_reported_ = true;
+    if (ok_count_ > 0)
+        sink_->on_started(sub, KW_OK, "");
+    else
+        sink_->on_started(sub, status,
+                          "no cluster master could be subscribed; last error: " + message);
+}
+
+void Fanout::refresh() {
+    if (down_ || refreshing_) return;
+    refresh_timer_.arm(opts_.refresh_ms);
+    retired_.clear();  // shut down at least one refresh ago: no callback can reach them
+    // Ask the known masters in turn, then the seed: any node of the cluster can answer.
+    probe_order_.clear();
+    for (auto &kv : nodes_by_endpoint_) probe_order_.push_back(kv.first);
+    probe_order_.push_back(opts_.seed.endpoint());
+    const std::string endpoint = probe_order_[probe_next_++ % probe_order_.size()];
+    RedisUrl url = opts_.seed;
+    size_t colon = endpoint.rfind(':');
+    url.host = endpoint.substr(0, colon);
+    url.port = std::stoi(endpoint.substr(colon + 1));
+    // Refreshes run from timers, never inside the old probe's callbacks: safe to replace.
+    probe_ = std::make_unique<RedisConn>(loop_.base(), url, "topology");
+    refreshing_ = true;
+    probe_->connect(
+        opts_.sub.connect_timeout_ms,
+        [this, url] {
+            probe_->command({"CLUSTER", "SHARDS"}, [this, url](redisReply *r) {
+                auto done = [this](const Topology *t, const std::string &err) {
+                    refreshing_ = false;
+                    probe_->close();
+                    if (t)
+                        apply(*t);
+                    else
+                        log(KW_LOG_WARN, "cluster topology refresh failed: " + err);
+                };
+                Topology t;
+                std::string err;
+                if (r->type == REDIS_REPLY_ERROR) {
+                    // Before 7.0: CLUSTER SLOTS.
+                    probe_->command({"CLUSTER", "SLOTS"}, [done, url](redisReply *r2) {
+                        Topology t2;
+                        std::string err2;
+                        if (parse_cluster_slots(r2, url.host, &t2, &err2))
+                            done(&t2, "");
+                        else
+                            done(nullptr, err2);
+                    });
+                    return;
+                }
+                if (parse_cluster_shards(r, url.host, &t, &err))
+                    done(&t, "");
+                else
+                    done(nullptr, err);
+            });
+        },
+        [this](const RedisConn::Failure &f) {
+            refreshing_ = false;
+            log(KW_LOG_WARN, "cluster topology refresh: " + f.message);
+            if (!down_) soon_timer_.arm(500);  // try the next node
+        });
+}
+
+void Fanout::apply(const Topology &t) {
+    if (t.masters.empty()) return;  // a node that knows nothing (yet): keep what we have
+    opts_.topology = t;
+    // Masters that are gone or demoted: drop their subscribers.
+    for (auto it = nodes_by_endpoint_.begin(); it != nodes_by_endpoint_.end();) {
+        if (t.find(it->first) >= 0) {
+            ++it;
+            continue;
+        }
+        log(KW_LOG_INFO, "cluster: " + it->first +
+                             " no longer serves slots as a master; "
+                             "dropping its subscriber");
+        it->second.sub->shutdown();
+        retired_.push_back(std::move(it->second.sub));
+        it = nodes_by_endpoint_.erase(it);
+    }
+    for (auto &m : t.masters) {
+        if (nodes_by_endpoint_.count(m.endpoint())) continue;
+        log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint());
+        add(m.host, m.port);
+    }
+    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
+    update_worst();
+}
+
+}  // namespace keywatch

@@ -1,0 +1,85 @@
+// Fanout: the subscribers of an engine, one per Redis node whose keyspace it must hear:
+// the single server in standalone mode, every master of a Redis Cluster in cluster mode
+// (keyspace notifications are node-local and never cross the cluster bus).
+//
+// In cluster mode it follows the topology: it asks a node for CLUSTER SHARDS (CLUSTER
+// SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
+// connection; a node that is no longer a master is dropped (a demoted master keeps its
+// subscribers connected and silently publishes only `del`), a new master is subscribed.
+// Loop thread only, except the atomics read by stats.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/event_loop.h"
+#include "core/redis_conn.h"
+#include "core/subscriber.h"
+#include "core/topology.h"
+
+namespace keywatch {
+
+class Fanout : private SubscriberSink {
+  public:
+    struct Options {
+        Subscriber::Options sub;
+        RedisUrl seed;  // standalone: the server; cluster: where to ask first
+        bool cluster = false;
+        Topology topology;  // cluster: the masters known at start
+        int64_t refresh_ms = 5000;
+    };
+
+    Fanout(EventLoop &loop, Options opts, SubscriberSink *sink);
+    ~Fanout() override;
+
+    // Subscribes every node. The sink's on_started gets one outcome: standalone, the
+    // server's; cluster, KW_OK once every master answered and at least one is subscribed
+    // (the others keep retrying), else the first error (always at once for AUTH).
+    void start();
+    void shutdown();
+
+    int64_t nodes() const { return nodes_.load(); }
+    kw_conn_state worst_state() const { return worst_.load(); }
+
+  private:
+    struct Node {
+        std::unique_ptr<Subscriber> sub;
+        kw_conn_state state = KW_CONN_DISCONNECTED;
+        bool reported = false;  // its first outcome is in
+    };
+
+    // SubscriberSink
+    void on_event(Event &&ev) override { sink_->on_event(std::move(ev)); }
+    void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
+    void on_started(Subscriber &sub, int status, const std::string &message) override;
+    void log(kw_log_level level, const std::string &message) override {
+        sink_->log(level, message);
+    }
+
+    void add(const std::string &host, int port);
+    void refresh();
+    void apply(const Topology &t);
+    void update_worst();
+    const std::string *intern(const std::string &name);
+
+    EventLoop &loop_;
+    Options opts_;
+    SubscriberSink *sink_;
+    std::map<std::string, Node> nodes_by_endpoint_;
+    std::vector<std::unique_ptr<Subscriber>> retired_;  // shut down; freed at next refresh
+    std::set<std::string> names_;                       // interned node names: events point at them
+    std::unique_ptr<RedisConn> probe_;                  // asks for the topology; one per refresh
+    std::vector<std::string> probe_order_;
+    size_t probe_next_ = 0;
+    Timer refresh_timer_, soon_timer_;
+    bool down_ = true, started_reported_ = false, refreshing_ = false;
+    int ok_count_ = 0;
+    std::atomic<int64_t> nodes_{0};
+    std::atomic<kw_conn_state> worst_{KW_CONN_DISCONNECTED};
+};
+
+}  // namespace keywatch

@@ -1,0 +1,237 @@
+#include "core/topology.h"
+
+#include <map>
+#include <memory>
+
+#include "core/url.h"
+#include "keywatch.h"
+
+namespace keywatch {
+namespace {
+
+std::string str(const redisReply *r) {
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
+        return std::string(r->str, r->len);
+    if (r && r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+    return "";
+}
+
+long long num(const redisReply *r) {
+    if (!r) return -1;
+    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+    if (r->type == REDIS_REPLY_STRING) return std::atoll(std::string(r->str, r->len).c_str());
+    return -1;
+}
+
+// RESP2 delivers CLUSTER SHARDS' maps as flat [name, value, ...] arrays.
+std::map<std::string, const redisReply *> flat_map(const redisReply *r) {
+    std::map<std::string, const redisReply *> m;
+    if (!r || r->type != REDIS_REPLY_ARRAY) return m;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) m[str(r->element[i])] = r->element[i + 1];
+    return m;
+}
+
+int add_master(Topology *t, ClusterNode node) {
+    int idx = t->find(node.endpoint());
+    if (idx >= 0) return idx;
+    t->masters.push_back(std::move(node));
+    return static_cast<int>(t->masters.size() - 1);
+}
+
+bool assign(Topology *t, int idx, long long lo, long long hi, std::string *err) {
+    if (lo < 0 || hi > 16383 || lo > hi) {
+        *err = "slot range " + std::to_string(lo) + "-" + std::to_string(hi) + " is not valid";
+        return false;
+    }
+    for (long long s = lo; s <= hi; s++)
+        t->slot_owner[static_cast<size_t>(s)] = static_cast<int16_t>(idx);
+    return true;
+}
+
+}  // namespace
+
+size_t Topology::uncovered() const {
+    size_t n = 0;
+    for (int16_t o : slot_owner) n += o < 0;
+    return n;
+}
+
+const ClusterNode *Topology::master_for_slot(int slot) const {
+    int16_t o = slot_owner[static_cast<size_t>(slot)];
+    return o < 0 ? nullptr : &masters[static_cast<size_t>(o)];
+}
+
+int Topology::find(const std::string &endpoint) const {
+    for (size_t i = 0; i < masters.size(); i++)
+        if (masters[i].endpoint() == endpoint) return static_cast<int>(i);
+    return -1;
+}
+
+bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host, Topology *out,
+                          std::string *err) {
+    Topology t;
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        *err = "CLUSTER SHARDS did not answer with an array";
+        return false;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        auto shard = flat_map(r->element[i]);
+        const redisReply *slots = shard["slots"], *nodes = shard["nodes"];
+        if (!slots || !nodes || slots->type != REDIS_REPLY_ARRAY ||
+            nodes->type != REDIS_REPLY_ARRAY) {
+            *err = "a CLUSTER SHARDS entry lacks slots or nodes";
+            return false;
+        }
+        if (slots->elements == 0) continue;  // a shard without slots serves nothing
+        const redisReply *master = nullptr;
+        for (size_t j = 0; j < nodes->elements; j++) {
+            auto node = flat_map(nodes->element[j]);
+            if (str(node["role"]) == "master") master = nodes->element[j];
+        }
+        if (!master) continue;  // its master failed and no replica took over yet
+        auto node = flat_map(master);
+        ClusterNode n;
+        n.host = str(node["ip"]);
+        if (n.host.empty() || n.host == "?") n.host = fallback_host;
+        n.port = static_cast<int>(num(node["port"]));
+        if (n.port <= 0) n.port = static_cast<int>(num(node["tls-port"]));
+        n.id = str(node["id"]);
+        if (str(node["health"]) == "fail") continue;
+        int idx = add_master(&t, n);
+        for (size_t j = 0; j + 1 < slots->elements; j += 2)
+            if (!assign(&t, idx, num(slots->element[j]), num(slots->element[j + 1]), err))
+                return false;
+    }
+    *out = std::move(t);
+    return true;
+}
+
+bool parse_cluster_slots(const redisReply *r, const std::string &fallback_host, Topology *out,
+                         std::string *err) {
+    Topology t;
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        *err = "CLUSTER SLOTS did not answer with an array";
+        return false;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *range = r->element[i];
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+            range->element[2]->type != REDIS_REPLY_ARRAY || range->element[2]->elements < 2) {
+            *err = "a CLUSTER SLOTS entry has an unexpected shape";
+            return false;
+        }
+        const redisReply *m = range->element[2];
+        ClusterNode n;
+        n.host = str(m->element[0]);
+        if (n.host.empty() || n.host == "?") n.host = fallback_host;
+        n.port = static_cast<int>(num(m->element[1]));
+        if (m->elements > 2) n.id = str(m->element[2]);
+        int idx = add_master(&t, n);
+        if (!assign(&t, idx, num(range->element[0]), num(range->element[1]), err)) return false;
+    }
+    *out = std::move(t);
+    return true;
+}
+
+}  // namespace keywatch
+
+namespace keywatch {
+
+int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
+                   bool *is_cluster, Topology *out, std::string *err) {
+    *is_cluster = false;
+    if (mode == "standalone") return KW_OK;
+    if (seed.is_unix()) {
+        if (mode == "cluster") {
+            *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
+            return KW_ERR_URL;
+        }
+        return KW_OK;
+    }
+    timeval tv{static_cast<time_t>(timeout_ms / 1000),
+               static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
+    std::unique_ptr<redisContext, decltype(&redisFree)> c(
+        redisConnectWithTimeout(seed.host.c_str(), seed.port, tv), &redisFree);
+    if (!c || c->err) {
+        *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
+               (c ? c->errstr : "out of memory") +
+               "; is redis-server running there? check redis.url";
+        return KW_ERR_CONNECT;
+    }
+    redisSetTimeout(c.get(), tv);
+    auto run = [&](std::vector<std::string> args) {
+        std::vector<const char *> argv;
+        std::vector<size_t> lens;
+        for (auto &a : args) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        return std::unique_ptr<redisReply, decltype(&freeReplyObject)>(
+            static_cast<redisReply *>(
+                redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())),
+            &freeReplyObject);
+    };
+    if (!seed.password.empty()) {
+        std::vector<std::string> auth = {"AUTH"};
+        if (!seed.user.empty()) auth.push_back(seed.user);
+        auth.push_back(seed.password);
+        auto r = run(auth);
+        if (!r) {
+            *err = "lost the connection to " + seed.endpoint() + " during AUTH";
+            return KW_ERR_CONNECT;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            *err = auth_refused_message(seed, std::string(r->str, r->len));
+            return KW_ERR_AUTH;
+        }
+    }
+    auto r = run({"CLUSTER", "SHARDS"});
+    if (!r) {
+        *err = "no answer from " + seed.endpoint() + " to CLUSTER SHARDS (timed out?)";
+        return KW_ERR_TIMEOUT;
+    }
+    std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
+    if (e.rfind("NOAUTH", 0) == 0) {
+        *err = password_required_message(seed);
+        return KW_ERR_AUTH;
+    }
+    if (e.find("cluster support disabled") != std::string::npos) {
+        if (mode == "cluster") {
+            *err = "redis.mode=cluster, but " + seed.endpoint() +
+                   " is not a cluster node (cluster support disabled): use redis.mode=standalone "
+                   "or auto, or give a cluster node's URL";
+            return KW_ERR_REDIS;
+        }
+        return KW_OK;
+    }
+    Topology t;
+    std::string perr;
+    bool parsed;
+    if (!e.empty()) {
+        // Before 7.0 there is no CLUSTER SHARDS.
+        r = run({"CLUSTER", "SLOTS"});
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            *err = "cannot read the cluster topology from " + seed.endpoint() + ": " +
+                   (r ? std::string(r->str, r->len) : e);
+            return KW_ERR_REDIS;
+        }
+        parsed = parse_cluster_slots(r.get(), seed.host, &t, &perr);
+    } else {
+        parsed = parse_cluster_shards(r.get(), seed.host, &t, &perr);
+    }
+    if (!parsed) {
+        *err = "cannot read the cluster topology from " + seed.endpoint() + ": " + perr;
+        return KW_ERR_REDIS;
+    }
+    if (t.masters.empty()) {
+        *err = "the cluster at " + seed.endpoint() +
+               " has no master serving any slot: finish setting it up (redis-cli --cluster "
+               "create/fix)";
+        return KW_ERR_REDIS;
+    }
+    *is_cluster = true;
+    *out = std::move(t);
+    return KW_OK;
+}
+
+}  // namespace keywatch

@@ -1,0 +1,53 @@
+// Redis Cluster topology: which master serves which slot, parsed from CLUSTER SHARDS
+// (Redis 7.0+) or CLUSTER SLOTS (older servers). Pure data and functions: thread-safe once
+// built.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace keywatch {
+
+struct ClusterNode {
+    std::string host;
+    int port = 0;
+    std::string id;
+    std::string endpoint() const { return host + ":" + std::to_string(port); }
+};
+
+struct Topology {
+    std::vector<ClusterNode> masters;  // masters that serve at least one slot
+    std::vector<int16_t> slot_owner = std::vector<int16_t>(16384, -1);  // index in masters
+
+    // Slots no master serves.
+    size_t uncovered() const;
+    // The master serving `slot`, or null.
+    const ClusterNode *master_for_slot(int slot) const;
+    // Index of a master by endpoint, or -1.
+    int find(const std::string &endpoint) const;
+};
+
+// Parse the replies. `fallback_host` replaces an empty or "?" address (a node that does
+// not know its own IP). False with *err when the reply has an unexpected shape.
+bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host, Topology *out,
+                          std::string *err);
+bool parse_cluster_slots(const redisReply *r, const std::string &fallback_host, Topology *out,
+                         std::string *err);
+
+}  // namespace keywatch
+
+namespace keywatch {
+
+struct RedisUrl;
+
+// Asks the seed, over a short blocking connection, whether it is a cluster node and if so
+// for the topology. mode: "auto", "standalone" (returns at once: not a cluster) or
+// "cluster" (a node without cluster support is an error). Returns a KW status; *err says
+// what was wrong and what to do.
+int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
+                   bool *is_cluster, Topology *out, std::string *err);
+
+}  // namespace keywatch
