@@ -208,6 +208,8 @@ const std::map<std::string, Option> &options() {
              1, 100000, "sweep.batch", [](Config &c, int64_t n) { c.sweep_batch = n; },
              [](const Config &c) { return c.sweep_batch; })},
         {"sweep.interval", duration_opt(&Config::sweep_interval_ms, 1, "sweep.interval")},
+        {"sweep.scan_interval",
+         duration_opt(&Config::scan_interval_ms, 100, "sweep.scan_interval")},
         {"dedupe.enable", bool_opt(&Config::dedupe_enable, "dedupe.enable")},
         {"dedupe.ttl", duration_opt(&Config::dedupe_ttl_ms, 1, "dedupe.ttl")},
         {"limits.key_bytes",

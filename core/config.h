@@ -38,6 +38,7 @@ struct Config {
     int64_t max_attempts = 5;
     int64_t sweep_batch = 500;
     int64_t sweep_interval_ms = 100;
+    int64_t scan_interval_ms = 30000;
     int64_t done_window_ms = 10000;
     bool dedupe_enable = false;
     int64_t dedupe_ttl_ms = 60000;

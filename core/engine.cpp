@@ -183,32 +183,28 @@ int Engine::start() {
         set_error(why);
         return rc;
     }
-    if (fo.cluster) {
-        // Keyspace notifications of every master arrive; the compensation queue does not
-        // run on a cluster yet (its queues must follow their keys' slots).
-        if (!sweep.task_queues.empty() || sweep.dedupe) {
-            set_error(
-                "task queues and dedupe.enable are not supported on a Redis Cluster yet: "
-                "this engine can watch the cluster's live events only");
-            return KW_ERR_STATE;
+    if (fo.cluster && need_sweeper) {
+        if (config_.url.db != 0) {
+            set_error("a Redis Cluster has only database 0: remove the /db from redis.url");
+            return KW_ERR_URL;
         }
-        if (sweep.track_keys)
-            log(KW_LOG_INFO,
-                "Redis Cluster: watching live events of every master; tracked keys "
-                "are not swept on a cluster yet");
-        sweep.track_keys = false;
-        need_sweeper = false;
+        // Each master's sweeper hears of new items in its slot queues from keyspace
+        // notifications on their due keys (zadd, restore after a migration).
+        opts.keyspace_patterns.push_back("__keyspace@0__:" + config_.ns + ":*:{*}:due");
+        opts.extra_flags = "Kzg";
     }
+    sweep.scan_interval_ms = config_.scan_interval_ms;
     fo.sub = opts;
+    fo.sweepers = need_sweeper;
+    fo.sweep = sweep;
+    fo.sweep_sink = static_cast<SweeperSink *>(this);
+    fo.counters = &sweeper_counters_;
+    queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
     started_ = true;
 
     try {
         fanout_ = std::make_unique<Fanout>(*loop_, fo, static_cast<SubscriberSink *>(this));
-        if (need_sweeper)
-            sweeper_ =
-                std::make_unique<Sweeper>(*loop_, config_.effective_url(), sweep,
-                                          static_cast<SweeperSink *>(this), &sweeper_counters_);
         dispatcher_->start();
         loop_->start();
     } catch (const std::exception &e) {
@@ -233,17 +229,14 @@ int Engine::start() {
         set_error(message);
         return status;
     }
-    if (sweeper_) loop_->run_sync([this] { sweeper_->start(); });
+    if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
     running_ = true;
     return KW_OK;
 }
 
 void Engine::teardown() {
     if (loop_ && fanout_)
-        loop_->run_sync([this] {
-            fanout_->shutdown();
-            if (sweeper_) sweeper_->shutdown();
-        });
+        loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
         size_t abandoned = 0;
         dispatcher_->stop(0, &abandoned);
@@ -251,7 +244,6 @@ void Engine::teardown() {
     }
     if (loop_) loop_->stop();
     fanout_.reset();
-    sweeper_.reset();
 }
 
 int Engine::stop(int64_t timeout_ms) {
@@ -261,14 +253,14 @@ int Engine::stop(int64_t timeout_ms) {
     // No more reads: whatever was read is handed to the workers, then they get until the
     // deadline to finish.
     loop_->run_sync([this] {
-        fanout_->shutdown();
-        if (sweeper_) sweeper_->stop_claiming();
+        fanout_->shutdown_subscribers();
+        fanout_->stop_claiming();
         flush();
     });
     size_t abandoned = 0;
     bool finished = dispatcher_->stop(timeout_ms, &abandoned);
     counters_.abandoned += static_cast<int64_t>(abandoned);
-    if (sweeper_) {
+    if (queues_) {
         // Send the acks of what the workers finished and wait (briefly) for the answers;
         // anything not acked comes back when its lease ends.
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -276,15 +268,14 @@ int Engine::stop(int64_t timeout_ms) {
         while (outstanding > 0 && std::chrono::steady_clock::now() < deadline) {
             loop_->run_sync([&] {
                 drain_completions();
-                outstanding = sweeper_->outstanding();
+                outstanding = fanout_->outstanding();
             });
             if (outstanding > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
-        loop_->run_sync([this] { sweeper_->shutdown(); });
     }
+    loop_->run_sync([this] { fanout_->shutdown(); });
     loop_->stop();
     fanout_.reset();
-    sweeper_.reset();
     if (!finished) {
         set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
                   std::to_string(abandoned) + " queued event(s) were abandoned (events.abandoned)");
@@ -308,7 +299,7 @@ void Engine::on_event(Event &&ev) {
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     auto it = counters_.per_event.find(ev.name);
     if (it != counters_.per_event.end()) it->second.fetch_add(1, std::memory_order_relaxed);
-    bool tracked_db = sweeper_ && ev.db == config_.url.db;
+    bool tracked_db = queues_ && ev.db == config_.url.db;
     if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
         live_claims_.push_back(std::move(ev));
@@ -334,18 +325,18 @@ void Engine::flush() {
     if (!live_claims_.empty()) {
         std::vector<Event> claims;
         claims.swap(live_claims_);
-        sweeper_->claim_live(std::move(claims));
+        fanout_->claim_live(std::move(claims));
     }
     if (!deleted_.empty()) {
         std::vector<std::string> keys;
         keys.swap(deleted_);
-        sweeper_->forget(std::move(keys));
+        fanout_->forget(std::move(keys));
     }
     if (pending_.empty()) return;
-    if (sweeper_) {
+    if (queues_) {
         std::vector<Event> events;
         events.swap(pending_);
-        sweeper_->untracked(std::move(events));
+        fanout_->untracked(std::move(events));
         return;
     }
     deliver_untracked(pending_);
@@ -432,15 +423,15 @@ void Engine::drain_completions() {
         all.swap(completions_);
         completions_signalled_ = false;
     }
-    if (!sweeper_ || all.empty()) return;
+    if (!queues_ || all.empty()) return;
     std::vector<Completion> done;
     for (auto &c : all) {
         if (c.result == kStarted)
-            sweeper_->started(c.queue, c.id);
+            fanout_->started(c.queue, c.id);
         else
             done.push_back(std::move(c));
     }
-    if (!done.empty()) sweeper_->complete(std::move(done));
+    if (!done.empty()) fanout_->complete(std::move(done));
 }
 
 void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {

@@ -94,7 +94,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Fanout> fanout_;
-    std::unique_ptr<Sweeper> sweeper_;
+    bool queues_ = false;  // the engine serves queues (has sweepers)
     EventPtr flush_ev_, completion_ev_;
     // Loop thread: events read and not yet passed on.
     std::vector<Event> pending_, live_claims_;

@@ -1,5 +1,7 @@
 #include "core/fanout.h"
 
+#include "core/slots.h"
+
 namespace keywatch {
 
 Fanout::Fanout(EventLoop &loop, Options opts, SubscriberSink *sink)
@@ -15,32 +17,44 @@ const std::string *Fanout::intern(const std::string &name) {
     return &*names_.insert(name).first;
 }
 
+Fanout::Node &Fanout::make_node(const RedisUrl &url) {
+    std::string endpoint = url.endpoint();
+    const std::string *name = intern(endpoint);
+    Subscriber::Options so = opts_.sub;
+    so.node_name = name;
+    so.retry_from_start = opts_.cluster;
+    Node &n = nodes_by_endpoint_[endpoint];
+    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
+    if (opts_.sweepers) {
+        Sweeper::Options sw = opts_.sweep;
+        sw.node_name = name;
+        sw.cluster = opts_.cluster;
+        sw.on_moved = [this] {
+            if (!down_ && !soon_timer_.pending()) soon_timer_.arm(50);
+        };
+        n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, opts_.sweep_sink, opts_.counters);
+    }
+    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
+    return n;
+}
+
 void Fanout::add(const std::string &host, int port) {
     RedisUrl url = opts_.seed;
     url.host = host;
     url.port = port;
     url.unix_path.clear();
-    std::string endpoint = url.endpoint();
-    if (nodes_by_endpoint_.count(endpoint)) return;
-    Subscriber::Options so = opts_.sub;
-    so.node_name = intern(endpoint);
-    so.retry_from_start = opts_.cluster;
-    Node &n = nodes_by_endpoint_[endpoint];
-    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
-    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
-    if (!down_) n.sub->start();
+    if (nodes_by_endpoint_.count(url.endpoint())) return;
+    Node &n = make_node(url);
+    if (down_) return;
+    n.sub->start();
+    // A master added after start (failover, new shard): its slots are swept at once.
+    if (n.sweeper && sweepers_started_) n.sweeper->start();
 }
 
 void Fanout::start() {
     down_ = false;
     if (!opts_.cluster) {
-        RedisUrl url = opts_.seed;
-        Subscriber::Options so = opts_.sub;
-        so.node_name = intern(url.endpoint());
-        Node &n = nodes_by_endpoint_[url.endpoint()];
-        n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
-        nodes_ = 1;
-        n.sub->start();
+        make_node(opts_.seed).sub->start();
         return;
     }
     for (auto &m : opts_.topology.masters) add(m.host, m.port);
@@ -51,12 +65,104 @@ void Fanout::start() {
     refresh_timer_.arm(opts_.refresh_ms);
 }
 
-void Fanout::shutdown() {
-    down_ = true;
+void Fanout::start_sweepers() {
+    sweepers_started_ = true;
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) kv.second.sweeper->start();
+}
+
+void Fanout::shutdown_subscribers() {
     refresh_timer_.cancel();
     soon_timer_.cancel();
     if (probe_) probe_->close();
     for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
+}
+
+void Fanout::stop_claiming() {
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) kv.second.sweeper->stop_claiming();
+}
+
+size_t Fanout::outstanding() const {
+    size_t n = 0;
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) n += kv.second.sweeper->outstanding();
+    return n;
+}
+
+void Fanout::shutdown() {
+    down_ = true;
+    shutdown_subscribers();
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) kv.second.sweeper->shutdown();
+}
+
+Sweeper *Fanout::route(const std::string &id) {
+    if (!opts_.cluster) {
+        auto it = nodes_by_endpoint_.begin();
+        return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
+    }
+    const ClusterNode *m = opts_.topology.master_for_slot(key_slot(id));
+    if (!m) return nullptr;
+    auto it = nodes_by_endpoint_.find(m->endpoint());
+    return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
+}
+
+namespace {
+// Splits items by the sweeper their id routes to; items with no sweeper go to `orphan`.
+template <typename T, typename Id, typename Route>
+std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Id id_of, Route route) {
+    std::map<Sweeper *, std::vector<T>> out;
+    for (auto &item : items) out[route(id_of(item))].push_back(std::move(item));
+    return out;
+}
+}  // namespace
+
+void Fanout::claim_live(std::vector<Event> &&events) {
+    auto parts = split(std::move(events), [](const Event &e) { return e.key; },
+                       [this](const std::string &id) { return route(id); });
+    for (auto &kv : parts) {
+        if (kv.first)
+            kv.first->claim_live(std::move(kv.second));
+        else
+            opts_.sweep_sink->deliver_untracked(kv.second);  // slot without a master now
+    }
+}
+
+void Fanout::forget(std::vector<std::string> &&keys) {
+    auto parts = split(std::move(keys), [](const std::string &k) { return k; },
+                       [this](const std::string &id) { return route(id); });
+    for (auto &kv : parts)
+        if (kv.first) kv.first->forget(std::move(kv.second));
+}
+
+void Fanout::untracked(std::vector<Event> &&events) {
+    auto parts = split(std::move(events), [](const Event &e) { return e.key; },
+                       [this](const std::string &id) { return route(id); });
+    for (auto &kv : parts) {
+        if (kv.first)
+            kv.first->untracked(std::move(kv.second));
+        else
+            opts_.sweep_sink->deliver_untracked(kv.second);
+    }
+}
+
+void Fanout::complete(std::vector<Completion> &&done) {
+    // An item whose slot has no master now is not acked: its lease runs out and it is
+    // redelivered, as after a crash.
+    auto parts = split(std::move(done), [](const Completion &c) { return c.id; },
+                       [this](const std::string &id) { return route(id); });
+    for (auto &kv : parts)
+        if (kv.first) kv.first->complete(std::move(kv.second));
+}
+
+void Fanout::started(const std::string &queue, const std::string &id) {
+    if (Sweeper *s = route(id)) s->started(queue, id);
+}
+
+void Fanout::on_keyspace(Subscriber &sub, const std::string &key) {
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it != nodes_by_endpoint_.end() && it->second.sweeper) it->second.sweeper->touched(key);
 }
 
 void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
@@ -187,7 +293,8 @@ void Fanout::apply(const Topology &t) {
                              " no longer serves slots as a master; "
                              "dropping its subscriber");
         it->second.sub->shutdown();
-        retired_.push_back(std::move(it->second.sub));
+        if (it->second.sweeper) it->second.sweeper->shutdown();
+        retired_.push_back(std::move(it->second));
         it = nodes_by_endpoint_.erase(it);
     }
     for (auto &m : t.masters) {

@@ -1,6 +1,8 @@
-// Fanout: the subscribers of an engine, one per Redis node whose keyspace it must hear:
-// the single server in standalone mode, every master of a Redis Cluster in cluster mode
-// (keyspace notifications are node-local and never cross the cluster bus).
+// Fanout: an engine's presence on each Redis node it must hear: the single server in
+// standalone mode, every master of a Redis Cluster in cluster mode (keyspace
+// notifications are node-local and never cross the cluster bus). Per node a Subscriber
+// and, when the engine serves queues, a Sweeper; queue work (live claims, acks, ...) is
+// routed to the sweeper of the master that serves the item's slot.
 //
 // In cluster mode it follows the topology: it asks a node for CLUSTER SHARDS (CLUSTER
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
@@ -19,6 +21,7 @@
 #include "core/event_loop.h"
 #include "core/redis_conn.h"
 #include "core/subscriber.h"
+#include "core/sweeper.h"
 #include "core/topology.h"
 
 namespace keywatch {
@@ -31,6 +34,10 @@ class Fanout : private SubscriberSink {
         bool cluster = false;
         Topology topology;  // cluster: the masters known at start
         int64_t refresh_ms = 5000;
+        bool sweepers = false;  // the engine serves queues
+        Sweeper::Options sweep;
+        SweeperSink *sweep_sink = nullptr;
+        SweeperCounters *counters = nullptr;
     };
 
     Fanout(EventLoop &loop, Options opts, SubscriberSink *sink);
@@ -40,7 +47,18 @@ class Fanout : private SubscriberSink {
     // server's; cluster, KW_OK once every master answered and at least one is subscribed
     // (the others keep retrying), else the first error (always at once for AUTH).
     void start();
+    void start_sweepers();  // once start succeeded
+    void shutdown_subscribers();
+    void stop_claiming();
+    size_t outstanding() const;  // replies the sweepers still wait for
     void shutdown();
+
+    // Queue work, routed by the slot of each item (standalone: the one sweeper).
+    void claim_live(std::vector<Event> &&events);
+    void forget(std::vector<std::string> &&keys);
+    void untracked(std::vector<Event> &&events);
+    void complete(std::vector<Completion> &&done);
+    void started(const std::string &queue, const std::string &id);
 
     int64_t nodes() const { return nodes_.load(); }
     kw_conn_state worst_state() const { return worst_.load(); }
@@ -48,6 +66,7 @@ class Fanout : private SubscriberSink {
   private:
     struct Node {
         std::unique_ptr<Subscriber> sub;
+        std::unique_ptr<Sweeper> sweeper;
         kw_conn_state state = KW_CONN_DISCONNECTED;
         bool reported = false;  // its first outcome is in
     };
@@ -59,7 +78,11 @@ class Fanout : private SubscriberSink {
     void log(kw_log_level level, const std::string &message) override {
         sink_->log(level, message);
     }
+    void on_keyspace(Subscriber &sub, const std::string &key) override;
 
+    // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
+    Sweeper *route(const std::string &id);
+    Node &make_node(const RedisUrl &url);
     void add(const std::string &host, int port);
     void refresh();
     void apply(const Topology &t);
@@ -70,13 +93,14 @@ class Fanout : private SubscriberSink {
     Options opts_;
     SubscriberSink *sink_;
     std::map<std::string, Node> nodes_by_endpoint_;
-    std::vector<std::unique_ptr<Subscriber>> retired_;  // shut down; freed at next refresh
+    std::vector<Node> retired_;  // shut down; freed at the next refresh
     std::set<std::string> names_;                       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;                  // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     Timer refresh_timer_, soon_timer_;
     bool down_ = true, started_reported_ = false, refreshing_ = false;
+    bool sweepers_started_ = false;
     int ok_count_ = 0;
     std::atomic<int64_t> nodes_{0};
     std::atomic<kw_conn_state> worst_{KW_CONN_DISCONNECTED};

@@ -22,6 +22,11 @@ struct QueueKeys {
     std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
 };
 
+// Parses "<ns>:<queue>:{<tag>}:due" (what a cluster sweeper finds by SCAN or hears of by
+// keyspace notification). False for any other key.
+bool parse_due_key(const std::string &ns, const std::string &key, std::string *queue,
+                   std::string *tag);
+
 // Standalone Redis keeps every queue in one slot tag.
 inline constexpr const char *kStandaloneTag = "0";
 

@@ -110,7 +110,7 @@ void Subscriber::connect_all() {
 }
 
 void Subscriber::check_notify_config() {
-    std::string need = "E";
+    std::string need = "E" + opts_.extra_flags;
     std::vector<std::string> unknown;
     for (auto &e : opts_.events) {
         char f = notify_flag_for_event(e);
@@ -181,19 +181,20 @@ void Subscriber::connect_subscriber() {
 void Subscriber::subscribe() {
     std::vector<std::string> args = {"PSUBSCRIBE"};
     for (auto &e : opts_.events) args.push_back(keyevent_pattern(e));
+    args.insert(args.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
     std::vector<const char *> argv;
     std::vector<size_t> lens;
     for (auto &a : args) {
         argv.push_back(a.data());
         lens.push_back(a.size());
     }
-    confirmations_ = opts_.events.size() + 1;
+    confirmations_ = args.size();  // one per pattern, plus the heartbeat channel
     const char *hb_argv[] = {"SUBSCRIBE", hb_channel_.c_str()};
     size_t hb_lens[] = {9, hb_channel_.size()};
     // An engine serving only task queues needs no keyevent channel, only the heartbeat.
     bool patterns_sent =
-        opts_.events.empty() || sub_.command_raw(static_cast<int>(argv.size()), argv.data(),
-                                                 lens.data(), &Subscriber::on_sub_reply, this);
+        args.size() == 1 || sub_.command_raw(static_cast<int>(argv.size()), argv.data(),
+                                             lens.data(), &Subscriber::on_sub_reply, this);
     if (!patterns_sent || !sub_.command_raw(2, hb_argv, hb_lens, &Subscriber::on_sub_reply, this))
         lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
 }
@@ -217,9 +218,12 @@ void Subscriber::handle_push(redisReply *r) {
         const redisReply *ch = r->element[2], *payload = r->element[3];
         ParsedChannel pc;
         if (ch->type != REDIS_REPLY_STRING || payload->type != REDIS_REPLY_STRING ||
-            !parse_channel(std::string_view(ch->str, ch->len), &pc) ||
-            pc.kind != ChannelKind::Keyevent)
+            !parse_channel(std::string_view(ch->str, ch->len), &pc))
             return;
+        if (pc.kind == ChannelKind::Keyspace) {
+            sink_->on_keyspace(*this, std::string(pc.rest));
+            return;
+        }
         Event ev;
         ev.name.assign(pc.rest.data(), pc.rest.size());
         ev.key.assign(payload->str, payload->len);

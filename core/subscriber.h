@@ -30,6 +30,8 @@ class SubscriberSink {
     // After a failed first attempt the subscriber stays down.
     virtual void on_started(Subscriber &sub, int status, const std::string &message) = 0;
     virtual void log(kw_log_level level, const std::string &message) = 0;
+    // A message on one of Options::keyspace_patterns: `key` was written.
+    virtual void on_keyspace(Subscriber &, const std::string &key) { (void)key; }
 };
 
 class Subscriber {
@@ -48,6 +50,10 @@ class Subscriber {
         // A failed first attempt is retried like any lost connection (cluster masters:
         // the others work meanwhile). on_started still reports the first outcome.
         bool retry_from_start = false;
+        // Keyspace channel patterns to hear too (the sweeper's due keys in a cluster), and
+        // the notify flags they need besides those of the events.
+        std::vector<std::string> keyspace_patterns;
+        std::string extra_flags;
     };
 
     Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink);

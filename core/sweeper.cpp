@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/slots.h"
+
 namespace keywatch {
 namespace {
 
@@ -43,18 +45,32 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       endpoint_(url.endpoint()),
       retry_timer_(loop.base(), [this] { connect(); }),
       renew_timer_(loop.base(), [this] { renew(); }),
+      scan_timer_(loop.base(), [this] { scan("0"); }),
+      dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       rng_(std::random_device{}()) {
-    auto add = [this](const std::string &name, bool is_keys) {
-        Queue &q = queues_[name];
-        q.name = name;
-        q.keys = QueueKeys::make(opts_.ns, name, opts_.tag);
-        q.is_keys = is_keys;
-        q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
-    };
-    if (opts_.track_keys) add(kKeysQueue, true);
-    for (auto &name : opts_.task_queues) add(name, false);
-    auto it = queues_.find(kKeysQueue);
-    keys_ = it == queues_.end() ? nullptr : &it->second;
+    if (opts_.track_keys) served_.insert(kKeysQueue);
+    served_.insert(opts_.task_queues.begin(), opts_.task_queues.end());
+    // Standalone: every served queue has its one slot tag, swept from the start.
+    if (!opts_.cluster)
+        for (auto &name : served_) queue(name, opts_.tag);
+}
+
+Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) {
+    if (!served_.count(name)) return nullptr;
+    QueueKeys keys = QueueKeys::make(opts_.ns, name, tag);
+    auto it = queues_.find(keys.due);
+    if (it != queues_.end()) return &it->second;
+    Queue &q = queues_[keys.due];
+    q.name = name;
+    q.tag = tag;
+    q.keys = keys;
+    q.is_keys = name == kKeysQueue;
+    q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
+    return &q;
+}
+
+std::string Sweeper::tag_for(const std::string &id) const {
+    return opts_.cluster ? SlotTags::instance().tag_for_key(id) : opts_.tag;
 }
 
 Sweeper::~Sweeper() = default;
@@ -68,6 +84,8 @@ void Sweeper::start() {
 
 void Sweeper::stop_claiming() {
     claiming_ = false;
+    scan_timer_.cancel();
+    dirty_timer_.cancel();
     for (auto &kv : queues_) kv.second.timer->cancel();
 }
 
@@ -91,6 +109,8 @@ void Sweeper::on_ready() {
     attempt_ = 0;
     if (claiming_) {
         for (auto &kv : queues_) sweep(kv.second);
+        // Cluster: what arrived while we were away is found by a full scan.
+        if (opts_.cluster) scan("0");
         std::vector<Event> backlog;
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
@@ -100,6 +120,7 @@ void Sweeper::on_ready() {
 
 void Sweeper::on_lost(const RedisConn::Failure &f) {
     outstanding_ = 0;
+    scanning_ = false;
     for (auto &kv : queues_) {
         kv.second.sweeping = false;
         kv.second.timer->cancel();
@@ -140,8 +161,90 @@ void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
     if (!sent) outstanding_--;
 }
 
+bool Sweeper::redirected(Queue &q, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ERROR) return false;
+    std::string e(r->str, r->len);
+    if (e.rfind("MOVED", 0) == 0) {
+        // The slot lives on another master now; its sweeper takes the queue over.
+        q.moved = true;
+        q.timer->cancel();
+        if (opts_.on_moved) opts_.on_moved();
+        return true;
+    }
+    if (e.rfind("ASK", 0) == 0 || e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
+        // Migrating or the cluster is settling: look again shortly.
+        q.timer->arm(100);
+        return true;
+    }
+    return false;
+}
+
+void Sweeper::touched(const std::string &due_key) {
+    std::string name, tag;
+    if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
+    Queue *q = queue(name, tag);
+    if (!q) return;
+    q->moved = false;
+    if (!q->dirty) {
+        q->dirty = true;
+        dirty_.push_back(q);
+    }
+    // Coalesce: a burst of writes to one slot queue costs one sweep.
+    if (!dirty_timer_.pending()) dirty_timer_.arm(5);
+}
+
+void Sweeper::sweep_dirty() {
+    std::vector<Queue *> all;
+    all.swap(dirty_);
+    for (Queue *q : all) {
+        q->dirty = false;
+        sweep(*q);
+    }
+}
+
+void Sweeper::scan(const std::string &cursor) {
+    if (!opts_.cluster || !claiming_ || conn_.state() != RedisConn::State::Ready) return;
+    if (cursor == "0") {
+        if (scanning_) return;
+        scanning_ = true;
+    }
+    std::string match = opts_.ns + ":*:{*}:due";
+    outstanding_++;
+    bool sent = conn_.command(
+        {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
+            outstanding_--;
+            if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                scanning_ = false;
+                sink_->log(KW_LOG_WARN, "SCAN for queue keys on " + endpoint_ +
+                                            " failed: " + reply_to_string(r));
+                scan_timer_.arm(opts_.scan_interval_ms);
+                return;
+            }
+            std::string next(r->element[0]->str, r->element[0]->len);
+            for (size_t i = 0; i < r->element[1]->elements; i++) {
+                const redisReply *k = r->element[1]->element[i];
+                std::string name, tag;
+                if (!parse_due_key(opts_.ns, std::string(k->str, k->len), &name, &tag)) continue;
+                if (Queue *q = queue(name, tag)) {
+                    q->moved = false;
+                    if (!q->sweeping) sweep(*q);
+                }
+            }
+            if (next != "0") {
+                scan(next);
+                return;
+            }
+            scanning_ = false;
+            scan_timer_.arm(opts_.scan_interval_ms);
+        });
+    if (!sent) {
+        outstanding_--;
+        scanning_ = false;
+    }
+}
+
 void Sweeper::sweep(Queue &q) {
-    if (!claiming_ || conn_.state() != RedisConn::State::Ready) return;
+    if (!claiming_ || q.moved || conn_.state() != RedisConn::State::Ready) return;
     if (q.sweeping) {
         q.again = true;
         return;
@@ -161,6 +264,7 @@ void Sweeper::sweep(Queue &q) {
           std::to_string(opts_.done_window_ms)},
          [this, &q, limit](redisReply *r) {
              q.sweeping = false;
+             if (redirected(q, r)) return;
              if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
                  sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
                                               " failed: " + reply_to_string(r) + "; retrying");
@@ -173,6 +277,12 @@ void Sweeper::sweep(Queue &q) {
              int64_t delay = next < 0 ? opts_.interval_ms
                                       : std::clamp<int64_t>(next - now, 0, opts_.interval_ms);
              if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
+             // Cluster: an empty slot queue waits for a notification or the next scan;
+             // one with items waits for its deadline (new earlier items notify us).
+             if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
+                 if (next < 0) return;
+                 delay = std::max<int64_t>(next - now, 0);
+             }
              q.timer->arm(delay);
          });
 }
@@ -217,38 +327,49 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
 }
 
 void Sweeper::claim_live(std::vector<Event> &&events) {
-    if (!keys_ || !claiming_) {
+    if (!served_.count(kKeysQueue) || !claiming_) {
         untracked(std::move(events));
         return;
     }
-    std::vector<Event> ask;
+    // Per slot queue (one in standalone).
+    std::map<Queue *, std::vector<Event>> ask;
     for (auto &ev : events) {
+        Queue *q = queue(kKeysQueue, tag_for(ev.key));
         // Our own claims make Redis publish `expired` too: no need to ask about those.
-        if (keys_->held.count(ev.key) || recently_done(ev.key)) {
+        if (q->held.count(ev.key) || recently_done(ev.key)) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
-        ask.push_back(std::move(ev));
+        ask[q].push_back(std::move(ev));
     }
     if (ask.empty()) return;
     if (conn_.state() != RedisConn::State::Ready) {
-        for (auto &ev : ask)
-            if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+        for (auto &kv : ask)
+            for (auto &ev : kv.second)
+                if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
         return;
     }
-    for (size_t i = 0; i < ask.size(); i += kChunk) {
-        size_t end = std::min(ask.size(), i + kChunk);
-        send_live(
-            std::vector<Event>(std::make_move_iterator(ask.begin() + static_cast<long>(i)),
-                               std::make_move_iterator(ask.begin() + static_cast<long>(end))));
+    for (auto &kv : ask) {
+        std::vector<Event> &all = kv.second;
+        for (size_t i = 0; i < all.size(); i += kChunk) {
+            size_t end = std::min(all.size(), i + kChunk);
+            send_live(*kv.first, std::vector<Event>(
+                                     std::make_move_iterator(all.begin() + static_cast<long>(i)),
+                                     std::make_move_iterator(all.begin() + static_cast<long>(end))));
+        }
     }
 }
 
-void Sweeper::send_live(std::vector<Event> &&events) {
+void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner};
     for (auto &ev : events) argv.push_back(ev.key);
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
-    eval(scripts::kClaimLive, *keys_, std::move(argv), [this, evs](redisReply *r) {
+    Queue *qp = &q;
+    eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
+        if (redirected(*qp, r)) {
+            // The slot moved: its new master's sweeper finds the keys by its own sweep.
+            return;
+        }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
             r->element[1]->elements != evs->size()) {
             sink_->log(KW_LOG_ERROR, "claim_live failed: " + reply_to_string(r) +
@@ -262,9 +383,9 @@ void Sweeper::send_live(std::vector<Event> &&events) {
             if (res->type == REDIS_REPLY_ARRAY) {
                 ClaimedItem item;
                 if (!parse_claimed(res, &item)) continue;
-                keys_->held.insert(item.id);
-                keys_->waiting.insert(item.id);
-                tracked.push_back(make_event(*keys_, item, &live));
+                qp->held.insert(item.id);
+                qp->waiting.insert(item.id);
+                tracked.push_back(make_event(*qp, item, &live));
             } else if (res->type == REDIS_REPLY_STRING && res->len == 1 && res->str[0] == 'U') {
                 plain.push_back(std::move(live));
             } else {
@@ -279,10 +400,17 @@ void Sweeper::send_live(std::vector<Event> &&events) {
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
-    if (!keys_ || conn_.state() != RedisConn::State::Ready) return;  // the sweep checks later
-    for_chunks(keys, [this](auto begin, auto end) {
-        eval(scripts::kForget, *keys_, std::vector<std::string>(begin, end), [](redisReply *) {});
-    });
+    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready)
+        return;  // the sweep checks later
+    std::map<Queue *, std::vector<std::string>> by_queue;
+    for (auto &k : keys) by_queue[queue(kKeysQueue, tag_for(k))].push_back(std::move(k));
+    for (auto &kv : by_queue) {
+        Queue *q = kv.first;
+        for_chunks(kv.second, [this, q](auto begin, auto end) {
+            eval(scripts::kForget, *q, std::vector<std::string>(begin, end),
+                 [](redisReply *) {});
+        });
+    }
 }
 
 void Sweeper::untracked(std::vector<Event> &&events) {
@@ -302,8 +430,9 @@ void Sweeper::untracked(std::vector<Event> &&events) {
     p->left = p->events.size();
     for (size_t i = 0; i < p->events.size(); i++) {
         const Event &ev = p->events[i];
-        std::string key =
-            opts_.ns + ":dedupe:" + std::to_string(ev.db) + ":" + ev.name + ":" + ev.key;
+        // In the event key's slot, so that in a cluster it lives on the node that published.
+        std::string key = opts_.ns + ":dedupe:{" + SlotTags::instance().tag_for_key(ev.key) +
+                          "}:" + std::to_string(ev.db) + ":" + ev.name + ":" + ev.key;
         outstanding_++;
         bool sent =
             conn_.command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
@@ -328,9 +457,8 @@ void Sweeper::untracked(std::vector<Event> &&events) {
     }
 }
 
-void Sweeper::started(const std::string &queue, const std::string &id) {
-    auto it = queues_.find(queue);
-    if (it != queues_.end()) it->second.waiting.erase(id);
+void Sweeper::started(const std::string &name, const std::string &id) {
+    if (Queue *q = queue(name, tag_for(id))) q->waiting.erase(id);
 }
 
 void Sweeper::complete(std::vector<Completion> &&done) {
@@ -342,15 +470,15 @@ void Sweeper::send_completions() {
     if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
     std::vector<Completion> all;
     all.swap(completions_);
-    std::map<std::string, std::vector<std::string>> acks;
+    std::map<Queue *, std::vector<std::string>> acks;
     for (auto &c : all) {
-        auto it = queues_.find(c.queue);
-        if (it == queues_.end()) continue;
-        Queue &q = it->second;
+        Queue *qp = queue(c.queue, tag_for(c.id));
+        if (!qp) continue;
+        Queue &q = *qp;
         q.held.erase(c.id);
         q.waiting.erase(c.id);
         if (c.result == KW_RESULT_ACK) {
-            acks[c.queue].push_back(c.id);
+            acks[qp].push_back(c.id);
             if (q.is_keys) remember_done(c.id);
             continue;
         }
@@ -380,7 +508,7 @@ void Sweeper::send_completions() {
              });
     }
     for (auto &kv : acks) {
-        Queue &q = queues_.find(kv.first)->second;
+        Queue &q = *kv.first;
         for_chunks(kv.second, [&](auto begin, auto end) {
             std::vector<std::string> argv = {opts_.owner, q.is_keys ? "1" : "0"};
             argv.insert(argv.end(), begin, end);

@@ -9,16 +9,26 @@
 //  - acks, retries or dead-letters what handlers finished, and renews the leases of
 //    claimed items still waiting for a worker;
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
-// Cost while idle: one claim_due call per served queue per sweep.interval, whatever the
-// number of items not yet due. Loop thread only.
+// Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
+// whatever the number of items not yet due.
+//
+// On a Redis Cluster (Options::cluster) a queue lives in the slot of its items: one
+// instance of it per hash tag (`<ns>:<queue>:{<tag>}:due`, see slots.h). The sweeper of a
+// master learns which of its slots hold queue items from keyspace notifications on those
+// due keys (touched()) and from a SCAN every sweep.scan_interval (and after every
+// connect), and sweeps each such slot queue at its own earliest deadline: an empty slot
+// queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
+// topology refresh. Loop thread only.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -66,6 +76,9 @@ class Sweeper {
         int64_t dedupe_ttl_ms = 60000;
         int64_t connect_timeout_ms = 5000, reconnect_min_ms = 100, reconnect_max_ms = 10000;
         const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
+        bool cluster = false;
+        int64_t scan_interval_ms = 30000;  // cluster: full SCAN for queue keys
+        std::function<void()> on_moved;    // cluster: a slot is served elsewhere now
     };
 
     Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
@@ -84,27 +97,41 @@ class Sweeper {
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
     void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
     void complete(std::vector<Completion> &&done);
+    // Cluster: a keyspace notification on a due key of this node (new items, a slot
+    // migrated in): sweep that slot queue soon.
+    void touched(const std::string &due_key);
     // Items handed to a worker stop having their leases renewed: the lease bounds how
     // long a handler may take before another instance redelivers the item.
     void started(const std::string &queue, const std::string &id);
 
   private:
     struct Queue {
-        std::string name;
+        std::string name, tag;
         QueueKeys keys;
         bool is_keys;
         std::unique_ptr<Timer> timer;
         bool sweeping = false, again = false;
         std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
         std::unordered_set<std::string> held;     // claimed by us, not yet completed
+        bool dirty = false;  // cluster: touched since the last sweep
+        bool moved = false;  // cluster: the slot is served by another master now
     };
     using ReplyFn = std::function<void(redisReply *)>;
 
+    // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
+    // (null otherwise).
+    Queue *queue(const std::string &name, const std::string &tag);
+    // The tag of the slot an item id lives in.
+    std::string tag_for(const std::string &id) const;
+    // Cluster redirections: true if the reply was one (and it was dealt with).
+    bool redirected(Queue &q, const redisReply *r);
+    void scan(const std::string &cursor);
+    void sweep_dirty();
     void eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
     void sweep(Queue &q);
     void on_claimed(Queue &q, redisReply *r);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
-    void send_live(std::vector<Event> &&events);
+    void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();
     void renew();
     void connect();
@@ -119,9 +146,11 @@ class Sweeper {
     SweeperCounters *counters_;
     RedisConn conn_;
     std::string endpoint_;
-    std::map<std::string, Queue> queues_;
-    Queue *keys_ = nullptr;
-    Timer retry_timer_, renew_timer_;
+    std::map<std::string, Queue> queues_;  // by due key
+    std::set<std::string> served_;          // names of the queues served
+    Timer retry_timer_, renew_timer_, scan_timer_, dirty_timer_;
+    bool scanning_ = false;
+    std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
     int attempt_ = 0;
     size_t outstanding_ = 0;
