@@ -3,9 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
+#include <thread>
 
+#include "core/slots.h"
 #include "core/text.h"
 #include "keywatch.h"
 
@@ -14,6 +17,11 @@ namespace {
 
 bool is_error(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR;
+}
+
+bool error_starts(const redisReply *r, const char *prefix) {
+    size_t n = strlen(prefix);
+    return is_error(r) && r->len >= n && memcmp(r->str, prefix, n) == 0;
 }
 
 std::string text(const redisReply *r) {
@@ -33,12 +41,44 @@ void put_bytes(nlohmann::json &obj, const std::string &name, const std::string &
         obj[name + "_b64"] = base64_encode(bytes);
 }
 
+// "-MOVED 3999 127.0.0.1:6381" / "-ASK 3999 127.0.0.1:6381": the node named last.
+std::string redirect_target(const redisReply *r) {
+    std::string e(r->str, r->len);
+    size_t sp = e.rfind(' ');
+    return sp == std::string::npos ? "" : e.substr(sp + 1);
+}
+
+std::vector<const char *> argv_of(const std::vector<std::string> &args, std::vector<size_t> *lens) {
+    std::vector<const char *> argv;
+    for (auto &a : args) {
+        argv.push_back(a.data());
+        lens->push_back(a.size());
+    }
+    return argv;
+}
+
+// Redirections one call may follow before giving up (a resharding in full swing).
+constexpr int kMaxRedirects = 8;
+
+// host:port (or [v6]:port) into a URL that otherwise keeps the seed's credentials.
+RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
+    if (endpoint == seed.endpoint()) return seed;
+    RedisUrl url = seed;
+    size_t colon = endpoint.rfind(':');
+    url.host = endpoint.substr(0, colon);
+    if (url.host.size() > 1 && url.host.front() == '[')
+        url.host = url.host.substr(1, url.host.size() - 2);
+    url.port = std::atoi(endpoint.c_str() + colon + 1);
+    url.unix_path.clear();
+    return url;
+}
+
 }  // namespace
 
-Client::Client(Config config) : config_(std::move(config)) {}
+Client::Client(Config config) : config_(std::move(config)), seed_(config_.effective_url()) {}
 
 Client::~Client() {
-    if (ctx_) redisFree(ctx_);
+    for (auto &kv : nodes_) redisFree(kv.second);
 }
 
 int Client::fail(int status, const std::string &msg) {
@@ -46,111 +86,217 @@ int Client::fail(int status, const std::string &msg) {
     return status;
 }
 
-int Client::connect() {
-    if (ctx_ && !ctx_->err) return KW_OK;
-    if (ctx_) {
-        redisFree(ctx_);
-        ctx_ = nullptr;
+redisContext *Client::node(const std::string &endpoint) {
+    auto it = nodes_.find(endpoint);
+    if (it != nodes_.end() && !it->second->err) return it->second;
+    if (it != nodes_.end()) {
+        redisFree(it->second);
+        nodes_.erase(it);
     }
-    RedisUrl url = config_.effective_url();
+    RedisUrl url = url_at(seed_, endpoint);
     timeval tv{static_cast<time_t>(config_.connect_timeout_ms / 1000),
                static_cast<suseconds_t>(config_.connect_timeout_ms % 1000) * 1000};
-    ctx_ = url.is_unix() ? redisConnectUnixWithTimeout(url.unix_path.c_str(), tv)
-                         : redisConnectWithTimeout(url.host.c_str(), url.port, tv);
-    if (!ctx_ || ctx_->err) {
-        std::string why = ctx_ ? ctx_->errstr : "out of memory";
-        return fail(KW_ERR_CONNECT, "cannot connect to Redis at " + url.endpoint() + ": " + why +
-                                        "; is redis-server running there? check redis.url");
+    redisContext *c = url.is_unix() ? redisConnectUnixWithTimeout(url.unix_path.c_str(), tv)
+                                    : redisConnectWithTimeout(url.host.c_str(), url.port, tv);
+    if (!c || c->err) {
+        std::string why = c ? c->errstr : "out of memory";
+        if (c) redisFree(c);
+        call_status_ = KW_ERR_CONNECT;
+        fail(KW_ERR_CONNECT, "cannot connect to Redis at " + url.endpoint() + ": " + why +
+                                 "; is redis-server running there? check redis.url");
+        return nullptr;
     }
     timeval ct{static_cast<time_t>(config_.command_timeout_ms / 1000),
                static_cast<suseconds_t>(config_.command_timeout_ms % 1000) * 1000};
-    redisSetTimeout(ctx_, ct);
+    redisSetTimeout(c, ct);
+    auto handshake = [&](const std::vector<std::string> &args) -> ReplyPtr {
+        std::vector<size_t> lens;
+        auto argv = argv_of(args, &lens);
+        return ReplyPtr(static_cast<redisReply *>(
+            redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    };
     if (!url.password.empty()) {
         std::vector<std::string> auth = {"AUTH"};
         if (!url.user.empty()) auth.push_back(url.user);
         auth.push_back(url.password);
-        ReplyPtr r = call(auth);
-        if (!r) return call_status_;
-        if (is_error(r.get())) return fail(KW_ERR_AUTH, auth_refused_message(url, text(r.get())));
+        ReplyPtr r = handshake(auth);
+        if (!r || is_error(r.get())) {
+            call_status_ = r ? KW_ERR_AUTH : KW_ERR_CONNECT;
+            fail(call_status_, r ? auth_refused_message(url, text(r.get()))
+                                 : "lost the connection to " + url.endpoint() + " during AUTH");
+            redisFree(c);
+            return nullptr;
+        }
     }
     if (url.db != 0) {
-        ReplyPtr r = call({"SELECT", std::to_string(url.db)});
-        if (!r) return call_status_;
-        if (is_error(r.get()))
-            return fail(KW_ERR_REDIS, "SELECT " + std::to_string(url.db) + " failed on " +
-                                          url.endpoint() + ": " + text(r.get()));
+        ReplyPtr r = handshake({"SELECT", std::to_string(url.db)});
+        if (!r || is_error(r.get())) {
+            call_status_ = KW_ERR_REDIS;
+            fail(KW_ERR_REDIS, "SELECT " + std::to_string(url.db) + " failed on " + url.endpoint() +
+                                   ": " + text(r.get()));
+            redisFree(c);
+            return nullptr;
+        }
     }
+    nodes_[endpoint] = c;
+    return c;
+}
+
+int Client::connect() {
+    if (!topology_known_) {
+        std::string why;
+        int rc = probe_topology(seed_, config_.connect_timeout_ms, config_.mode, &cluster_,
+                                &topology_, &why);
+        if (rc != KW_OK) return fail(rc, why);
+        topology_known_ = true;
+    }
+    // Standalone: the one server must answer. Cluster: masters are reached when needed.
+    if (!cluster_ && !node(seed_.endpoint())) return call_status_;
     return KW_OK;
 }
 
-ReplyPtr Client::call(const std::vector<std::string> &args) {
-    std::vector<const char *> argv;
-    std::vector<size_t> lens;
-    for (auto &a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
+int Client::refresh_topology() {
+    // Any node that answers will do: the seed first, then the masters we knew.
+    std::vector<std::string> candidates = {seed_.endpoint()};
+    for (auto &m : topology_.masters) candidates.push_back(m.endpoint());
+    std::string why;
+    for (auto &endpoint : candidates) {
+        bool is_cluster = false;
+        Topology t;
+        if (probe_topology(url_at(seed_, endpoint), config_.connect_timeout_ms, "cluster",
+                           &is_cluster, &t, &why) == KW_OK) {
+            topology_ = std::move(t);
+            return KW_OK;
+        }
     }
+    call_status_ = KW_ERR_CONNECT;
+    return fail(KW_ERR_CONNECT, "cannot read the cluster topology from any known node: " + why);
+}
+
+std::vector<std::string> Client::masters() const {
+    if (!cluster_) return {seed_.endpoint()};
+    std::vector<std::string> out;
+    for (auto &m : topology_.masters) out.push_back(m.endpoint());
+    return out;
+}
+
+std::string Client::endpoint_for_slot(int slot) const {
+    if (!cluster_) return seed_.endpoint();
+    const ClusterNode *m = topology_.master_for_slot(slot);
+    return m ? m->endpoint() : "";
+}
+
+std::string Client::tag_for(const std::string &id) const {
+    return cluster_ ? SlotTags::instance().tag_for_key(id) : kStandaloneTag;
+}
+
+ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
+    redisContext *c = node(endpoint);
+    if (!c) return nullptr;
+    std::vector<size_t> lens;
+    auto argv = argv_of(args, &lens);
     ReplyPtr r(static_cast<redisReply *>(
-        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
     if (!r) {
         call_status_ = KW_ERR_CONNECT;
-        fail(KW_ERR_CONNECT, "lost the connection to Redis at " +
-                                 config_.effective_url().endpoint() + ": " + ctx_->errstr);
+        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->errstr);
         return nullptr;
     }
-    if (r->type == REDIS_REPLY_ERROR && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0) {
+    if (error_starts(r.get(), "NOAUTH")) {
         call_status_ = KW_ERR_AUTH;
-        fail(KW_ERR_AUTH, password_required_message(config_.effective_url()));
+        fail(KW_ERR_AUTH, password_required_message(seed_));
         return nullptr;
     }
     return r;
 }
 
-QueueKeys Client::queue(const std::string &name) const {
-    return QueueKeys::make(config_.ns, name, kStandaloneTag);
-}
-
-std::vector<std::string> Client::eval_args(const Script &s, bool by_sha, const QueueKeys &q,
-                                           const std::string *key,
-                                           const std::vector<std::string> &argv) const {
-    std::vector<std::string> keys = q.keys();
-    if (key) keys.push_back(*key);
-    std::vector<std::string> args = {by_sha ? "EVALSHA" : "EVAL",
-                                     by_sha ? script_sha1(s.body) : s.body,
-                                     std::to_string(keys.size())};
-    args.insert(args.end(), keys.begin(), keys.end());
-    args.insert(args.end(), argv.begin(), argv.end());
-    return args;
-}
-
-ReplyPtr Client::eval(const Script &s, const QueueKeys &q, const std::string *key,
-                      const std::vector<std::string> &argv) {
-    ReplyPtr r = call(eval_args(s, true, q, key, argv));
-    if (r && is_error(r.get()) && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0)
-        r = call(eval_args(s, false, q, key, argv));
-    return r;
-}
-
-int Client::run(const Script &s, const QueueKeys &q, const std::string *key,
-                const std::vector<std::string> &argv, Decode decode) {
-    if (int rc = connect(); rc != KW_OK) return rc;
-    if (pipelining_) {
-        std::vector<std::string> args = eval_args(s, true, q, key, argv);
-        std::vector<const char *> cargv;
-        std::vector<size_t> lens;
-        for (auto &a : args) {
-            cargv.push_back(a.data());
-            lens.push_back(a.size());
+ReplyPtr Client::exec(Call &c) {
+    bool asking = false;
+    for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
+        if (c.endpoint.empty()) {
+            if (cluster_ && refresh_topology() != KW_OK) return nullptr;
+            c.endpoint = endpoint_for_slot(c.slot);
+            if (c.endpoint.empty()) {
+                call_status_ = KW_ERR_REDIS;
+                fail(KW_ERR_REDIS, "no master serves slot " + std::to_string(c.slot) +
+                                       " now (is the cluster down?): retry later");
+                return nullptr;
+            }
         }
-        redisAppendCommandArgv(ctx_, static_cast<int>(cargv.size()), cargv.data(), lens.data());
-        pipeline_.push_back({&s, q, key != nullptr, key ? *key : "", argv, std::move(decode)});
-        return KW_OK;
+        if (asking && !call(c.endpoint, {"ASKING"})) return nullptr;
+        ReplyPtr r = call(c.endpoint, c.args);
+        if (!r) {
+            // A master that went away (failover): read the topology again, once.
+            if (cluster_ && attempt == 0 && call_status_ == KW_ERR_CONNECT) {
+                c.endpoint.clear();
+                continue;
+            }
+            return nullptr;
+        }
+        asking = false;
+        if (error_starts(r.get(), "NOSCRIPT")) {
+            c.args[0] = "EVAL";
+            c.args[1] = c.script->body;
+        } else if (error_starts(r.get(), "MOVED")) {
+            refresh_topology();
+            c.endpoint = redirect_target(r.get());
+        } else if (error_starts(r.get(), "ASK")) {
+            c.endpoint = redirect_target(r.get());
+            asking = true;
+        } else if (error_starts(r.get(), "TRYAGAIN") || error_starts(r.get(), "CLUSTERDOWN")) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+            if (error_starts(r.get(), "CLUSTERDOWN")) refresh_topology();
+            c.endpoint = endpoint_for_slot(c.slot);
+        } else {
+            return r;
+        }
     }
-    ReplyPtr r = eval(s, q, key, argv);
+    call_status_ = KW_ERR_REDIS;
+    fail(KW_ERR_REDIS, std::string(c.script->name) +
+                           ": too many cluster redirections; is the cluster resharding? retry");
+    return nullptr;
+}
+
+int Client::finish(Call &c, ReplyPtr r) {
     if (!r) return call_status_;
     if (is_error(r.get()))
-        return fail(KW_ERR_REDIS, std::string(s.name) + " failed: " + text(r.get()));
-    return decode(r.get());
+        return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
+    return c.decode(r.get());
+}
+
+Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
+                                 int slot, const std::string *key,
+                                 const std::vector<std::string> &argv) const {
+    std::vector<std::string> keys = QueueKeys::make(config_.ns, name, tag).keys();
+    if (key) keys.push_back(*key);
+    Call c;
+    c.script = &s;
+    c.slot = slot;
+    c.endpoint = endpoint_for_slot(slot);
+    c.args = {"EVALSHA", script_sha1(s.body), std::to_string(keys.size())};
+    c.args.insert(c.args.end(), keys.begin(), keys.end());
+    c.args.insert(c.args.end(), argv.begin(), argv.end());
+    return c;
+}
+
+int Client::run(const Script &s, const std::string &name, const std::string &id,
+                const std::string *key, const std::vector<std::string> &argv, Decode decode) {
+    if (int rc = connect(); rc != KW_OK) return rc;
+    Call c = script_call(s, name, tag_for(id), cluster_ ? key_slot(id) : 0, key, argv);
+    c.decode = std::move(decode);
+    if (pipelining_) {
+        redisContext *ctx = c.endpoint.empty() ? nullptr : node(c.endpoint);
+        if (ctx) {
+            std::vector<size_t> lens;
+            auto cargv = argv_of(c.args, &lens);
+            redisAppendCommandArgv(ctx, static_cast<int>(cargv.size()), cargv.data(), lens.data());
+        } else {
+            c.endpoint.clear();  // sent on its own at the end
+        }
+        pipeline_.push_back(std::move(c));
+        return KW_OK;
+    }
+    return finish(c, exec(c));
 }
 
 int Client::check_key(const std::string &key) {
@@ -194,7 +340,7 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     if ((flags & KW_TRACK_NX) && (flags & KW_TRACK_XX))
         return fail(KW_ERR_INVALID_ARG, "KW_TRACK_NX and KW_TRACK_XX exclude each other");
     std::string mode = (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
-    return run(scripts::kTrack, queue(kKeysQueue), &key,
+    return run(scripts::kTrack, kKeysQueue, key, &key,
                {value, std::to_string(ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
                [this, deadline, mode](const redisReply *r) {
                    if (r->type != REDIS_REPLY_INTEGER)
@@ -211,7 +357,7 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
 
 int Client::untrack(const std::string &key, bool delete_key) {
     if (int rc = check_key(key); rc != KW_OK) return rc;
-    return run(scripts::kUntrack, queue(kKeysQueue), &key, {delete_key ? "1" : "0"},
+    return run(scripts::kUntrack, kKeysQueue, key, &key, {delete_key ? "1" : "0"},
                [this](const redisReply *r) {
                    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
                        return fail(KW_ERR_INTERNAL, "untrack: bad reply");
@@ -223,7 +369,7 @@ int Client::untrack(const std::string &key, bool delete_key) {
 
 int Client::adopt(const std::string &key, int flags, int64_t *deadline) {
     if (int rc = check_key(key); rc != KW_OK) return rc;
-    return run(scripts::kAdopt, queue(kKeysQueue), &key, {(flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+    return run(scripts::kAdopt, kKeysQueue, key, &key, {(flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
                [this, deadline](const redisReply *r) {
                    if (r->type != REDIS_REPLY_INTEGER)
                        return fail(KW_ERR_INTERNAL, "adopt: bad reply");
@@ -251,7 +397,7 @@ int Client::schedule(const std::string &qname, const std::string &id, const std:
         return fail(KW_ERR_INVALID_ARG,
                     "schedule: at and delay must not be negative (a time "
                     "in the past means now; use at=0 and a delay)");
-    return run(scripts::kSchedule, queue(qname), nullptr,
+    return run(scripts::kSchedule, qname, id, nullptr,
                {id, payload, std::to_string(at_ms), std::to_string(delay_ms),
                 (flags & KW_SCHEDULE_NX) ? "NX" : ""},
                [this, at_out](const redisReply *r) {
@@ -267,7 +413,7 @@ int Client::schedule(const std::string &qname, const std::string &id, const std:
 
 int Client::cancel(const std::string &qname, const std::string &id) {
     if (int rc = check_queue(qname); rc != KW_OK) return rc;
-    return run(scripts::kCancel, queue(qname), nullptr, {id}, [this](const redisReply *r) {
+    return run(scripts::kCancel, qname, id, nullptr, {id}, [this](const redisReply *r) {
         if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "cancel: bad reply");
         if (r->integer == -2)
             return fail(KW_ERR_IN_FLIGHT, "cancel: the task is being handled right now");
@@ -282,7 +428,7 @@ int Client::reschedule(const std::string &qname, const std::string &id, int64_t 
     if (at_ms < 0 || delay_ms < 0)
         return fail(KW_ERR_INVALID_ARG, "reschedule: at and delay must not be negative");
     return run(
-        scripts::kReschedule, queue(qname), nullptr,
+        scripts::kReschedule, qname, id, nullptr,
         {id, std::to_string(at_ms), std::to_string(delay_ms)}, [this, at_out](const redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER)
                 return fail(KW_ERR_INTERNAL, "reschedule: bad reply");
@@ -306,86 +452,136 @@ int Client::pipeline_end(std::vector<int> *statuses) {
     if (!pipelining_)
         return fail(KW_ERR_STATE, "no pipeline is open: call kw_client_pipeline_begin");
     pipelining_ = false;
-    std::vector<Pending> pending;
-    pending.swap(pipeline_);
+    std::vector<Call> calls;
+    calls.swap(pipeline_);
     int first = KW_OK;
     std::string first_error;
-    statuses->clear();
-    std::vector<size_t> noscript;
-    for (size_t i = 0; i < pending.size(); i++) {
-        void *raw = nullptr;
-        int rc;
-        if (ctx_->err || redisGetReply(ctx_, &raw) != REDIS_OK) {
-            rc = fail(KW_ERR_CONNECT,
-                      std::string("lost the connection in a pipeline: ") + ctx_->errstr);
-        } else {
-            ReplyPtr r(static_cast<redisReply *>(raw));
-            if (is_error(r.get()) && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) {
-                noscript.push_back(i);
-                rc = KW_OK;  // re-run below
-            } else if (is_error(r.get())) {
-                rc = fail(KW_ERR_REDIS,
-                          std::string(pending[i].script->name) + " failed: " + text(r.get()));
-            } else {
-                rc = pending[i].decode(r.get());
-            }
-        }
-        statuses->push_back(rc);
-        if (rc != KW_OK && first == KW_OK) {
-            first = rc;
-            first_error = error_;
-        }
-    }
-    // After a restart or failover the script cache is empty: the first EVAL loads it.
-    for (size_t i : noscript) {
-        Pending &p = pending[i];
-        int rc = run(*p.script, p.q, p.has_key ? &p.key : nullptr, p.argv, p.decode);
+    statuses->assign(calls.size(), KW_OK);
+    auto note = [&](size_t i, int rc) {
         (*statuses)[i] = rc;
         if (rc != KW_OK && first == KW_OK) {
             first = rc;
             first_error = error_;
         }
+    };
+    std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
+    for (size_t i = 0; i < calls.size(); i++) {
+        Call &c = calls[i];
+        auto it = c.endpoint.empty() ? nodes_.end() : nodes_.find(c.endpoint);
+        if (it == nodes_.end()) {
+            again.push_back(i);
+            continue;
+        }
+        redisContext *ctx = it->second;
+        void *raw = nullptr;
+        if (ctx->err || redisGetReply(ctx, &raw) != REDIS_OK) {
+            note(i, fail(KW_ERR_CONNECT, "lost the connection to " + c.endpoint +
+                                             " in a pipeline: " + ctx->errstr));
+            continue;
+        }
+        ReplyPtr r(static_cast<redisReply *>(raw));
+        if (error_starts(r.get(), "NOSCRIPT") || error_starts(r.get(), "MOVED") ||
+            error_starts(r.get(), "ASK") || error_starts(r.get(), "TRYAGAIN") ||
+            error_starts(r.get(), "CLUSTERDOWN")) {
+            again.push_back(i);
+            continue;
+        }
+        note(i, finish(c, std::move(r)));
     }
+    for (size_t i : again) note(i, finish(calls[i], exec(calls[i])));
     if (first != KW_OK) error_ = first_error;
     return first;
 }
 
-std::vector<std::string> Client::known_queues() {
-    std::set<std::string> names;
-    std::string cursor = "0";
-    std::string match = config_.ns + ":*:{*}:*";
-    do {
-        ReplyPtr r = call({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
-        cursor = text(r->element[0]);
-        for (size_t i = 0; i < r->element[1]->elements; i++) {
-            std::string k = text(r->element[1]->element[i]);
-            std::string rest = k.substr(config_.ns.size() + 1);
-            size_t brace = rest.find(":{");
-            if (brace != std::string::npos) names.insert(rest.substr(0, brace));
-        }
-    } while (cursor != "0");
-    names.insert(kKeysQueue);
-    for (auto &q : config_.queues) names.insert(q);
-    return {names.begin(), names.end()};
+std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
+                                                  const std::string &only_name) {
+    std::vector<QueueRef> out;
+    std::set<std::string> seen;
+    std::string match = config_.ns + ":" + (only_name.empty() ? "*" : only_name) + ":{*}:" + part;
+    for (auto &endpoint : masters()) {
+        std::string cursor = "0";
+        do {
+            ReplyPtr r = call(endpoint, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
+            cursor = text(r->element[0]);
+            for (size_t i = 0; i < r->element[1]->elements; i++) {
+                std::string name, tag;
+                if (parse_queue_key(config_.ns, text(r->element[1]->element[i]), part, &name,
+                                    &tag) &&
+                    seen.insert(endpoint + "/" + name + "/" + tag).second)
+                    out.push_back({endpoint, name, tag});
+            }
+        } while (cursor != "0");
+    }
+    return out;
 }
+
+Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
+                                const std::vector<std::string> &argv) const {
+    Call c = script_call(s, ref.name, ref.tag, cluster_ ? key_slot("{" + ref.tag + "}") : 0,
+                         nullptr, argv);
+    c.endpoint = ref.endpoint;
+    return c;
+}
+
+namespace {
+struct Figures {
+    int64_t due = 0, due_now = 0, inflight = 0, dead = 0, oldest = -1;
+    void add(const Figures &o) {
+        due += o.due;
+        due_now += o.due_now;
+        inflight += o.inflight;
+        dead += o.dead;
+        oldest = std::max(oldest, o.oldest);
+    }
+    nlohmann::json json(const std::string &queue) const {
+        return {{"queue", queue},       {"due", due},   {"due_now", due_now},
+                {"inflight", inflight}, {"dead", dead}, {"oldest_overdue_ms", oldest}};
+    }
+};
+}  // namespace
 
 int Client::inspect_json(std::string *json) {
     if (int rc = connect(); rc != KW_OK) return rc;
-    nlohmann::json out;
-    out["queues"] = nlohmann::json::array();
-    for (auto &name : known_queues()) {
-        ReplyPtr r = eval(scripts::kInspect, queue(name), nullptr, {});
+    // Every queue instance that holds anything: due or in-flight items, dead letters.
+    std::map<std::string, QueueRef> refs;
+    for (const char *part : {"due", "inflight", "dead"})
+        for (auto &ref : find_queues(part, ""))
+            refs.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
+    std::map<std::string, Figures> per_queue;
+    std::map<std::string, std::map<std::string, Figures>> per_node;
+    per_queue[kKeysQueue];
+    for (auto &q : config_.queues) per_queue[q];
+    int64_t now = 0;
+    for (auto &kv : refs) {
+        const QueueRef &ref = kv.second;
+        Call c = queue_call(scripts::kInspect, ref, {});
+        ReplyPtr r = exec(c);
         if (!r) return call_status_;
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
-            return fail(KW_ERR_REDIS, "inspect failed: " + text(r.get()));
-        out["now_ms"] = r->element[0]->integer;
-        out["queues"].push_back({{"queue", name},
-                                 {"due", r->element[1]->integer},
-                                 {"due_now", r->element[2]->integer},
-                                 {"inflight", r->element[3]->integer},
-                                 {"dead", r->element[4]->integer},
-                                 {"oldest_overdue_ms", r->element[5]->integer}});
+            return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
+        now = r->element[0]->integer;
+        Figures f{r->element[1]->integer, r->element[2]->integer, r->element[3]->integer,
+                  r->element[4]->integer, r->element[5]->integer};
+        per_queue[ref.name].add(f);
+        per_node[ref.endpoint][ref.name].add(f);
+    }
+    if (now == 0) {
+        ReplyPtr t = call(masters().front(), {"TIME"});
+        if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
+            now = std::atoll(text(t->element[0]).c_str()) * 1000 +
+                  std::atoll(text(t->element[1]).c_str()) / 1000;
+    }
+    nlohmann::json out;
+    out["now_ms"] = now;
+    out["mode"] = cluster_ ? "cluster" : "standalone";
+    out["queues"] = nlohmann::json::array();
+    for (auto &kv : per_queue) out["queues"].push_back(kv.second.json(kv.first));
+    out["nodes"] = nlohmann::json::array();
+    for (auto &endpoint : masters()) {
+        nlohmann::json node = {{"node", endpoint}, {"queues", nlohmann::json::array()}};
+        for (auto &kv : per_node[endpoint]) node["queues"].push_back(kv.second.json(kv.first));
+        out["nodes"].push_back(node);
     }
     *json = out.dump();
     return KW_OK;
@@ -395,25 +591,36 @@ int Client::dead_list_json(const std::string &qname, size_t limit, std::string *
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
     if (int rc = connect(); rc != KW_OK) return rc;
-    ReplyPtr r = call({"XRANGE", queue(qname).dead, "-", "+", "COUNT",
-                       std::to_string(std::max<size_t>(limit, 1))});
-    if (!r) return call_status_;
-    if (r->type != REDIS_REPLY_ARRAY) return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        nlohmann::json item;
-        item["entry"] = text(e->element[0]);
-        const redisReply *f = e->element[1];
-        for (size_t j = 0; j + 1 < f->elements; j += 2) {
-            std::string name = text(f->element[j]), value = text(f->element[j + 1]);
-            if (name == "attempts" || name == "deadline" || name == "failed_ms")
-                item[name] = std::stoll(value);
-            else
-                put_bytes(item, name, value);
+    limit = std::max<size_t>(limit, 1);
+    std::vector<std::pair<std::string, nlohmann::json>> entries;  // stream id, entry
+    for (auto &ref : find_queues("dead", qname)) {
+        ReplyPtr r = call(ref.endpoint, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
+                                         "-", "+", "COUNT", std::to_string(limit)});
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_ARRAY)
+            return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *e = r->element[i];
+            nlohmann::json item;
+            item["entry"] = text(e->element[0]);
+            if (cluster_) item["slot_tag"] = ref.tag;
+            const redisReply *f = e->element[1];
+            for (size_t j = 0; j + 1 < f->elements; j += 2) {
+                std::string name = text(f->element[j]), value = text(f->element[j + 1]);
+                if (name == "attempts" || name == "deadline" || name == "failed_ms")
+                    item[name] = std::stoll(value);
+                else
+                    put_bytes(item, name, value);
+            }
+            entries.emplace_back(text(e->element[0]), item);
         }
-        out.push_back(item);
     }
+    // Oldest first across every slot's stream (ids are <ms>-<seq>).
+    auto ms = [](const std::string &id) { return std::stoll(id.substr(0, id.find('-'))); };
+    std::stable_sort(entries.begin(), entries.end(),
+                     [&](const auto &a, const auto &b) { return ms(a.first) < ms(b.first); });
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < entries.size() && i < limit; i++) out.push_back(entries[i].second);
     *json = out.dump();
     return KW_OK;
 }
@@ -423,35 +630,46 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
     if (int rc = connect(); rc != KW_OK) return rc;
-    QueueKeys q = queue(qname);
-    ReplyPtr exists = call({"EXISTS", q.dead});
-    if (!exists) return call_status_;
-    if (exists->integer == 0)
+    auto refs = find_queues("dead", qname);
+    if (refs.empty())
         return fail(KW_ERR_NOT_FOUND, "queue '" + qname +
                                           "' has no dead letters (unknown queue, or none yet): "
                                           "see keywatch inspect");
-    return run(scripts::kReplay, q, nullptr, {entry, std::to_string(std::max<size_t>(limit, 1))},
-               [this, count, entry](const redisReply *r) {
-                   if (r->type != REDIS_REPLY_INTEGER)
-                       return fail(KW_ERR_INTERNAL, "replay: bad reply");
-                   if (r->integer < 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
-                   if (count) *count = r->integer;
-                   return static_cast<int>(KW_OK);
-               });
+    int64_t total = 0;
+    size_t left = std::max<size_t>(limit, 1);
+    for (auto &ref : refs) {
+        if (entry.empty() && left == 0) break;
+        Call c = queue_call(scripts::kReplay, ref, {entry, std::to_string(left)});
+        ReplyPtr r = exec(c);
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return fail(KW_ERR_REDIS, "replay failed: " + text(r.get()));
+        if (r->integer < 0) continue;  // not in this slot's stream
+        total += r->integer;
+        left -= std::min<size_t>(left, static_cast<size_t>(r->integer));
+        if (!entry.empty()) break;
+    }
+    if (!entry.empty() && total == 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
+    if (count) *count = total;
+    return KW_OK;
 }
 
 int Client::dead_purge(const std::string &qname, const std::string &entry, int64_t *count) {
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
-    return run(scripts::kPurge, queue(qname), nullptr, {entry},
-               [this, count, entry](const redisReply *r) {
-                   if (r->type != REDIS_REPLY_INTEGER)
-                       return fail(KW_ERR_INTERNAL, "purge: bad reply");
-                   if (!entry.empty() && r->integer == 0)
-                       return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
-                   if (count) *count = r->integer;
-                   return static_cast<int>(KW_OK);
-               });
+    if (int rc = connect(); rc != KW_OK) return rc;
+    int64_t total = 0;
+    for (auto &ref : find_queues("dead", qname)) {
+        Call c = queue_call(scripts::kPurge, ref, {entry});
+        ReplyPtr r = exec(c);
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return fail(KW_ERR_REDIS, "purge failed: " + text(r.get()));
+        total += r->integer;
+    }
+    if (!entry.empty() && total == 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
+    if (count) *count = total;
+    return KW_OK;
 }
 
 }  // namespace keywatch

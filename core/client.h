@@ -1,12 +1,16 @@
 // Client: the blocking producer/admin side (track, schedule, inspect, dead letters) over
-// one synchronous hiredis connection. Scripts go by EVALSHA, falling back to EVAL on
-// NOSCRIPT (a restarted or failed-over server has an empty script cache).
+// synchronous hiredis connections: one to a standalone server, or one per master of a
+// Redis Cluster, where each call goes to the master of its item's slot (MOVED refreshes the
+// topology and retries, ASK sends ASKING and retries once, TRYAGAIN and CLUSTERDOWN back
+// off and retry). Scripts go by EVALSHA, falling back to EVAL on NOSCRIPT (a restarted or
+// failed-over server has an empty script cache).
 // Not thread-safe: one client per thread.
 #pragma once
 
 #include <hiredis/hiredis.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "core/config.h"
 #include "core/queue.h"
 #include "core/scripts.h"
+#include "core/topology.h"
 
 namespace keywatch {
 
@@ -29,7 +34,9 @@ class Client {
     Client(const Client &) = delete;
     Client &operator=(const Client &) = delete;
 
-    int connect();  // also done lazily by every call
+    // Connects (and, on a Redis Cluster, reads the topology). Also done lazily by every
+    // call after a failure.
+    int connect();
 
     int track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags,
               int64_t *deadline);
@@ -51,41 +58,58 @@ class Client {
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
 
     const std::string &last_error() const { return error_; }
+    bool is_cluster() const { return cluster_; }
 
   private:
     // How a script's reply becomes a status (and outputs).
     using Decode = std::function<int(const redisReply *)>;
+    // One script call: its queue keys live in the slot of `id` (the tracked key or the
+    // task id); in standalone mode in the fixed tag.
+    struct Call {
+        const Script *script;
+        std::string endpoint;
+        int slot;
+        std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
+        Decode decode;
+    };
+    // A queue instance: (name, tag) on a node.
+    struct QueueRef {
+        std::string endpoint, name, tag;
+    };
 
     int fail(int status, const std::string &msg);
     int check_key(const std::string &key);
     int check_value(const std::string &value, const char *what);
     int check_queue(const std::string &queue);
-    // Runs (or, in a pipeline, queues) a script on a queue's keys.
-    int run(const Script &s, const QueueKeys &q, const std::string *key,
+    // Runs (or, in a pipeline, queues) a script on the queue `name` of the item `id`.
+    int run(const Script &s, const std::string &name, const std::string &id, const std::string *key,
             const std::vector<std::string> &argv, Decode decode);
-    ReplyPtr call(const std::vector<std::string> &args);
-    ReplyPtr eval(const Script &s, const QueueKeys &q, const std::string *key,
-                  const std::vector<std::string> &argv);
-    std::vector<std::string> eval_args(const Script &s, bool by_sha, const QueueKeys &q,
-                                       const std::string *key,
-                                       const std::vector<std::string> &argv) const;
-    QueueKeys queue(const std::string &name) const;
-    std::vector<std::string> known_queues();
+    int finish(Call &call, ReplyPtr reply);
+    Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
+                     const std::string *key, const std::vector<std::string> &argv) const;
+    Call queue_call(const Script &s, const QueueRef &ref,
+                    const std::vector<std::string> &argv) const;
+    // One command on one node; null (with call_status_ and error_ set) on failure.
+    ReplyPtr call(const std::string &endpoint, const std::vector<std::string> &args);
+    // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
+    // loading a script on NOSCRIPT.
+    ReplyPtr exec(Call &call);
+    redisContext *node(const std::string &endpoint);
+    std::string endpoint_for_slot(int slot) const;
+    std::vector<std::string> masters() const;
+    int refresh_topology();
+    std::string tag_for(const std::string &id) const;
+    std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name);
 
     Config config_;
-    redisContext *ctx_ = nullptr;
+    RedisUrl seed_;
+    bool cluster_ = false, topology_known_ = false;
+    Topology topology_;
+    std::map<std::string, redisContext *> nodes_;
     int call_status_ = 0;  // status of the last call() that returned null
     std::string error_;
-    struct Pending {
-        const Script *script;
-        QueueKeys q;
-        bool has_key;
-        std::string key;
-        std::vector<std::string> argv;
-        Decode decode;
-    };
     bool pipelining_ = false;
-    std::vector<Pending> pipeline_;
+    std::vector<Call> pipeline_;
 };
 
 }  // namespace keywatch

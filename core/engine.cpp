@@ -235,8 +235,7 @@ int Engine::start() {
 }
 
 void Engine::teardown() {
-    if (loop_ && fanout_)
-        loop_->run_sync([this] { fanout_->shutdown(); });
+    if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
         size_t abandoned = 0;
         dispatcher_->stop(0, &abandoned);

@@ -119,8 +119,9 @@ std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Id id_of, Rout
 }  // namespace
 
 void Fanout::claim_live(std::vector<Event> &&events) {
-    auto parts = split(std::move(events), [](const Event &e) { return e.key; },
-                       [this](const std::string &id) { return route(id); });
+    auto parts = split(
+        std::move(events), [](const Event &e) { return e.key; },
+        [this](const std::string &id) { return route(id); });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->claim_live(std::move(kv.second));
@@ -130,15 +131,17 @@ void Fanout::claim_live(std::vector<Event> &&events) {
 }
 
 void Fanout::forget(std::vector<std::string> &&keys) {
-    auto parts = split(std::move(keys), [](const std::string &k) { return k; },
-                       [this](const std::string &id) { return route(id); });
+    auto parts = split(
+        std::move(keys), [](const std::string &k) { return k; },
+        [this](const std::string &id) { return route(id); });
     for (auto &kv : parts)
         if (kv.first) kv.first->forget(std::move(kv.second));
 }
 
 void Fanout::untracked(std::vector<Event> &&events) {
-    auto parts = split(std::move(events), [](const Event &e) { return e.key; },
-                       [this](const std::string &id) { return route(id); });
+    auto parts = split(
+        std::move(events), [](const Event &e) { return e.key; },
+        [this](const std::string &id) { return route(id); });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->untracked(std::move(kv.second));
@@ -150,8 +153,9 @@ void Fanout::untracked(std::vector<Event> &&events) {
 void Fanout::complete(std::vector<Completion> &&done) {
     // An item whose slot has no master now is not acked: its lease runs out and it is
     // redelivered, as after a crash.
-    auto parts = split(std::move(done), [](const Completion &c) { return c.id; },
-                       [this](const std::string &id) { return route(id); });
+    auto parts = split(
+        std::move(done), [](const Completion &c) { return c.id; },
+        [this](const std::string &id) { return route(id); });
     for (auto &kv : parts)
         if (kv.first) kv.first->complete(std::move(kv.second));
 }

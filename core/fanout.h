@@ -93,9 +93,9 @@ class Fanout : private SubscriberSink {
     Options opts_;
     SubscriberSink *sink_;
     std::map<std::string, Node> nodes_by_endpoint_;
-    std::vector<Node> retired_;  // shut down; freed at the next refresh
-    std::set<std::string> names_;                       // interned node names: events point at them
-    std::unique_ptr<RedisConn> probe_;                  // asks for the topology; one per refresh
+    std::vector<Node> retired_;         // shut down; freed at the next refresh
+    std::set<std::string> names_;       // interned node names: events point at them
+    std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     Timer refresh_timer_, soon_timer_;

@@ -7,19 +7,25 @@ QueueKeys QueueKeys::make(const std::string &ns, const std::string &queue, const
     return {base + "due", base + "inflight", base + "data", base + "dead", base + "done"};
 }
 
-bool parse_due_key(const std::string &ns, const std::string &key, std::string *queue,
-                   std::string *tag) {
-    static const std::string kSuffix = "}:due";
-    if (key.size() < ns.size() + 1 + 1 + 2 + kSuffix.size() || key.compare(0, ns.size(), ns) != 0 ||
-        key[ns.size()] != ':' || key.compare(key.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
+                     std::string *queue, std::string *tag) {
+    const std::string suffix = "}:" + part;
+    if (key.size() < ns.size() + 5 + suffix.size() || key.compare(0, ns.size(), ns) != 0 ||
+        key[ns.size()] != ':' ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
         return false;
     size_t open = key.find(":{", ns.size() + 1);
     if (open == std::string::npos || open == ns.size() + 1) return false;
-    size_t tag_start = open + 2, tag_end = key.size() - kSuffix.size();
+    size_t tag_start = open + 2, tag_end = key.size() - suffix.size();
     if (tag_end <= tag_start) return false;
     *queue = key.substr(ns.size() + 1, open - ns.size() - 1);
     *tag = key.substr(tag_start, tag_end - tag_start);
     return tag->find_first_of("{}") == std::string::npos;
+}
+
+bool parse_due_key(const std::string &ns, const std::string &key, std::string *queue,
+                   std::string *tag) {
+    return parse_queue_key(ns, key, "due", queue, tag);
 }
 
 bool valid_queue_name(const std::string &name, std::string *err) {

@@ -26,6 +26,9 @@ struct QueueKeys {
 // keyspace notification). False for any other key.
 bool parse_due_key(const std::string &ns, const std::string &key, std::string *queue,
                    std::string *tag);
+// Same for "<ns>:<queue>:{<tag>}:<part>" with any part (due, dead, ...).
+bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
+                     std::string *queue, std::string *tag);
 
 // Standalone Redis keeps every queue in one slot tag.
 inline constexpr const char *kStandaloneTag = "0";

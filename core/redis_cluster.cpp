@@ -52,7 +52,7 @@ void RedisCluster::start() {
     if (std::system(cmd.c_str()) != 0)
         throw std::runtime_error("redis-cli --cluster create failed (see " + nodes_[0]->dir() +
                                  "/create.log); is redis-tools installed?");
-    if (!wait_healthy(60000)) {
+    if (!wait_healthy(60000) || !wait_replicated(60000)) {
         std::string logs;
         for (auto &n : nodes_)
             logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
@@ -85,6 +85,27 @@ bool RedisCluster::wait_healthy(int timeout_ms) {
         }
         if (ok) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+bool RedisCluster::wait_replicated(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        bool ok = true;
+        for (size_t m : masters()) {
+            std::string info = nodes_[m]->command({"INFO", "replication"});
+            std::string offset = field(info, "master_repl_offset");
+            int want = opts_.replicas_per_master;
+            int caught_up = 0;
+            for (int i = 0; i < want; i++) {
+                std::string slave = field(info, "slave" + std::to_string(i));
+                if (slave.find("offset=" + offset + ",") != std::string::npos) caught_up++;
+            }
+            if (caught_up < want) ok = false;
+        }
+        if (ok) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
 }

@@ -36,6 +36,10 @@ class RedisCluster {
     // served by reachable masters. Returns false on timeout.
     bool wait_healthy(int timeout_ms = 30000);
 
+    // Waits until every running master has its replicas connected and caught up with its
+    // replication offset (so that a write made before the call survives a failover).
+    bool wait_replicated(int timeout_ms = 30000);
+
     size_t size() const { return nodes_.size(); }
     RedisProcess &node(size_t i) { return *nodes_[i]; }
     // Indexes of the nodes that are masters now (asks the running nodes).

@@ -353,9 +353,10 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         std::vector<Event> &all = kv.second;
         for (size_t i = 0; i < all.size(); i += kChunk) {
             size_t end = std::min(all.size(), i + kChunk);
-            send_live(*kv.first, std::vector<Event>(
-                                     std::make_move_iterator(all.begin() + static_cast<long>(i)),
-                                     std::make_move_iterator(all.begin() + static_cast<long>(end))));
+            send_live(
+                *kv.first,
+                std::vector<Event>(std::make_move_iterator(all.begin() + static_cast<long>(i)),
+                                   std::make_move_iterator(all.begin() + static_cast<long>(end))));
         }
     }
 }
@@ -407,8 +408,7 @@ void Sweeper::forget(std::vector<std::string> &&keys) {
     for (auto &kv : by_queue) {
         Queue *q = kv.first;
         for_chunks(kv.second, [this, q](auto begin, auto end) {
-            eval(scripts::kForget, *q, std::vector<std::string>(begin, end),
-                 [](redisReply *) {});
+            eval(scripts::kForget, *q, std::vector<std::string>(begin, end), [](redisReply *) {});
         });
     }
 }

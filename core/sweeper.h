@@ -113,7 +113,7 @@ class Sweeper {
         bool sweeping = false, again = false;
         std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
         std::unordered_set<std::string> held;     // claimed by us, not yet completed
-        bool dirty = false;  // cluster: touched since the last sweep
+        bool dirty = false;                       // cluster: touched since the last sweep
         bool moved = false;  // cluster: the slot is served by another master now
     };
     using ReplyFn = std::function<void(redisReply *)>;
@@ -147,7 +147,7 @@ class Sweeper {
     RedisConn conn_;
     std::string endpoint_;
     std::map<std::string, Queue> queues_;  // by due key
-    std::set<std::string> served_;          // names of the queues served
+    std::set<std::string> served_;         // names of the queues served
     Timer retry_timer_, renew_timer_, scan_timer_, dirty_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_

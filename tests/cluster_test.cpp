@@ -1,7 +1,9 @@
 // Redis Cluster fan-out against a real 3-master, 3-replica cluster on loopback: events of
 // keys on every master, a master killed with kill -9 and its replica promoted, a manual
 // CLUSTER FAILOVER, and a watcher started while a master is down.
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "core/redis_cluster.h"
 #include "core/slots.h"
@@ -179,6 +181,184 @@ TEST_F(ClusterTest, WatcherStartedWhileAMasterIsDownWorksOnTheRestAndCatchesUp) 
         },
         milliseconds(20000)))
         << sink.describe();
+}
+
+// A keywatch client on the cluster (routes each call to its slot's master).
+class ClusterClient {
+  public:
+    explicit ClusterClient(const std::string &url) {
+        conf_ = kw_conf_new();
+        char err[512] = "";
+        EXPECT_EQ(kw_conf_set(conf_, "redis.url", url.c_str(), err, sizeof err), KW_OK) << err;
+        if (kw_client_new(conf_, &client_, err, sizeof err) != KW_OK)
+            throw std::runtime_error(std::string("kw_client_new: ") + err);
+    }
+    ~ClusterClient() {
+        kw_client_free(client_);
+        kw_conf_free(conf_);
+    }
+    kw_client_t *get() { return client_; }
+    std::string error() { return kw_client_last_error(client_); }
+    // Tracks every key in one pipeline; all must succeed.
+    void track_all(const std::vector<std::string> &keys, int64_t ttl_ms) {
+        ASSERT_EQ(kw_client_pipeline_begin(client_), KW_OK) << error();
+        for (auto &k : keys) kw_track(client_, k.data(), k.size(), "v", 1, ttl_ms, 0, nullptr);
+        size_t n = 0;
+        ASSERT_EQ(kw_client_pipeline_end(client_, nullptr, 0, &n), KW_OK) << error();
+        ASSERT_EQ(n, keys.size());
+    }
+    std::string inspect() {
+        char *json = kw_client_inspect_json(client_);
+        std::string out = json ? json : "";
+        kw_free(json);
+        return out;
+    }
+
+  private:
+    kw_conf_t *conf_ = nullptr;
+    kw_client_t *client_ = nullptr;
+};
+
+// Keys spread over every master.
+std::vector<std::string> many_keys(const std::string &prefix, int n) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; i++) keys.push_back(prefix + std::to_string(i));
+    return keys;
+}
+
+// The count of each key among the events.
+std::map<std::string, int> tally(const EventSink &sink) {
+    std::map<std::string, int> seen;
+    for (auto &ev : sink.events()) seen[ev.key]++;
+    return seen;
+}
+
+TEST_F(ClusterTest, TrackedKeysOnEveryMasterAreDeliveredOnceBySlotLocalQueues) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    auto keys = many_keys("tracked:", 600);
+    c.track_all(keys, 300);
+    ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.size();
+    std::this_thread::sleep_for(milliseconds(500));
+    auto seen = tally(sink);
+    EXPECT_EQ(seen.size(), keys.size());
+    for (auto &kv : seen) EXPECT_EQ(kv.second, 1) << kv.first;
+    std::set<std::string> nodes;
+    for (auto &ev : sink.events()) {
+        EXPECT_EQ(ev.source == KW_SOURCE_SWEEP || ev.source == KW_SOURCE_NOTIFICATION, true);
+        nodes.insert(ev.node);
+    }
+    EXPECT_EQ(nodes.size(), 3u) << "every master's sweeper delivered its own slots";
+    // The queues are empty again, on every master.
+    std::string json = c.inspect();
+    EXPECT_TRUE(contains(json, "\"mode\":\"cluster\"")) << json;
+    EXPECT_TRUE(contains(json, "\"queue\":\"keys\"")) << json;
+    EXPECT_TRUE(wait_until([&] {
+        std::string j = c.inspect();
+        return contains(
+            j,
+            "\"due\":0,\"due_now\":0,\"inflight\":0,\"oldest_overdue_ms\":-1,\"queue\":\"keys\"");
+    })) << c.inspect();
+}
+
+TEST_F(ClusterTest, TasksRetriesAndDeadLettersWorkAcrossSlots) {
+    EventSink sink;
+    sink.decide = [](const Event &ev) {
+        return ev.key.rfind("bad", 0) == 0 ? KW_RESULT_REJECT : KW_RESULT_ACK;
+    };
+    auto e = std::make_unique<Engine>(cluster_->seed_url());
+    e->add(&sink, {{"events", "task"}, {"queue", "jobs"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    for (int i = 0; i < 50; i++) {
+        std::string id = (i % 10 == 0 ? "bad" : "job") + std::to_string(i);
+        ASSERT_EQ(kw_schedule(c.get(), "jobs", id.data(), id.size(), "p", 1, 0, 200, 0, nullptr),
+                  KW_OK)
+            << c.error();
+    }
+    ASSERT_TRUE(sink.wait_count(50, milliseconds(20000))) << sink.size();
+    ASSERT_TRUE(wait_until([&] { return contains(c.inspect(), "\"dead\":5,"); })) << c.inspect();
+    char *dead = kw_dead_list_json(c.get(), "jobs", 100);
+    ASSERT_NE(dead, nullptr) << c.error();
+    std::string list = dead;
+    kw_free(dead);
+    for (int i = 0; i < 50; i += 10)
+        EXPECT_TRUE(contains(list, "\"bad" + std::to_string(i) + "\""));
+    EXPECT_TRUE(contains(list, "slot_tag")) << list;
+    int64_t n = 0;
+    ASSERT_EQ(kw_dead_purge(c.get(), "jobs", nullptr, &n), KW_OK) << c.error();
+    EXPECT_EQ(n, 5);
+}
+
+TEST_F(ClusterTest, MasterKilledDuringAnExpiryBurstLosesNoTrackedKey) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    auto keys = many_keys("burst:", 3000);
+    c.track_all(keys, 1500);
+    // Replication is asynchronous: make sure the replicas have every write before the
+    // crash (what is not replicated when a master dies is lost, by Redis' design).
+    ASSERT_TRUE(cluster_->wait_replicated(10000));
+    int victim = cluster_->master_of_slot(keywatch::key_slot(keys[0]));
+    std::this_thread::sleep_for(milliseconds(1500));  // the burst is under way
+    cluster_->node(static_cast<size_t>(victim)).kill9();
+    ASSERT_TRUE(cluster_->wait_healthy(30000));
+    ASSERT_TRUE(wait_until([&] { return tally(sink).size() >= keys.size(); }, milliseconds(60000)))
+        << tally(sink).size() << " of " << keys.size();
+    std::this_thread::sleep_for(milliseconds(1000));
+    auto seen = tally(sink);
+    int duplicates = 0;
+    for (auto &kv : seen) duplicates += kv.second - 1;
+    EXPECT_EQ(seen.size(), keys.size()) << "none lost";
+    // A promoted replica may redeliver what its dead master handed out but could not
+    // replicate the ack of: at-least-once. Reported, not hidden.
+    std::cerr << "[ info ] duplicates after the failover: " << duplicates << " of " << keys.size()
+              << "\n";
+    RecordProperty("duplicates", duplicates);
+}
+
+TEST_F(ClusterTest, ReshardedSlotIsDeliveredByItsNewOwner) {
+    EventSink sink;
+    auto e = engine(&sink);
+    e->set("sweep.scan_interval", "1s");
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    // Twenty keys in one slot (one hash tag).
+    std::vector<std::string> keys;
+    for (int i = 0; i < 20; i++) keys.push_back("{reshard}:" + std::to_string(i));
+    int slot = keywatch::key_slot(keys[0]);
+    c.track_all(keys, 4000);
+    size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
+    size_t to = 0;
+    for (size_t m : cluster_->masters())
+        if (m != from) to = m;
+    auto &src = cluster_->node(from), &dst = cluster_->node(to);
+    std::string src_id = src.command({"CLUSTER", "MYID"}),
+                dst_id = dst.command({"CLUSTER", "MYID"});
+    std::string s = std::to_string(slot);
+    ASSERT_EQ(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src_id}), "OK");
+    ASSERT_EQ(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id}), "OK");
+    for (;;) {
+        std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+        if (listed.empty()) break;
+        std::vector<std::string> args = {
+            "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
+        std::istringstream lines(listed);
+        std::string k;
+        while (std::getline(lines, k)) args.push_back(k);
+        ASSERT_EQ(src.command(args), "OK");
+    }
+    for (size_t m : cluster_->masters())
+        cluster_->node(m).command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
+    ASSERT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
+    std::string dst_node = "127.0.0.1:" + std::to_string(dst.port());
+    ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.describe();
+    auto seen = tally(sink);
+    EXPECT_EQ(seen.size(), keys.size());
+    for (auto &ev : sink.events()) EXPECT_EQ(ev.node, dst_node) << "the new owner delivers";
 }
 
 TEST(ClusterModeTest, ForcedClusterModeOnAStandaloneServerIsAClearError) {
