@@ -1,0 +1,124 @@
+// Parsing of CLUSTER SHARDS and CLUSTER SLOTS replies, built by hand as hiredis would
+// deliver them in RESP2 (maps as flat arrays). No Redis.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/topology.h"
+
+namespace {
+
+using namespace keywatch;
+
+// Owns a tree of redisReply built for a test.
+class Reply {
+  public:
+    static Reply str(const std::string &s) {
+        Reply r;
+        r.r_->type = REDIS_REPLY_STRING;
+        r.text_ = std::make_shared<std::string>(s);
+        r.r_->str = const_cast<char *>(r.text_->data());
+        r.r_->len = s.size();
+        return r;
+    }
+    static Reply num(long long n) {
+        Reply r;
+        r.r_->type = REDIS_REPLY_INTEGER;
+        r.r_->integer = n;
+        return r;
+    }
+    static Reply arr(std::vector<Reply> items) {
+        Reply r;
+        r.r_->type = REDIS_REPLY_ARRAY;
+        r.items_ = std::move(items);
+        r.ptrs_ = std::make_shared<std::vector<redisReply *>>();
+        for (auto &i : r.items_) r.ptrs_->push_back(i.get());
+        r.r_->elements = r.ptrs_->size();
+        r.r_->element = r.ptrs_->data();
+        return r;
+    }
+    redisReply *get() const { return r_.get(); }
+
+  private:
+    Reply() : r_(std::make_shared<redisReply>()) { *r_ = redisReply{}; }
+    std::shared_ptr<redisReply> r_;
+    std::shared_ptr<std::string> text_;
+    std::vector<Reply> items_;
+    std::shared_ptr<std::vector<redisReply *>> ptrs_;
+};
+
+Reply node(const std::string &ip, int port, const std::string &role, const std::string &health) {
+    return Reply::arr({Reply::str("id"), Reply::str("id-" + std::to_string(port)),
+                       Reply::str("port"), Reply::num(port), Reply::str("ip"), Reply::str(ip),
+                       Reply::str("endpoint"), Reply::str(ip), Reply::str("role"), Reply::str(role),
+                       Reply::str("replication-offset"), Reply::num(0), Reply::str("health"),
+                       Reply::str(health)});
+}
+
+Reply shard(std::vector<long long> ranges, std::vector<Reply> nodes) {
+    std::vector<Reply> slots;
+    for (long long v : ranges) slots.push_back(Reply::num(v));
+    return Reply::arr({Reply::str("slots"), Reply::arr(slots), Reply::str("nodes"),
+                       Reply::arr(std::move(nodes))});
+}
+
+TEST(ParseClusterShards, MapsEverySlotToItsMaster) {
+    Reply r = Reply::arr({
+        shard({0, 5460}, {node("127.0.0.1", 7000, "master", "online"),
+                          node("127.0.0.1", 7003, "replica", "online")}),
+        shard({5461, 10922}, {node("127.0.0.1", 7001, "master", "online")}),
+        shard({10923, 16000, 16001, 16383}, {node("127.0.0.1", 7002, "master", "online")}),
+    });
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "seed", &t, &err)) << err;
+    EXPECT_EQ(t.masters.size(), 3u);
+    EXPECT_EQ(t.uncovered(), 0u);
+    EXPECT_EQ(t.master_for_slot(0)->endpoint(), "127.0.0.1:7000");
+    EXPECT_EQ(t.master_for_slot(5461)->endpoint(), "127.0.0.1:7001");
+    EXPECT_EQ(t.master_for_slot(16383)->endpoint(), "127.0.0.1:7002");
+}
+
+TEST(ParseClusterShards, AFailedMasterLeavesItsSlotsUncovered) {
+    Reply r = Reply::arr({
+        shard({0, 8191}, {node("127.0.0.1", 7000, "master", "fail")}),
+        shard({8192, 16383}, {node("", 7001, "master", "online")}),
+        shard({}, {node("127.0.0.1", 7005, "master", "online")}),  // no slots: ignored
+    });
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "10.0.0.9", &t, &err)) << err;
+    EXPECT_EQ(t.masters.size(), 1u);
+    EXPECT_EQ(t.uncovered(), 8192u);
+    EXPECT_EQ(t.master_for_slot(0), nullptr);
+    EXPECT_EQ(t.master_for_slot(9000)->host, "10.0.0.9") << "an empty ip means the seed's host";
+}
+
+TEST(ParseClusterShards, RefusesABadShape) {
+    Reply r = Reply::arr({Reply::arr({Reply::str("slots"), Reply::num(3)})});
+    Topology t;
+    std::string err;
+    EXPECT_FALSE(parse_cluster_shards(r.get(), "seed", &t, &err));
+    EXPECT_FALSE(err.empty());
+    Reply bad_range = Reply::arr({shard({10, 5}, {node("h", 1, "master", "online")})});
+    EXPECT_FALSE(parse_cluster_shards(bad_range.get(), "seed", &t, &err));
+    EXPECT_NE(err.find("slot range"), std::string::npos) << err;
+}
+
+TEST(ParseClusterSlots, ReadsRangesAndMasters) {
+    auto entry = [](long long lo, long long hi, const std::string &ip, int port) {
+        return Reply::arr({Reply::num(lo), Reply::num(hi),
+                           Reply::arr({Reply::str(ip), Reply::num(port), Reply::str("id")}),
+                           Reply::arr({Reply::str(ip), Reply::num(port + 3), Reply::str("r")})});
+    };
+    Reply r = Reply::arr({entry(0, 100, "127.0.0.1", 7000), entry(101, 16383, "?", 7001)});
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_slots(r.get(), "seed-host", &t, &err)) << err;
+    EXPECT_EQ(t.masters.size(), 2u);
+    EXPECT_EQ(t.master_for_slot(100)->port, 7000);
+    EXPECT_EQ(t.master_for_slot(101)->host, "seed-host");
+}
+
+}  // namespace
