@@ -89,7 +89,12 @@ KW_API const char *kw_err_name(int status);
  * booleans accept true/false, yes/no, on/off, 1/0.
  *
  *  redis.url              redis://[user:password@]host:port[/db] or unix:///path/to.sock
- *                         [?db=N]   (default redis://127.0.0.1:6379)
+ *                         [?db=N]   (default redis://127.0.0.1:6379). For a Redis Cluster:
+ *                         any node (the seed); the topology is read from it
+ *  redis.mode             auto | standalone | cluster (default auto: a node with cluster
+ *                         support enabled means cluster). cluster refuses a standalone server
+ *  cluster.refresh        how often the cluster topology is read again besides after a lost
+ *                         connection or a MOVED reply (default 5s)
  *  redis.user             ACL user name (overrides the URL's)
  *  redis.password         password (overrides the URL's)
  *  redis.connect_timeout  duration, connect + AUTH + first subscribe (default 5s)
@@ -125,7 +130,11 @@ KW_API const char *kw_err_name(int status);
  *                         (default 5)
  *  sweep.batch            items claimed per sweep call, 1..100000 (default 500)
  *  sweep.interval         longest pause between sweeps when nothing is known to be due
- *                         (default 100ms); sweeps otherwise run at the next deadline
+ *                         (default 100ms); sweeps otherwise run at the next deadline.
+ *                         On a cluster, slot queues are swept at their own deadlines and
+ *                         found by keyspace notifications on their due keys (flags Kzg)
+ *  sweep.scan_interval    cluster: how often each master is SCANned for queue keys, the
+ *                         backstop for notifications missed while disconnected (default 30s)
  *  dedupe.enable          bool: deliver each untracked live event on one instance only,
  *                         using a short claim key in Redis (default false)
  *  dedupe.ttl             lifetime of that claim key (default 60s)
@@ -303,6 +312,7 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   handler.retries          of those, RETRY
  *   conn.reconnects          successful reconnects after a lost connection
  *   conn.state               kw_conn_state of the subscriber (worst over all nodes)
+ *   conn.nodes               nodes subscribed to (1, or the masters of a cluster)
  *   dispatch.queued          events waiting for a worker now
  *   items.claimed            tracked keys and tasks claimed by this engine
  *   items.acked              of those, acknowledged
@@ -325,8 +335,9 @@ KW_API char *kw_engine_stats_json(kw_engine_t *engine);
 
 /*
  * A blocking client for producers and operators. It holds one connection (opened by
- * kw_client_new, re-opened on the next call after a failure). Not thread-safe: use one
- * client per thread. Every call records a message for kw_client_last_error on failure.
+ * kw_client_new, re-opened on the next call after a failure), or on a Redis Cluster one per
+ * master, each call going to the master of its key's (or task id's) slot and following
+ * MOVED/ASK redirections. Not thread-safe: use one client per thread. Every call records a message for kw_client_last_error on failure.
  * Times are ms since the Unix epoch on Redis's clock; TTLs and delays are ms.
  */
 typedef struct kw_client_s kw_client_t;
