@@ -361,6 +361,14 @@ std::string cpu_per_item(const Cpu &a, const Cpu &b, double items, const char *s
     return buf;
 }
 
+// "redis X% of a core, <self_name> Y%" between two readings `seconds` apart.
+std::string cpu_util(const Cpu &a, const Cpu &b, double seconds, const char *self_name) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "CPU: redis %.0f%% of a core, %s %.0f%%",
+             (b.redis - a.redis) * 100 / seconds, self_name, (b.self - a.self) * 100 / seconds);
+    return buf;
+}
+
 // usec_per_call of one command from INFO commandstats (0 if it was not called).
 double usec_per_call(const keywatch::RedisProcess &rp, const std::string &cmd) {
     std::string info = rp.command({"INFO", "commandstats"});
@@ -869,13 +877,18 @@ Delivery lateness_keywatch(const Options &o) {
         [&](uint64_t i) { return deadline(i) - wall_ms_int(); });
     double gap = double(t0) - wall_ms();
     double last = double(deadline(n - 1));
+    // CPU over the spread: from just before the first deadline to just after the last.
     sleep_ms(int64_t(gap) - 200);
     rp->command({"CONFIG", "RESETSTAT"});
     Cpu a = cpu_now(*rp);
+    double ta = mono_s();
+    sleep_ms(int64_t(last + 50 - wall_ms()));
+    Cpu b = cpu_now(*rp);
+    double tb = mono_s();
     await_arrivals([&] { return rec.count(); }, n, last + double(o.wait_ms));
     sleep_ms(50);  // arrivals of the last poll interval
-    Cpu b = cpu_now(*rp);
     double evalsha_us = usec_per_call(*rp, "evalsha");
+    int64_t sweeps = engine.stat("sweep.calls"), suppressed = engine.stat("events.suppressed");
     engine.print_stats();
     print_commandstats(*rp, "keywatch lateness");
     engine.stop();
@@ -885,13 +898,14 @@ Delivery lateness_keywatch(const Options &o) {
     d.gap_ms = gap;
     printf(
         "    keywatch: %s background keys in %.1f s, %s tracked in %.1f s (%d clients), first "
-        "deadline %.1f s after; sources: sweep %s, notification %s, lease %s; during "
-        "delivery: %s, EVALSHA %.0f us/call\n",
+        "deadline %.1f s after; sources: sweep %s, notification %s, lease %s; during the "
+        "spread: %s, EVALSHA %.0f us/call; sweep calls %s, own expired events suppressed %s\n",
         with_commas(double(o.background)).c_str(), bg_s, with_commas(double(n)).c_str(), write_s,
         o.threads, gap / 1000, with_commas(double(d.src[KW_SOURCE_SWEEP])).c_str(),
         with_commas(double(d.src[KW_SOURCE_NOTIFICATION])).c_str(),
         with_commas(double(d.src[KW_SOURCE_LEASE_EXPIRED])).c_str(),
-        cpu_per_item(a, b, double(n), "engine").c_str(), evalsha_us);
+        cpu_util(a, b, tb - ta, "engine").c_str(), evalsha_us, with_commas(double(sweeps)).c_str(),
+        with_commas(double(suppressed)).c_str());
     return d;
 }
 
@@ -913,6 +927,12 @@ Delivery lateness_native(const Options &o) {
     double write_s = mono_s() - w0;
     double gap = double(t0) - wall_ms();
     double last = double(deadline(n - 1));
+    sleep_ms(int64_t(gap) - 200);
+    Cpu a = cpu_now(*rp);
+    double ta = mono_s();
+    sleep_ms(int64_t(last + 50 - wall_ms()));
+    Cpu b = cpu_now(*rp);
+    double tb = mono_s();
     await_arrivals([&] { return sub.count(); }, n, last + double(o.wait_ms));
     sub.stop();
     Delivery d = summarize(sub.late(), sub.at(), sub.late().size(), n, last + double(o.wait_ms));
@@ -920,10 +940,10 @@ Delivery lateness_native(const Options &o) {
     d.gap_ms = gap;
     printf(
         "    native:   %s background keys in %.1f s, %s plain keys in %.1f s, first deadline "
-        "%.1f s after; expired_keys %s, subscriber disconnects %d\n",
+        "%.1f s after; expired_keys %s, subscriber disconnects %d; during the spread: %s\n",
         with_commas(double(o.background)).c_str(), bg_s, with_commas(double(n)).c_str(), write_s,
         gap / 1000, with_commas(double(info_int(*rp, "stats", "expired_keys"))).c_str(),
-        sub.disconnects());
+        sub.disconnects(), cpu_util(a, b, tb - ta, "subscriber").c_str());
     return d;
 }
 

@@ -885,16 +885,21 @@ class Bench {
         int64_t others_cpu =
             process_cpu_ns() - proc_before - flood_.cpu_ns() - (thread_cpu_ns() - main_before);
         double redis_cpu = redis_cpu_seconds() - redis_cpu_before;
+        bool split = true;  // every single-thread subscriber's clock could be read
         for (size_t i = 0; i < parts.size(); i++) {
             if (thread_before[i] < 0) continue;
-            parts[i].res.cpu_ns_per_event =
-                double(parts[i].sub->thread_cpu_ns() - thread_before[i]) / double(opts_.events);
-            others_cpu -= int64_t(parts[i].res.cpu_ns_per_event * double(opts_.events));
+            int64_t after = parts[i].sub->thread_cpu_ns();
+            if (after < 0) {
+                split = false;
+                continue;
+            }
+            parts[i].res.cpu_ns_per_event = double(after - thread_before[i]) / double(opts_.events);
+            others_cpu -= after - thread_before[i];
         }
         double flood_seconds = flood_.seconds();
         for (size_t i = 0; i < parts.size(); i++) {
             Participant &p = parts[i];
-            if (thread_before[i] < 0)
+            if (thread_before[i] < 0 && split)
                 p.res.cpu_ns_per_event = double(others_cpu) / double(opts_.events);
             p.res.redis_cpu_ns_per_event = redis_cpu * 1e9 / double(opts_.events);
             p.sub->stop();
@@ -1069,8 +1074,8 @@ void print_summary(const Options &opts, const std::vector<RunResult> &raw_runs,
         raw_rates.push_back(a.rate);
         kw_rates.push_back(b.rate);
         if (a.rate > 0) ratios.push_back(b.rate / a.rate);
-        raw_cpu.push_back(a.cpu_ns_per_event);
-        kw_cpu.push_back(b.cpu_ns_per_event);
+        if (a.cpu_ns_per_event >= 0) raw_cpu.push_back(a.cpu_ns_per_event);
+        if (b.cpu_ns_per_event >= 0) kw_cpu.push_back(b.cpu_ns_per_event);
         redis_raw.push_back(a.redis_cpu_ns_per_event);
         redis_kw.push_back(b.redis_cpu_ns_per_event);
         raw_disc += a.disconnects;

@@ -1,7 +1,8 @@
 // `keywatch demo`: keywatch at work in a few seconds. Starts a private redis-server (or
-// uses --redis), watches it, writes a few keys with short TTLs through a separate plain
-// connection and prints the JSON lines as the keys expire. Exits 0 once every expected
-// `expired` event has arrived, 1 on timeout.
+// uses --redis), serves it, tracks a few keys with short TTLs (kw_track) and schedules one
+// delayed task (kw_schedule), prints every event as a JSON line and how late each tracked
+// key and the task arrived, then the queues' figures (as `keywatch inspect` shows them).
+// Exits 0 once every expected delivery has arrived, 1 on timeout.
 #pragma once
 
 #include <string>
@@ -15,7 +16,7 @@ namespace keywatch::cli {
 struct DemoArgs {
     std::string redis;  // empty: start a private redis-server
     bool notify_enable = false;
-    std::string timeout = "15s";
+    std::string timeout = "10s";
     int verbosity = 0;
 };
 

@@ -35,6 +35,8 @@ EventRecord read_event(const kw_event_t *ev) {
     r.db = kw_event_db(ev);
     r.ts_ms = kw_event_ts_ms(ev);
     r.source = source_name(kw_event_source(ev));
+    const char *queue = kw_event_queue(ev);
+    r.queue = queue ? queue : "";
     const char *id = kw_event_id(ev);
     r.id = id ? id : "";
     const char *node = kw_event_node(ev);
@@ -44,10 +46,10 @@ EventRecord read_event(const kw_event_t *ev) {
     return r;
 }
 
-void EventPrinter::print(const EventRecord &record) {
+bool EventPrinter::print(const EventRecord &record) {
     const std::string line = json_line(record);
     std::lock_guard<std::mutex> lock(mu_);
-    if (broken_) return;
+    if (broken_) return false;
     errno = 0;
     if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() ||
         std::fflush(stdout) != 0) {
@@ -56,9 +58,10 @@ void EventPrinter::print(const EventRecord &record) {
         // else (a full disk) is an error the user must hear about.
         if (errno != EPIPE) error_ = std::string("cannot write to stdout: ") + std::strerror(errno);
         stop_->request();
-        return;
+        return false;
     }
     lines_.fetch_add(1);
+    return true;
 }
 
 void EventPrinter::note(const std::string &text) {
@@ -68,14 +71,23 @@ void EventPrinter::note(const std::string &text) {
     std::fflush(stderr);
 }
 
+int EventPrinter::result_for(const kw_event_t *ev, bool printed) {
+    if (printed) return KW_RESULT_ACK;
+    const char *queue = kw_event_queue(ev);
+    if (!queue || !*queue) return KW_RESULT_ACK;  // a live event: nothing to hand back
+    kw_event_set_error(ev, "keywatch watch could not write the event to its stdout");
+    return KW_RESULT_RETRY;
+}
+
 int EventPrinter::handle(const kw_event_t *ev, void *opaque) {
     // No exception may cross into the engine's C boundary.
+    bool printed = false;
     try {
-        static_cast<EventPrinter *>(opaque)->print(read_event(ev));
-        return KW_RESULT_ACK;
+        printed = static_cast<EventPrinter *>(opaque)->print(read_event(ev));
     } catch (...) {
-        return KW_RESULT_REJECT;
+        printed = false;
     }
+    return result_for(ev, printed);
 }
 
 bool EventPrinter::failed() const {

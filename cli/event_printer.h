@@ -2,6 +2,8 @@
 // several worker threads, so every line is written whole under one mutex and flushed at
 // once (lines must show up immediately when stdout is a pipe). When stdout goes away
 // (EPIPE: `keywatch watch | head`), the printer asks the main thread to stop.
+// A tracked key or task is acknowledged only once its line is written and flushed: an
+// item whose line could not be written is handed back for a retry, never lost.
 // Thread-safe.
 #pragma once
 
@@ -26,13 +28,18 @@ class EventPrinter {
   public:
     explicit EventPrinter(StopSignal *stop) : stop_(stop) {}
 
-    // One JSON line on stdout for the event. Handler threads.
-    void print(const EventRecord &record);
+    // One JSON line on stdout for the event, flushed. False when it could not be written
+    // (stdout closed or failing; the printer then asks for a stop). Handler threads.
+    bool print(const EventRecord &record);
     // "keywatch: <text>" on stderr.
     void note(const std::string &text);
 
-    // A kw_handler_fn printing every event; opaque is the EventPrinter.
+    // A kw_handler_fn printing every event; opaque is the EventPrinter. Returns ACK once
+    // the line is flushed; RETRY (with the reason recorded) when a tracked key's or task's
+    // line could not be written, so that the item is delivered again.
     static int handle(const kw_event_t *ev, void *opaque);
+    // What a handler returns after print() gave `printed` for ev.
+    static int result_for(const kw_event_t *ev, bool printed);
 
     // Lines written to stdout so far.
     uint64_t lines() const { return lines_.load(); }

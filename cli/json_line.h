@@ -1,6 +1,7 @@
 // One event as one line of JSON, the format of `keywatch watch` and `keywatch demo`.
 // Byte strings (key, value) become a JSON string when they are valid UTF-8 and a base64
-// field ("key_b64", "value_b64") otherwise, so every key round-trips. Pure: thread-safe.
+// field ("key_b64", "value_b64") otherwise, so every key and value round-trips.
+// Pure: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +19,17 @@ struct EventRecord {
     int db = 0;
     int64_t ts_ms = 0;        // when keywatch received it (ms since the epoch)
     std::string_view source;  // "notification", "sweep", "lease_expired", "task"
+    std::string_view queue;   // "keys", a task queue, or empty for untracked live events
     std::string_view id;      // stable event id
     std::string_view node;    // "host:port" or a socket path
     int attempt = 1;
     int64_t deadline_ms = 0;  // 0: unknown
 };
 
-// {"event":..,"key":..|"key_b64":..,"db":..,"ts_ms":..,"source":..,"id":..,"node":..}
-// followed by "deadline_ms" when known, "attempt" when above 1, and "value"/"value_b64"
-// when a snapshot exists. Ends with '\n'.
+// {"event":..,"key":..|"key_b64":..,["value":..|"value_b64":..,]"db":..,"ts_ms":..,
+// ["deadline_ms":..,]"attempt":..,"source":..,["queue":..,]"id":..,"node":..}: value only
+// when a snapshot or payload exists, deadline_ms only when known, queue only when there is
+// one. Ends with '\n'.
 std::string json_line(const EventRecord &record);
 
 }  // namespace keywatch::cli

@@ -1,13 +1,19 @@
-// keywatch: the command-line tool. `keywatch watch` prints Redis keyspace events as JSON
-// lines; `keywatch demo` shows it at work on a private redis-server; `keywatch version`.
+// keywatch: the command-line tool. `keywatch watch` prints Redis keyspace events, tracked
+// keys and tasks as JSON lines; `keywatch demo` shows it at work on a private
+// redis-server; track/untrack/adopt, schedule/cancel/reschedule, inspect and dead
+// list|replay|purge drive the reliable-delivery queues; `keywatch version`.
 // It uses libkeywatch through the C API only (keywatch.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
 
+#include "cli/admin_commands.h"
+#include "cli/command.h"
 #include "cli/demo_command.h"
 #include "cli/exit_status.h"
+#include "cli/key_commands.h"
+#include "cli/task_commands.h"
 #include "cli/watch_command.h"
 #include "keywatch.h"
 
@@ -32,6 +38,10 @@ int run(int argc, char **argv) {
     CLI::App *watch = add_watch_command(app, &watch_args);
     DemoArgs demo_args;
     CLI::App *demo = add_demo_command(app, &demo_args);
+    Runner selected;  // set by the callback of the client verb that was parsed
+    add_key_commands(app, &selected);
+    add_task_commands(app, &selected);
+    add_admin_commands(app, &selected);
     CLI::App *version = app.add_subcommand("version", "Print the version and exit");
 
     if (argc < 2) {
@@ -47,6 +57,7 @@ int run(int argc, char **argv) {
     }
     if (*watch) return run_watch(watch_args);
     if (*demo) return run_demo(demo_args);
+    if (selected) return selected();
     if (*version) {
         std::printf("%s\n", version_text().c_str());
         return kExitOk;

@@ -4,7 +4,11 @@
 
 #include <cstdint>
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "cli/client_session.h"
 #include "cli/event_names.h"
 #include "cli/event_printer.h"
 #include "cli/exit_status.h"
@@ -12,9 +16,40 @@
 #include "cli/stop_signal.h"
 #include "cli/watcher.h"
 #include "core/duration.h"
+#include "core/url.h"
 
 namespace keywatch::cli {
 namespace {
+
+// The events that claim tracked keys: "expired" (or "*"), as the engine decides.
+bool wants_tracked_keys(const std::string &events) {
+    if (events == "*") return true;
+    size_t start = 0;
+    while (start <= events.size()) {
+        const size_t comma = events.find(',', start);
+        if (events.compare(start, comma == std::string::npos ? std::string::npos : comma - start,
+                           "expired") == 0)
+            return true;
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return false;
+}
+
+// The key filter that keeps this watch from claiming tracked keys, or "" if none: the
+// engine claims every tracked key that comes due, and one outside the filter would be
+// acknowledged without being printed.
+std::string key_filter_option(const WatchArgs &a, const std::string &url) {
+    if (!a.prefix.empty()) return "--prefix";
+    if (!a.glob.empty()) return "--glob";
+    if (a.db >= 0) {
+        RedisUrl parsed;
+        std::string ignored;
+        // Tracked keys live in the URL's database: --db naming it filters nothing out.
+        if (!parse_redis_url(url, &parsed, &ignored) || parsed.db != a.db) return "--db";
+    }
+    return "";
+}
 
 std::string describe(const WatchArgs &a, const std::string &events) {
     std::string what = (events == "*" ? std::string("all default") : events) + " events";
@@ -24,11 +59,29 @@ std::string describe(const WatchArgs &a, const std::string &events) {
     return what;
 }
 
-WatchOptions watch_options(const WatchArgs &a, const std::string &events,
-                           const RedisTarget &target) {
+std::string delivery_note(const WatchArgs &a, bool track) {
+    const std::string ns = a.ns.empty() ? "kw" : a.ns;
+    if (a.observe)
+        return "observing only (--observe): tracked keys and tasks are left to the engines that "
+               "serve them";
+    std::vector<std::string> parts;
+    if (track) parts.push_back("tracked keys of namespace '" + ns + "'");
+    if (!a.queues.empty())
+        parts.push_back("tasks of queue" +
+                        std::string(a.queues.find(',') == std::string::npos ? " " : "s ") +
+                        a.queues);
+    if (parts.empty()) return "";
+    std::string text = "also claiming " + parts[0];
+    if (parts.size() > 1) text += " and " + parts[1];
+    return text + ": each is acknowledged once its line is written";
+}
+
+WatchOptions watch_options(const WatchArgs &a, const std::string &events, const std::string &url,
+                           bool embedded, bool track,
+                           const std::vector<std::pair<std::string, std::string>> &conf) {
     WatchOptions opts;
-    opts.url = target.url();
-    opts.private_server = target.embedded();
+    opts.url = url;
+    opts.private_server = embedded;
     opts.events = events;
     opts.prefix = a.prefix;
     opts.glob = a.glob;
@@ -37,6 +90,10 @@ WatchOptions watch_options(const WatchArgs &a, const std::string &events,
     opts.notify_enable = a.notify_enable;
     opts.connect_timeout = a.connect_timeout;
     opts.verbosity = a.verbosity;
+    opts.ns = a.ns;
+    opts.track = track;
+    opts.queues = a.queues;
+    opts.conf = conf;
     return opts;
 }
 
@@ -44,7 +101,11 @@ WatchOptions watch_options(const WatchArgs &a, const std::string &events,
 
 CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
     CLI::App *cmd = app.add_subcommand(
-        "watch", "Print one JSON line per keyspace event until Ctrl-C or --duration");
+        "watch", "Print events as JSON lines: live events, tracked keys, tasks of --queues");
+    cmd->footer(
+        "Runs until Ctrl-C or --duration. Tracked keys that come due, and tasks of --queues, "
+        "are claimed, printed, then acknowledged: another engine of the same namespace does "
+        "not get them (use --observe to claim nothing).");
     cmd->add_option("--redis", a->redis,
                     "redis://[user:password@]host:port[/db] or unix:///path/to.sock "
                     "(default: start a private redis-server)")
@@ -53,8 +114,11 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
                     "comma-separated event names (expired,evicted,del,set,expire,persist,"
                     "rename_from,rename_to,...) or '*' for all of those")
         ->capture_default_str();
-    cmd->add_option("--prefix", a->prefix, "only keys starting with this text");
-    cmd->add_option("--glob", a->glob, "only keys matching this Redis-style glob (* ? [a-z])");
+    cmd->add_option("--prefix", a->prefix,
+                    "only keys starting with this text (tracked keys are then not claimed)");
+    cmd->add_option("--glob", a->glob,
+                    "only keys matching this Redis-style glob (* ? [a-z]; tracked keys are then "
+                    "not claimed)");
     cmd->add_option("--db", a->db, "only events from this database number (default: any)")
         ->check(CLI::Validator(
             [](std::string &text) -> std::string {
@@ -64,6 +128,13 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
                 return "'" + text + "' is not a database number (0, 1, 2, ...)";
             },
             "", "database number"));
+    CLI::Option *queues = cmd->add_option(
+        "--queues", a->queues, "comma-separated task queues to serve: their tasks are printed");
+    CLI::Option *observe = cmd->add_flag(
+        "--observe", a->observe,
+        "only print live events: claim no tracked key and no task (leave them to other engines)");
+    observe->excludes(queues);
+    cmd->add_option("--namespace", a->ns, "prefix of keywatch's keys in Redis (default kw)");
     cmd->add_option("--workers", a->workers,
                     "handler threads; more than 1 may print lines out of arrival order")
         ->capture_default_str();
@@ -73,6 +144,11 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
                     "stop after this long, e.g. 500ms, 30s, 5m, 1h (default: until Ctrl-C)");
     cmd->add_option("--connect-timeout", a->connect_timeout,
                     "give up connecting after this long (default 5s)");
+    cmd->add_option("-c,--conf", a->conf,
+                    "NAME=VALUE: any library option, e.g. lease=10s or max_attempts=3 "
+                    "(repeatable)")
+        ->type_name("NAME=VALUE")
+        ->allow_extra_args(false);  // one NAME=VALUE per -c: never swallow the positionals
     cmd->add_flag("-v,--verbose", a->verbosity,
                   "log connection states and info messages to stderr (-vv: debug)");
     return cmd;
@@ -90,6 +166,13 @@ int run_watch(const WatchArgs &a) {
         fprintf(stderr, "keywatch watch: --duration: %s\n", err.c_str());
         return kExitBadInput;
     }
+    std::vector<std::pair<std::string, std::string>> conf;
+    if (!split_conf(a.conf, &conf, &err) ||
+        !Watcher::check(watch_options(a, events, a.redis, a.redis.empty(), !a.observe, conf),
+                        &err)) {
+        fprintf(stderr, "keywatch watch: %s\n", err.c_str());
+        return kExitBadInput;
+    }
 
     // Signals first: a Ctrl-C while the server starts must still stop it.
     StopSignal stop;
@@ -102,7 +185,19 @@ int run_watch(const WatchArgs &a) {
     if (target.embedded()) printer.note(target.started_message());
     if (stop.stop_requested()) return kExitOk;  // a signal arrived while the server started
 
-    const WatchOptions opts = watch_options(a, events, target);
+    bool track = !a.observe && wants_tracked_keys(events);
+    const std::string filter_option = track ? key_filter_option(a, target.url()) : "";
+    if (!filter_option.empty()) {
+        track = false;
+        printer.note(filter_option +
+                     ": tracked keys are not claimed by this watch (it would have to "
+                     "acknowledge those outside " +
+                     filter_option +
+                     " without printing them); their live notifications are printed. Leave out " +
+                     filter_option + " to claim and print every tracked key");
+    }
+    const WatchOptions opts =
+        watch_options(a, events, target.url(), target.embedded(), track, conf);
     Watcher watcher(&printer);
     if (!watcher.configure(opts, &EventPrinter::handle, &printer, &err)) {
         printer.note(err);
@@ -112,8 +207,10 @@ int run_watch(const WatchArgs &a) {
         printer.note(err);
         return kExitFailure;
     }
+    const std::string delivery = delivery_note(a, track);
     printer.note("watching " + describe(a, events) + " on " + redact_url(target.url()) +
-                 (duration_ms >= 0 ? " for " + a.duration : std::string(" (Ctrl-C to stop)")));
+                 (duration_ms >= 0 ? " for " + a.duration : std::string(" (Ctrl-C to stop)")) +
+                 (delivery.empty() ? "" : "; " + delivery));
 
     stop.wait(duration_ms);
     watcher.stop();

@@ -1,7 +1,10 @@
-// `keywatch watch`: print one JSON line per event until a signal or --duration.
+// `keywatch watch`: print one JSON line per event until a signal or --duration: live Redis
+// events, plus the tracked keys that come due and the tasks of --queues, each claimed and
+// acknowledged once its line is written (unless --observe).
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -20,6 +23,10 @@ struct WatchArgs {
     std::string duration;  // empty: until SIGINT/SIGTERM
     std::string connect_timeout;
     int verbosity = 0;
+    std::string ns;                 // --namespace
+    std::string queues;             // --queues a,b: task queues to serve
+    bool observe = false;           // --observe: claim nothing
+    std::vector<std::string> conf;  // --conf NAME=VALUE
 };
 
 // Registers the subcommand and its options on app; the values land in *args.

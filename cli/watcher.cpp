@@ -19,7 +19,11 @@ bool set_conf(kw_conf_t *conf, const char *name, const std::string &value, const
               std::string *err) {
     char errstr[512] = "";
     if (kw_conf_set(conf, name, value.c_str(), errstr, sizeof errstr) == KW_OK) return true;
-    *err = std::string(option) + ": " + errstr;
+    std::string why = errstr;
+    // The library names its option; the message names the command line's instead.
+    const std::string prefix = std::string(name) + ": ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    *err = std::string(option) + ": " + why;
     return false;
 }
 
@@ -50,16 +54,16 @@ ConfPtr make_conf(const WatchOptions &o, std::string *err) {
         !set_conf(conf.get(), "notify.enable", o.notify_enable ? "true" : "false",
                   "--notify-enable", err) ||
         (!o.connect_timeout.empty() && !set_conf(conf.get(), "redis.connect_timeout",
-                                                 o.connect_timeout, "--connect-timeout", err)))
+                                                 o.connect_timeout, "--connect-timeout", err)) ||
+        (!o.ns.empty() && !set_conf(conf.get(), "namespace", o.ns, "--namespace", err)) ||
+        // track.enable=false (--observe): the engine claims nothing, tracked keys and tasks
+        // stay in Redis for the engines that serve them.
+        !set_conf(conf.get(), "track.enable", o.track ? "true" : "false", "--observe", err) ||
+        (!o.queues.empty() && !set_conf(conf.get(), "queues", o.queues, "--queues", err)))
         return nullptr;
-    // The CLI observes: it must never claim (and so consume) items that an application's
-    // engines track in the same Redis. A library without the tracking queue has no such
-    // option, which is fine.
-    char errstr[512] = "";
-    const int rc = kw_conf_set(conf.get(), "track.enable", "false", errstr, sizeof errstr);
-    if (rc != KW_OK && rc != KW_ERR_UNKNOWN_CONF) {
-        *err = std::string("track.enable: ") + errstr;
-        return nullptr;
+    for (const auto &nv : o.conf) {
+        const std::string option = "--conf " + nv.first;
+        if (!set_conf(conf.get(), nv.first.c_str(), nv.second, option.c_str(), err)) return nullptr;
     }
     return conf;
 }
@@ -107,6 +111,13 @@ const char *state_name(kw_conn_state state) {
 
 }  // namespace
 
+bool Watcher::check(const WatchOptions &o, std::string *err) {
+    WatchOptions probe = o;
+    if (probe.url.empty()) probe.url = "redis://127.0.0.1:6379";
+    ConfPtr conf = make_conf(probe, err);
+    return conf && make_filter(probe, err) != nullptr;
+}
+
 Watcher::~Watcher() {
     stop();
 }
@@ -118,6 +129,16 @@ bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, s
     ConfPtr conf = make_conf(o, err);
     FilterPtr filter = conf ? make_filter(o, err) : nullptr;
     if (!filter) return false;
+    // Tasks of every queue in `queues`, whatever their ids: the key filters are for keys.
+    FilterPtr tasks;
+    if (!o.queues.empty()) {
+        tasks.reset(kw_filter_new());
+        if (!tasks) {
+            *err = "out of memory";
+            return false;
+        }
+        if (!set_filter(tasks.get(), "events", "task", false, "--queues", err)) return false;
+    }
 
     kw_engine_t *engine = nullptr;
     char errstr[512] = "";
@@ -127,6 +148,7 @@ bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, s
     }
     engine_.reset(engine);
     int status = kw_engine_add_handler(engine, filter.get(), fn, opaque);
+    if (status == KW_OK && tasks) status = kw_engine_add_handler(engine, tasks.get(), fn, opaque);
     if (status == KW_OK) status = kw_engine_set_state_cb(engine, &Watcher::on_state, this);
     if (status == KW_OK) status = kw_engine_set_log_cb(engine, &Watcher::on_log, this);
     if (status != KW_OK) {

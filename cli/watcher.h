@@ -1,5 +1,6 @@
-// A keywatch engine with one handler, set up from command-line options through the C API
-// only, with messages that name the option at fault. Used by `watch` and `demo`.
+// A keywatch engine set up from command-line options through the C API only, with
+// messages that name the option at fault: one handler for Redis events and tracked keys,
+// and one for the tasks of the queues it serves. Used by `watch` and `demo`.
 // Not thread-safe: the main thread owns it (the handler runs on the engine's workers).
 #pragma once
 
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/event_printer.h"
 #include "keywatch.h"
@@ -24,6 +27,11 @@ struct WatchOptions {
     std::string connect_timeout;  // empty: the library's default
     int verbosity = 0;            // 1: info logs and state changes, 2: debug logs
     bool private_server = false;  // url is the CLI's own redis-server
+    std::string ns;               // namespace; empty: the library's default
+    bool track = true;            // track.enable: claim tracked keys that come due
+    std::string queues;           // comma-separated task queues to serve (event "task")
+    // More library options (--conf NAME=VALUE), applied last.
+    std::vector<std::pair<std::string, std::string>> conf;
 };
 
 class Watcher {
@@ -33,9 +41,13 @@ class Watcher {
     Watcher(const Watcher &) = delete;
     Watcher &operator=(const Watcher &) = delete;
 
-    // Builds the configuration, the filter and the engine and registers fn. False with
-    // *err (naming the command-line option) when an option is refused.
+    // Builds the configuration, the filters and the engine and registers fn for both the
+    // events the options select and, with queues, their tasks. False with *err (naming the
+    // command-line option) when an option is refused.
     bool configure(const WatchOptions &opts, kw_handler_fn fn, void *opaque, std::string *err);
+    // The checks of configure() without an engine, so that bad options are refused before
+    // anything starts (an empty opts.url stands for the private server). False with *err.
+    static bool check(const WatchOptions &opts, std::string *err);
     // Connects and subscribes (blocks up to the connect timeout). False with *err saying
     // what went wrong and what to do.
     bool start(std::string *err);

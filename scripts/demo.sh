@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first command of the README: installs what is needed, builds keywatch (Release, in
-# build/) and runs `keywatch demo`, which starts a private redis-server, writes a few keys
-# with short TTLs and prints their events as JSON lines as they expire.
+# build/) and runs `keywatch demo`, which starts a private redis-server, tracks a few keys
+# with short TTLs and schedules a delayed task, and prints their events as JSON lines as
+# they come due, how late each was, and the queues' figures.
 # Extra arguments go to `keywatch demo` (e.g. --redis redis://host:6379).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

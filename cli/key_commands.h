@@ -1,0 +1,17 @@
+// `keywatch track`, `keywatch untrack`, `keywatch adopt`: keys that keywatch delivers at
+// their deadline even when no watcher runs at that moment (kw_track, kw_untrack, kw_adopt).
+#pragma once
+
+#include "cli/command.h"
+
+namespace CLI {
+class App;
+}
+
+namespace keywatch::cli {
+
+// Registers the three subcommands on app; the one that is parsed stores its work in
+// *selected.
+void add_key_commands(CLI::App &app, Runner *selected);
+
+}  // namespace keywatch::cli

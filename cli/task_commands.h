@@ -1,0 +1,16 @@
+// `keywatch schedule`, `keywatch cancel`, `keywatch reschedule`: delayed tasks in named
+// queues (kw_schedule, kw_cancel, kw_reschedule), delivered as event "task" to engines
+// serving the queue (e.g. `keywatch watch --queues QUEUE`).
+#pragma once
+
+#include "cli/command.h"
+
+namespace CLI {
+class App;
+}
+
+namespace keywatch::cli {
+
+void add_task_commands(CLI::App &app, Runner *selected);
+
+}  // namespace keywatch::cli

@@ -1,0 +1,765 @@
+// End to end: the real `keywatch` binary against a real redis-server per test
+// (keywatch::RedisProcess on a free loopback port, stopped by pid). The verbs (track,
+// untrack, adopt, schedule, cancel, reschedule, inspect, dead list|replay|purge), their bad
+// input, `watch` delivering tracked keys and tasks, and `demo`. `keywatch inspect` is
+// checked after each scenario, as a table and as JSON. Dead letters come from an engine of
+// the C API whose handler returns KW_RESULT_REJECT. Redis is never mocked.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/tests/cli_process.h"
+#include "cli/time_text.h"
+#include "core/redis_process.h"
+#include "keywatch.h"
+
+#ifndef KW_CLI_PATH
+#error "KW_CLI_PATH must name the keywatch binary"
+#endif
+
+namespace {
+
+using Json = nlohmann::json;
+using kwclitest::Process;
+using kwclitest::Result;
+using namespace std::chrono_literals;
+
+std::string describe(const Result &r) {
+    return r.command + "\nexit status " + std::to_string(r.status) + "\n--- stdout\n" + r.out +
+           "--- stderr\n" + r.err;
+}
+
+std::vector<std::string> lines(const std::string &text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(line);
+    return out;
+}
+
+std::vector<std::string> words(const std::string &line) {
+    std::vector<std::string> out;
+    std::stringstream in(line);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+bool all_digits(const std::string &s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// One queue's figures from `keywatch inspect --json`; listed false when absent.
+struct Figures {
+    bool listed = false;
+    int64_t due = -1, due_now = -1, inflight = -1, dead = -1, oldest_overdue_ms = -1;
+};
+
+class CliTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/kwcli.XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+        server_.start();
+        url_ = server_.url();
+    }
+    void TearDown() override {
+        server_.stop();
+        std::filesystem::remove_all(dir_);
+    }
+
+    // keywatch ARGS --redis URL, run to completion.
+    Result kw(std::vector<std::string> args, const Process::Options &opts = {}) {
+        args.push_back("--redis");
+        args.push_back(url_);
+        Process p(KW_CLI_PATH, args, dir_, "run" + std::to_string(runs_++), opts);
+        return p.finish(60s, false);
+    }
+    // The same, in the background: for watches stopped by the test.
+    std::unique_ptr<Process> kw_background(std::vector<std::string> args,
+                                           const Process::Options &opts = {}) {
+        args.push_back("--redis");
+        args.push_back(url_);
+        return std::make_unique<Process>(KW_CLI_PATH, args, dir_, "bg" + std::to_string(runs_++),
+                                         opts);
+    }
+    // A watch until it has printed `want` lines (or 15 s), then SIGTERM.
+    Result watch_until(std::vector<std::string> args, size_t want) {
+        args.insert(args.begin(), "watch");
+        auto p = kw_background(args);
+        EXPECT_TRUE(p->wait_stderr("keywatch: watching", 15s));
+        const auto deadline = std::chrono::steady_clock::now() + 15s;
+        Result r;
+        for (;;) {
+            r = p->peek();
+            if (r.status >= 0 || lines(r.out).size() >= want ||
+                std::chrono::steady_clock::now() >= deadline)
+                break;
+            std::this_thread::sleep_for(20ms);
+        }
+        if (r.status < 0) r = p->finish(20s, true);
+        return r;
+    }
+
+    // `keywatch inspect --json` (extra options appended) for one queue; the table that
+    // `keywatch inspect` prints must show the same counts.
+    Figures inspect(const std::string &queue, const std::vector<std::string> &extra = {}) {
+        std::vector<std::string> args = {"inspect", "--json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const Result j = kw(args);
+        EXPECT_EQ(j.status, 0) << describe(j);
+        Figures f;
+        const Json doc = Json::parse(j.out);
+        for (const auto &q : doc.at("queues")) {
+            if (q.at("queue") != queue) continue;
+            f.listed = true;
+            f.due = q.at("due");
+            f.due_now = q.at("due_now");
+            f.inflight = q.at("inflight");
+            f.dead = q.at("dead");
+            f.oldest_overdue_ms = q.at("oldest_overdue_ms");
+        }
+        args.erase(args.begin() + 1);  // the table
+        const Result t = kw(args);
+        EXPECT_EQ(t.status, 0) << describe(t);
+        const auto rows = lines(t.out);
+        EXPECT_FALSE(rows.empty()) << describe(t);
+        if (rows.empty()) return f;
+        EXPECT_EQ(words(rows[0]), (std::vector<std::string>{"QUEUE", "DUE", "DUE", "NOW", "IN",
+                                                            "FLIGHT", "DEAD", "OLDEST", "OVERDUE"}))
+            << describe(t);
+        bool in_table = false;
+        for (size_t i = 1; i < rows.size(); i++) {
+            const auto w = words(rows[i]);
+            EXPECT_EQ(w.size(), 6u) << rows[i];
+            if (w.size() != 6 || w[0] != queue) continue;
+            in_table = true;
+            // Counts that only engines change (none runs while the test inspects).
+            EXPECT_EQ(w[1], std::to_string(f.due)) << describe(t);
+            EXPECT_EQ(w[3], std::to_string(f.inflight)) << describe(t);
+            EXPECT_EQ(w[4], std::to_string(f.dead)) << describe(t);
+        }
+        EXPECT_EQ(in_table, f.listed) << describe(t);
+        return f;
+    }
+
+    int64_t redis_now_ms() {
+        const auto t = lines(server_.command({"TIME"}));
+        return std::stoll(t.at(0)) * 1000 + std::stoll(t.at(1)) / 1000;
+    }
+
+    // Waits until queue has `n` items due now (their deadlines passed, Redis clock).
+    void wait_due_now(const std::string &queue, int64_t n) {
+        const auto deadline = std::chrono::steady_clock::now() + 15s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (inspect(queue).due_now >= n) return;
+            std::this_thread::sleep_for(50ms);
+        }
+        ADD_FAILURE() << "queue " << queue << " never had " << n << " items due now";
+    }
+
+    keywatch::RedisProcess server_;
+    std::string url_, dir_;
+    int runs_ = 0;
+};
+
+// Parses each stdout line of a watch as JSON.
+std::vector<Json> json_lines(const Result &r) {
+    std::vector<Json> out;
+    for (const auto &line : lines(r.out)) {
+        try {
+            out.push_back(Json::parse(line));
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << "not JSON: " << line << " (" << e.what() << ")";
+        }
+    }
+    return out;
+}
+
+const Json *find_line(const std::vector<Json> &all, const std::string &key) {
+    for (const auto &j : all)
+        if (j.value("key", "") == key) return &j;
+    return nullptr;
+}
+
+// ---- track, untrack, adopt ------------------------------------------------------------
+
+TEST_F(CliTest, TrackUntrackAdoptThenWatchDeliversBySweepWithBinarySnapshot) {
+    const int64_t before = redis_now_ms();
+    Result r = kw({"track", "t:a", "plain", "--ttl", "1s"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    ASSERT_TRUE(all_digits(lines(r.out).at(0))) << describe(r);
+    const int64_t deadline_a = std::stoll(lines(r.out).at(0));
+    EXPECT_GE(deadline_a, before + 1000);
+    EXPECT_LE(deadline_a, redis_now_ms() + 1000);
+    EXPECT_NE(r.err.find("keywatch track: tracking 't:a': it expires in 1.0s"), std::string::npos)
+        << describe(r);
+
+    r = kw({"track", "t:b", "\xCA\xFE", "--ttl", "1s", "--snapshot", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const Json tb = Json::parse(r.out);
+    EXPECT_EQ(tb.at("key"), "t:b");
+    EXPECT_EQ(tb.at("ttl_ms"), 1000);
+    EXPECT_EQ(tb.at("snapshot"), true);
+    EXPECT_GT(tb.at("deadline_ms").get<int64_t>(), before);
+
+    ASSERT_EQ(kw({"track", "t:c", "v", "--ttl", "1s", "-q"}).status, 0);
+    ASSERT_EQ(server_.command({"SET", "t:d", "adopted", "PX", "1000"}), "OK");
+    r = kw({"adopt", "t:d", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(Json::parse(r.out).at("key"), "t:d");
+
+    Figures f = inspect("keys");
+    EXPECT_TRUE(f.listed);
+    EXPECT_EQ(f.due, 4);
+    EXPECT_EQ(f.inflight, 0);
+    EXPECT_EQ(f.dead, 0);
+
+    // untrack --delete: out of the queue and gone from Redis, in one step.
+    r = kw({"untrack", "t:c", "--delete"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"EXISTS", "t:c"}), "0");
+    EXPECT_EQ(inspect("keys").due, 3);
+    r = kw({"untrack", "t:c"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("'t:c' was not tracked"), std::string::npos) << describe(r);
+
+    // NX/XX conditions and adopt's refusals are failures (1) that write nothing.
+    r = kw({"track", "t:a", "other", "--ttl", "5s", "--nx"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("the key exists; nothing was written"), std::string::npos) << describe(r);
+    EXPECT_EQ(server_.command({"GET", "t:a"}), "plain");
+    r = kw({"track", "t:x", "v", "--ttl", "5s", "--xx"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_EQ(server_.command({"EXISTS", "t:x"}), "0");
+    r = kw({"adopt", "t:missing"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("no such key"), std::string::npos) << describe(r);
+    ASSERT_EQ(server_.command({"SET", "t:forever", "v"}), "OK");
+    r = kw({"adopt", "t:forever"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("has no TTL"), std::string::npos) << describe(r);
+    EXPECT_EQ(inspect("keys").due, 3);
+
+    // Expired while no watcher ran: Redis deletes them now and nobody hears it...
+    wait_due_now("keys", 3);
+    server_.command({"EXISTS", "t:a", "t:b", "t:d"});
+    f = inspect("keys");
+    EXPECT_EQ(f.due_now, 3);
+    EXPECT_GE(f.oldest_overdue_ms, 0);
+    // ...and the watch started afterwards still prints each one, found by its sweeper.
+    r = watch_until({}, 3);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    const auto got = json_lines(r);
+    ASSERT_EQ(got.size(), 3u) << describe(r);
+    for (const auto &j : got) {
+        EXPECT_EQ(j.at("event"), "expired") << j;
+        EXPECT_EQ(j.at("source"), "sweep") << j;
+        EXPECT_EQ(j.at("queue"), "keys") << j;
+        EXPECT_EQ(j.at("attempt"), 1) << j;
+        EXPECT_EQ(j.at("db"), 0) << j;
+        EXPECT_GT(j.at("deadline_ms").get<int64_t>(), 0) << j;
+        EXPECT_GE(j.at("ts_ms").get<int64_t>(), j.at("deadline_ms").get<int64_t>()) << j;
+        EXPECT_EQ(j.at("id").get<std::string>().rfind("q:keys:", 0), 0u) << j;
+        EXPECT_EQ(j.at("node"), "127.0.0.1:" + std::to_string(server_.port())) << j;
+    }
+    const Json *a = find_line(got, "t:a");
+    ASSERT_NE(a, nullptr) << describe(r);
+    EXPECT_EQ(a->at("deadline_ms"), deadline_a);
+    EXPECT_FALSE(a->contains("value")) << "no snapshot was asked for: " << *a;
+    const Json *b = find_line(got, "t:b");
+    ASSERT_NE(b, nullptr) << describe(r);
+    EXPECT_EQ(b->at("value_b64"), "yv4=") << "the binary snapshot, base64";
+    EXPECT_FALSE(b->contains("value"));
+    ASSERT_NE(find_line(got, "t:d"), nullptr) << describe(r);
+
+    f = inspect("keys");
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.due_now, 0);
+    EXPECT_EQ(f.inflight, 0) << "watch acknowledged every line it printed";
+    EXPECT_EQ(f.dead, 0);
+}
+
+TEST_F(CliTest, TrackBadInputIsRefusedAndWritesNothing) {
+    struct Case {
+        std::vector<std::string> args;
+        int status;
+        std::string message;
+    };
+    const std::vector<Case> cases = {
+        {{"track", "k", "v", "--ttl", "0"}, 2, "--ttl: '0' is zero: a tracked key needs a TTL"},
+        {{"track", "k", "v", "--ttl=-5s"}, 2, "--ttl: '-5s' is negative"},
+        {{"track", "k", "v", "--ttl", "5x"}, 2, "--ttl: '5x' is not a duration"},
+        {{"track", "k", "v"}, 2, "--ttl is required"},
+        {{"track", "k", "v", "--ttl", "1s", "--nx", "--xx"}, 2, "--nx excludes --xx"},
+        {{"track", "", "v", "--ttl", "1s"}, 2, "KEY is empty"},
+        {{"track", "k", "12345", "--ttl", "1s", "--conf", "limits.value_bytes=4"},
+         2,
+         "the value is 5 bytes; limits.value_bytes is 4.*--conf limits.value_bytes="},
+        {{"track", "kkkkk", "v", "--ttl", "1s", "-c", "limits.key_bytes=4"},
+         2,
+         "the key is 5 bytes; limits.key_bytes is 4"},
+        {{"track", "k", "v", "--ttl", "1s", "--conf", "limits.value_bytes"},
+         2,
+         "--conf 'limits.value_bytes': write NAME=VALUE"},
+        {{"track", "k", "v", "--ttl", "1s", "--conf", "no.such=1"}, 2, "--conf no.such: "},
+        {{"track", "k", "v", "--ttl", "1s", "--namespace", "a:{b}"}, 2, "--namespace: "},
+        {{"untrack", ""}, 2, "KEY is empty"},
+        {{"adopt", ""}, 2, "KEY is empty"},
+    };
+    for (const auto &c : cases) {
+        const Result r = kw(c.args);
+        EXPECT_EQ(r.status, c.status) << describe(r);
+        EXPECT_TRUE(std::regex_search(r.err, std::regex(c.message))) << c.message << "\n"
+                                                                     << describe(r);
+    }
+    // A URL that does not parse is bad input; one nobody answers at is a failure.
+    Process bad_url(KW_CLI_PATH, {"track", "k", "v", "--ttl", "1s", "--redis", "http://x"}, dir_,
+                    "badurl", {});
+    Result r = bad_url.finish(30s, false);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_NE(r.err.find("--redis: bad Redis URL 'http://x'"), std::string::npos) << describe(r);
+    Process refused(KW_CLI_PATH,
+                    {"track", "k", "v", "--ttl", "1s", "--redis", "redis://127.0.0.1:1"}, dir_,
+                    "refused", {});
+    r = refused.finish(30s, false);
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("cannot connect to Redis at 127.0.0.1:1"), std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.err.find("check --redis URL (or KEYWATCH_REDIS_URL)"), std::string::npos)
+        << describe(r);
+
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "bad input must write nothing";
+    const Figures f = inspect("keys");
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.dead, 0);
+}
+
+TEST_F(CliTest, RedisUrlComesFromTheEnvironment) {
+    Process::Options opts;
+    opts.env["KEYWATCH_REDIS_URL"] = url_;
+    // (-c before the positionals takes one NAME=VALUE, not KEY and VALUE too.)
+    Process p(KW_CLI_PATH, {"track", "-c", "limits.value_bytes=100", "env:k", "v", "--ttl", "1h"},
+              dir_, "env", opts);
+    const Result r = p.finish(30s, false);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"GET", "env:k"}), "v");
+    EXPECT_EQ(inspect("keys").due, 1);
+}
+
+// ---- schedule, cancel, reschedule ----------------------------------------------------
+
+TEST_F(CliTest, ScheduleCancelRescheduleThenWatchDeliversTasksInOrder) {
+    Result r = kw({"schedule", "jobs", "j1", "payload-1", "--in", "300ms"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_TRUE(all_digits(lines(r.out).at(0))) << describe(r);
+    EXPECT_NE(r.err.find("due in 300ms"), std::string::npos) << describe(r);
+
+    // A time in the past is not an error: due now, and the output says so.
+    const int64_t before = redis_now_ms();
+    r = kw({"schedule", "jobs", "j2", "payload-2", "--at", "2020-01-01T00:00:00Z", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    Json j = Json::parse(r.out);
+    EXPECT_EQ(j.at("queue"), "jobs");
+    EXPECT_EQ(j.at("id"), "j2");
+    EXPECT_EQ(j.at("past"), true);
+    EXPECT_GE(j.at("due_ms").get<int64_t>(), before);
+    EXPECT_LE(j.at("due_ms").get<int64_t>(), redis_now_ms());
+    EXPECT_NE(r.err.find("--at 2020-01-01T00:00:00.000Z is"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("in the past, so it is due now"), std::string::npos) << describe(r);
+
+    // --at as ISO-8601 UTC and as epoch ms are taken to the millisecond.
+    const int64_t later = (redis_now_ms() / 1000 + 3600) * 1000 + 250;
+    const std::string iso = keywatch::cli::format_utc_ms(later);
+    r = kw({"schedule", "jobs", "j3", "payload-3", "--at", iso});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(lines(r.out).at(0), std::to_string(later)) << iso;
+    r = kw({"schedule", "jobs", "j4", "payload-4", "--at", std::to_string(later + 1)});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(lines(r.out).at(0), std::to_string(later + 1));
+    r = kw({"schedule", "jobs", "j4", "other", "--in", "1s", "--nx"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("a task with this id exists"), std::string::npos) << describe(r);
+
+    Figures f = inspect("jobs");
+    EXPECT_EQ(f.due, 4);
+    EXPECT_EQ(f.inflight, 0);
+
+    r = kw({"cancel", "jobs", "j3"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    r = kw({"cancel", "jobs", "j3", "--json"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("no task 'j3' in queue 'jobs' is waiting"), std::string::npos)
+        << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    r = kw({"reschedule", "jobs", "j4", "--in", "200ms", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(Json::parse(r.out).at("past"), false);
+    r = kw({"reschedule", "jobs", "nope", "--in", "1s"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("no task 'nope' in queue 'jobs' is waiting"), std::string::npos)
+        << describe(r);
+    EXPECT_EQ(inspect("jobs").due, 3);
+
+    wait_due_now("jobs", 3);
+    r = watch_until({"--queues", "jobs"}, 3);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("tasks of queue jobs"), std::string::npos) << describe(r);
+    const auto got = json_lines(r);
+    ASSERT_EQ(got.size(), 3u) << describe(r);
+    // Due order: j2 (the past), j1 (300ms), j4 (rescheduled to 200ms after j1 was due).
+    std::vector<std::string> order;
+    for (const auto &line : got) {
+        order.push_back(line.at("key"));
+        EXPECT_EQ(line.at("event"), "task") << line;
+        EXPECT_EQ(line.at("source"), "task") << line;
+        EXPECT_EQ(line.at("queue"), "jobs") << line;
+        EXPECT_EQ(line.at("attempt"), 1) << line;
+        EXPECT_EQ(line.at("value"), "payload-" + line.at("key").get<std::string>().substr(1))
+            << line;
+        EXPECT_EQ(line.at("id").get<std::string>().rfind("q:jobs:", 0), 0u) << line;
+    }
+    EXPECT_EQ(order.front(), "j2");
+    EXPECT_EQ(std::count(order.begin(), order.end(), "j1"), 1);
+    EXPECT_EQ(std::count(order.begin(), order.end(), "j4"), 1);
+
+    f = inspect("jobs", {"--queues", "jobs"});
+    EXPECT_TRUE(f.listed) << "--queues lists a queue even when it is empty";
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+    EXPECT_EQ(f.dead, 0);
+}
+
+TEST_F(CliTest, ScheduleBadInputIsRefusedAndWritesNothing) {
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    const std::vector<Case> cases = {
+        {{"schedule", "jobs", "j", "p"}, "say when: --in DURATION .* or --at TIME"},
+        {{"schedule", "jobs", "j", "p", "--in", "1s", "--at", "0"}, "--in excludes --at"},
+        {{"schedule", "jobs", "j", "p", "--in", "soon"}, "--in: 'soon' is not a duration"},
+        {{"schedule", "jobs", "j", "p", "--in=-1s"}, "--in: '-1s' is negative"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-13-01T00:00:00Z"}, "month 13 does not exist"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-02-29T10:00:00Z"}, "day 29 does not exist"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-11-21T24:00:00Z"}, "hour 24 is out of range"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-11-21 10:00:00Z"}, "expected 'T'"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-11-21T10:00:00"}, "must end with Z"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-11-21T10:00:00+01:00"}, "only UTC"},
+        {{"schedule", "jobs", "j", "p", "--at", "2026-11-21T10:00:00.1234Z"}, "1 to 3 digits"},
+        {{"schedule", "jobs", "j", "p", "--at", "tomorrow"}, "'tomorrow' is not a time"},
+        {{"schedule", "keys", "j", "p", "--in", "1s"}, "'keys' is the key-tracking queue"},
+        {{"schedule", "a:b", "j", "p", "--in", "1s"}, "queue name 'a:b' is not valid"},
+        {{"schedule", "jobs", "", "p", "--in", "1s"}, "ID is empty"},
+        {{"schedule", "jobs", "j", "123456", "--in", "1s", "-c", "limits.value_bytes=4"},
+         "the payload is 6 bytes"},
+        {{"cancel", "keys", "j"}, "'keys' is the key-tracking queue"},
+        {{"reschedule", "jobs", "j"}, "say when"},
+        {{"reschedule", "jobs", "j", "--at", "99999999999999999"}, "later than 9999-12-31"},
+    };
+    for (const auto &c : cases) {
+        const Result r = kw(c.args);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_TRUE(std::regex_search(r.err, std::regex(c.message))) << c.message << "\n"
+                                                                     << describe(r);
+        EXPECT_TRUE(r.out.empty()) << describe(r);
+    }
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "bad input must write nothing";
+    EXPECT_FALSE(inspect("jobs").listed);
+}
+
+// ---- dead letters --------------------------------------------------------------------
+
+// An engine of the C API that rejects every task of queue `jobs` (so each goes to the
+// dead-letter stream at once), run until `n` items are dead.
+void reject_tasks(const std::string &url, int64_t n) {
+    kw_conf_t *conf = kw_conf_new();
+    kw_filter_t *filter = kw_filter_new();
+    kw_engine_t *engine = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(kw_conf_set(conf, "redis.url", url.c_str(), err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_conf_set(conf, "track.enable", "false", err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_filter_set(filter, "events", "task", err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_filter_set(filter, "queue", "jobs", err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_engine_new(conf, &engine, err, sizeof err), KW_OK) << err;
+    auto reject = [](const kw_event_t *ev, void *) {
+        kw_event_set_error(ev, "rejected by the test");
+        return static_cast<int>(KW_RESULT_REJECT);
+    };
+    ASSERT_EQ(kw_engine_add_handler(engine, filter, reject, nullptr), KW_OK);
+    ASSERT_EQ(kw_engine_start(engine), KW_OK) << kw_engine_last_error(engine);
+    int64_t dead = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (dead < n && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+        kw_engine_stat(engine, "items.dead", &dead);
+    }
+    EXPECT_EQ(dead, n);
+    kw_engine_stop(engine, -1);
+    kw_engine_free(engine);
+    kw_filter_free(filter);
+    kw_conf_free(conf);
+}
+
+TEST_F(CliTest, DeadLettersListReplayAndPurge) {
+    ASSERT_EQ(kw({"schedule", "jobs", "d1", "payload-1", "--in", "0"}).status, 0);
+    reject_tasks(url_, 1);
+    Figures f = inspect("jobs");
+    EXPECT_EQ(f.dead, 1);
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+
+    Result r = kw({"dead", "list", "jobs"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    auto got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_TRUE(
+        std::regex_match(got[0].at("entry").get<std::string>(), std::regex("[0-9]+-[0-9]+")))
+        << got[0];
+    EXPECT_EQ(got[0].at("id"), "d1");
+    EXPECT_EQ(got[0].at("attempts"), 1);
+    EXPECT_EQ(got[0].at("error"), "rejected by the test");
+    EXPECT_EQ(got[0].at("payload"), "payload-1");
+    EXPECT_EQ(lines(r.out).at(0).rfind("{\"entry\":", 0), 0u) << "entry comes first";
+
+    // Replay: due now with attempts reset, and watch delivers it.
+    r = kw({"dead", "replay", "jobs"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(lines(r.out).at(0), "1");
+    f = inspect("jobs");
+    EXPECT_EQ(f.dead, 0);
+    EXPECT_EQ(f.due, 1);
+    r = watch_until({"--queues", "jobs"}, 1);
+    got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_EQ(got[0].at("key"), "d1");
+    EXPECT_EQ(got[0].at("value"), "payload-1");
+    EXPECT_EQ(got[0].at("attempt"), 1);
+    f = inspect("jobs", {"--queues", "jobs"});
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+    EXPECT_EQ(f.dead, 0);
+
+    // Three more dead letters: list with a limit, replay one, purge one, purge the rest.
+    for (const char *id : {"d2", "d3", "d4"})
+        ASSERT_EQ(kw({"schedule", "jobs", id, std::string("p-") + id, "--in", "0", "-q"}).status,
+                  0);
+    reject_tasks(url_, 3);
+    EXPECT_EQ(inspect("jobs").dead, 3);
+    r = kw({"dead", "list", "jobs", "--limit", "2"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    got = json_lines(r);
+    ASSERT_EQ(got.size(), 2u) << describe(r);
+    EXPECT_NE(r.err.find("there are more: raise --limit"), std::string::npos) << describe(r);
+    const std::string oldest = got[0].at("id"), second = got[1].at("id");
+    const std::string second_entry = got[1].at("entry");
+
+    r = kw({"dead", "replay", "jobs", "--limit", "1", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(Json::parse(r.out).at("replayed"), 1);
+    f = inspect("jobs");
+    EXPECT_EQ(f.dead, 2);
+    EXPECT_EQ(f.due, 1);
+    ASSERT_EQ(kw({"cancel", "jobs", oldest}).status, 0) << "the replayed one is the oldest";
+
+    r = kw({"dead", "purge", "jobs", "--entry", second_entry});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(lines(r.out).at(0), "1");
+    r = kw({"dead", "list", "jobs"});
+    got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_NE(got[0].at("id"), second);
+    EXPECT_EQ(inspect("jobs").dead, 1);
+
+    r = kw({"dead", "purge", "jobs", "--json"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(Json::parse(r.out).at("purged"), 1);
+    f = inspect("jobs", {"--queues", "jobs"});
+    EXPECT_TRUE(f.listed);
+    EXPECT_EQ(f.dead, 0);
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+    r = kw({"dead", "list", "jobs"});
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    EXPECT_NE(r.err.find("queue 'jobs' has no dead letters"), std::string::npos) << describe(r);
+}
+
+TEST_F(CliTest, DeadLetterBadInputSaysWhatToDo) {
+    ASSERT_EQ(kw({"schedule", "jobs", "d1", "p", "--in", "0", "-q"}).status, 0);
+    reject_tasks(url_, 1);
+
+    Result r = kw({"dead", "replay", "nosuch"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("queue 'nosuch' has no dead letters (unknown queue, or none yet)"),
+              std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.err.find("queues with dead letters: jobs (1)"), std::string::npos) << describe(r);
+    r = kw({"dead", "replay", "jobs", "--entry", "1-0"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("no dead letter 1-0"), std::string::npos) << describe(r);
+    r = kw({"dead", "purge", "jobs", "--entry", "1-0"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("no dead letter 1-0"), std::string::npos) << describe(r);
+
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    const std::vector<Case> cases = {
+        {{"dead", "replay", "jobs", "--entry", "abc"}, "'abc' is not a dead-letter entry id"},
+        {{"dead", "replay", "jobs", "--entry", "1795241184005"}, "not a dead-letter entry id"},
+        {{"dead", "replay", "jobs", "--entry", "1-0", "--limit", "1"}, "excludes"},
+        {{"dead", "purge", "jobs", "--entry", "x-1"}, "not a dead-letter entry id"},
+        {{"dead", "list", "jobs", "--limit", "0"}, "'0' is not a count"},
+        {{"dead", "list", "a:b"}, "queue name 'a:b' is not valid"},
+        {{"dead", "replay", ""}, "queue name '' is not valid"},
+        {{"dead"}, "A subcommand is required"},
+    };
+    for (const auto &c : cases) {
+        r = kw(c.args);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_TRUE(std::regex_search(r.err, std::regex(c.message))) << c.message << "\n"
+                                                                     << describe(r);
+    }
+    const Figures f = inspect("jobs");
+    EXPECT_EQ(f.dead, 1) << "nothing was replayed or purged";
+    EXPECT_EQ(f.due, 0);
+}
+
+// ---- watch ---------------------------------------------------------------------------
+
+TEST_F(CliTest, WatchThatCannotPrintHandsTheItemBack) {
+    ASSERT_EQ(kw({"track", "t:p", "v", "--ttl", "100ms", "-q"}).status, 0);
+    wait_due_now("keys", 1);
+    // stdout is a pipe nobody reads: the line cannot be written, so the item is not acked.
+    Process::Options closed;
+    closed.stdout_closed = true;
+    Result r =
+        kw({"watch", "--duration", "10s", "-c", "retry.base=100ms", "-c", "lease=2s"}, closed);
+    EXPECT_EQ(r.status, 0) << "a closed stdout stops the watch quietly\n" << describe(r);
+    EXPECT_EQ(r.err.find("cannot write to stdout"), std::string::npos) << "EPIPE is quiet";
+    // Handed back for a retry (due). If the retry came due and was claimed again just as the
+    // watch stopped, it is in flight until its (short) lease ends: never acked, never lost.
+    Figures f = inspect("keys");
+    EXPECT_EQ(f.due + f.inflight, 1);
+    EXPECT_EQ(f.dead, 0);
+    r = watch_until({}, 1);
+    const auto got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_EQ(got[0].at("key"), "t:p");
+    // 2, or more if the first watch claimed it again before it stopped.
+    EXPECT_GE(got[0].at("attempt").get<int>(), 2) << got[0];
+    f = inspect("keys");
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+}
+
+TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {
+    ASSERT_EQ(kw({"track", "t:o", "v", "--ttl", "600ms", "-q"}).status, 0);
+    auto watch = kw_background({"watch", "--observe", "--duration", "10s"});
+    ASSERT_TRUE(watch->wait_stderr("keywatch: watching", 15s));
+    wait_due_now("keys", 1);
+    server_.command({"EXISTS", "t:o"});  // Redis expires it and publishes `expired` now
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    Result r;
+    do {
+        std::this_thread::sleep_for(20ms);
+        r = watch->peek();
+    } while (lines(r.out).empty() && std::chrono::steady_clock::now() < deadline);
+    r = watch->finish(20s, true);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("observing only (--observe)"), std::string::npos) << describe(r);
+    auto got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_EQ(got[0].at("key"), "t:o");
+    EXPECT_EQ(got[0].at("source"), "notification");
+    EXPECT_FALSE(got[0].contains("queue")) << "a live event, not a claimed item";
+    EXPECT_EQ(inspect("keys").due, 1) << "--observe claims nothing";
+
+    // A key filter cannot choose which tracked keys to claim: the watch claims none.
+    r = kw({"watch", "--prefix", "other:", "--duration", "500ms"});
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("--prefix: tracked keys are not claimed by this watch"), std::string::npos)
+        << describe(r);
+    EXPECT_EQ(inspect("keys").due, 1);
+
+    r = kw({"watch", "--observe", "--queues", "jobs"});
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_NE(r.err.find("excludes --observe"), std::string::npos) << describe(r);
+    r = kw({"watch", "--queues", "a:b", "--duration", "100ms"});
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_NE(r.err.find("--queues: "), std::string::npos) << describe(r);
+    r = kw({"watch", "--conf", "lease", "--duration", "100ms"});
+    EXPECT_EQ(r.status, 2) << describe(r);
+
+    // Without a filter, the watch claims it (found by the sweeper: the key is gone).
+    r = watch_until({}, 1);
+    got = json_lines(r);
+    ASSERT_EQ(got.size(), 1u) << describe(r);
+    EXPECT_EQ(got[0].at("source"), "sweep");
+    EXPECT_EQ(got[0].at("queue"), "keys");
+    const Figures f = inspect("keys");
+    EXPECT_EQ(f.due, 0);
+    EXPECT_EQ(f.inflight, 0);
+}
+
+// ---- demo ----------------------------------------------------------------------------
+
+TEST(CliDemo, TracksKeysAndATaskAndReportsLatenessAndFigures) {
+    char tmpl[] = "/tmp/kwdemo.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    Process demo(KW_CLI_PATH, {"demo"}, tmpl, "demo", {});
+    const Result r = demo.finish(30s, false);
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::filesystem::remove_all(tmpl);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_LT(took, 10s) << "the demo must stay short";
+
+    const auto got = json_lines(r);
+    int expired = 0, tasks = 0;
+    for (const auto &j : got) {
+        if (j.at("event") == "expired") {
+            expired++;
+            EXPECT_EQ(j.at("queue"), "keys") << j;
+            EXPECT_TRUE(j.at("source") == "sweep" || j.at("source") == "notification") << j;
+        }
+        if (j.at("event") == "task") {
+            tasks++;
+            EXPECT_EQ(j.at("source"), "task") << j;
+            EXPECT_EQ(j.at("queue"), "demo") << j;
+        }
+    }
+    EXPECT_EQ(expired, 3) << describe(r);
+    EXPECT_EQ(tasks, 1) << describe(r);
+    bool binary_value = false;
+    for (const auto &j : got)
+        if (j.value("key_b64", "") == "YmluOsr+" && j.value("value_b64", "") == "iVBORw==")
+            binary_value = true;
+    EXPECT_TRUE(binary_value) << describe(r);
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("expired session:alice \\(source [a-z]+\\): "
+                                                    "handled -?[0-9]+ ms after its deadline")))
+        << describe(r);
+    EXPECT_NE(r.err.find("task email:welcome:alice (source task): handled"), std::string::npos)
+        << describe(r);
+    EXPECT_EQ(r.err.find("EXISTS"), std::string::npos) << "nothing touches the keys";
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("QUEUE +DUE +DUE NOW +IN FLIGHT +DEAD")))
+        << describe(r);
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\n  keys +0 +0 +0 +0 +-"))) << describe(r);
+    EXPECT_TRUE(std::regex_search(r.err, std::regex("\n  demo +0 +0 +0 +0 +-"))) << describe(r);
+}
+
+}  // namespace
