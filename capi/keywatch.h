@@ -100,7 +100,8 @@ KW_API const char *kw_err_name(int status);
  *  redis.connect_timeout  duration, connect + AUTH + first subscribe (default 5s)
  *  notify.enable          bool: if notify-keyspace-events lacks what the handlers need,
  *                         add it with CONFIG SET (default false: only warn)
- *  workers                number of handler threads, 1..256 (default 4)
+ *  workers                number of handler threads, 1..256 (default: the number of cores,
+ *                         at most 4; raise it for handlers that wait on I/O)
  *  dispatch.queue_size    events waiting for a worker before live events are dropped and
  *                         counted, 16..16777216 (default 65536)
  *  reconnect.min          first reconnect delay (default 100ms)

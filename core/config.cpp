@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <thread>
 
 #include "core/duration.h"
 #include "core/queue.h"
@@ -231,6 +232,13 @@ std::string known_names() {
 }
 
 }  // namespace
+
+int Config::default_workers() {
+    // More workers than cores only adds wake-ups and context switches for the loop thread
+    // and Redis to compete with; slow handlers warrant setting `workers` explicitly.
+    unsigned n = std::thread::hardware_concurrency();
+    return static_cast<int>(n == 0 ? 1 : n > 4 ? 4 : n);
+}
 
 RedisUrl Config::default_url() {
     RedisUrl u;

@@ -17,7 +17,7 @@ struct Config {
     std::string user, password;
     int64_t connect_timeout_ms = 5000;
     bool notify_enable = false;
-    int workers = 4;
+    int workers = default_workers();  // the cores, 1 to 4
     int64_t queue_size = 65536;
     int64_t reconnect_min_ms = 100;
     int64_t reconnect_max_ms = 10000;
@@ -58,6 +58,7 @@ struct Config {
 
   private:
     static RedisUrl default_url();
+    static int default_workers();
 };
 
 }  // namespace keywatch

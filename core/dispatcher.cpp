@@ -1,18 +1,21 @@
 #include "core/dispatcher.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace keywatch {
 
 // Workers take up to this many events per lock: fewer handoffs under a flood, while a
-// batch stays small enough that other workers get work too.
-static constexpr size_t kTakeBatch = 32;
+// take stays small enough that other workers get work too.
+static constexpr size_t kTakeBatch = 64;
+// Emptied batch vectors kept for reuse.
+static constexpr size_t kMaxSpare = 16;
 
 Dispatcher::Dispatcher(size_t capacity, int workers, Handle handle)
     : capacity_(capacity), nworkers_(workers), handle_(std::move(handle)) {}
 
 Dispatcher::~Dispatcher() {
-    size_t ignored;
+    std::vector<Event> ignored;
     stop(0, &ignored);
 }
 
@@ -22,39 +25,47 @@ void Dispatcher::start() {
 }
 
 size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
-    size_t dropped = 0, offered = batch.size();
-    bool was_empty;
+    if (batch.empty()) return 0;
+    size_t dropped = 0;
+    bool wake = false;
     {
         std::lock_guard<std::mutex> lock(mu_);
-        was_empty = queue_.empty();
-        for (auto &ev : batch) {
-            if (stopping_ || (queue_.size() >= capacity_ && !force)) {
-                dropped++;
-                continue;
+        if (stopping_) {
+            dropped = batch.size();
+            batch.clear();
+            return dropped;
+        }
+        if (!force && count_ + batch.size() > capacity_) {
+            size_t fits = count_ >= capacity_ ? 0 : capacity_ - count_;
+            dropped = batch.size() - fits;
+            batch.resize(fits);
+        }
+        if (!batch.empty()) {
+            count_ += batch.size();
+            batches_.push_back(std::move(batch));
+            batch = std::vector<Event>();
+            if (!spare_.empty()) {
+                batch.swap(spare_.back());  // its capacity comes back to the loop
+                spare_.pop_back();
             }
-            queue_.push_back(std::move(ev));
+            // One wake-up per batch at most, and none while every worker is busy: a
+            // worker that finishes looks at the queue before it sleeps.
+            wake = sleepers_ > 0 && !wake_pending_;
+            if (wake) wake_pending_ = true;
         }
     }
-    batch.clear();
-    // Workers that find the queue non-empty keep draining it, so only a transition from
-    // empty needs a wake-up; a large batch wakes everyone.
-    if (was_empty) {
-        if (offered > kTakeBatch)
-            not_empty_.notify_all();
-        else
-            not_empty_.notify_one();
-    }
+    if (wake) not_empty_.notify_one();
     return dropped;
 }
 
 size_t Dispatcher::room() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return queue_.size() >= capacity_ ? 0 : capacity_ - queue_.size();
+    return count_ >= capacity_ ? 0 : capacity_ - count_;
 }
 
 size_t Dispatcher::queued() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return queue_.size();
+    return count_;
 }
 
 void Dispatcher::work() {
@@ -62,34 +73,59 @@ void Dispatcher::work() {
     mine.reserve(kTakeBatch);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-        not_empty_.wait(lock, [this] { return !queue_.empty() || stopping_; });
-        if (queue_.empty()) return;  // stopping and drained
-        size_t n = std::min(kTakeBatch, (queue_.size() + nworkers_ - 1) / nworkers_);
-        for (size_t i = 0; i < n; i++) {
-            mine.push_back(std::move(queue_.front()));
-            queue_.pop_front();
+        if (count_ == 0 && !stopping_) {
+            sleepers_++;
+            not_empty_.wait(lock, [this] { return count_ > 0 || stopping_; });
+            sleepers_--;
         }
-        if (!queue_.empty()) not_empty_.notify_one();
+        if (count_ == 0) return;  // stopping and drained
+        // Whoever takes work answers any wake-up in flight: the notified worker may find
+        // nothing left and sleep again, and the next push must be free to wake someone.
+        wake_pending_ = false;
+        // Take the next events in order, from the front batch.
+        std::vector<Event> &front = batches_.front();
+        // A fair share, so that one slow handler holds up as few other events as possible.
+        size_t share =
+            (count_ + static_cast<size_t>(nworkers_) - 1) / static_cast<size_t>(nworkers_);
+        size_t n = std::min({kTakeBatch, share, front.size() - front_taken_});
+        for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
+        front_taken_ += n;
+        count_ -= n;
+        if (front_taken_ == front.size()) {
+            front.clear();
+            if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));
+            batches_.pop_front();
+            front_taken_ = 0;
+        }
+        // More left: let a sleeping worker help.
+        if (count_ > 0 && sleepers_ > 0 && !wake_pending_) {
+            wake_pending_ = true;
+            not_empty_.notify_one();
+        }
         busy_++;
         lock.unlock();
         for (auto &ev : mine) handle_(ev);
         mine.clear();
         lock.lock();
         busy_--;
-        if (queue_.empty() && busy_ == 0) idle_.notify_all();
+        if (count_ == 0 && busy_ == 0) idle_.notify_all();
     }
 }
 
-bool Dispatcher::stop(int64_t deadline_ms, size_t *abandoned) {
-    *abandoned = 0;
+bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
+    abandoned->clear();
     if (threads_.empty()) return true;
     bool finished;
     {
         std::unique_lock<std::mutex> lock(mu_);
         finished = idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
-                                  [this] { return queue_.empty() && busy_ == 0; });
-        *abandoned = queue_.size();
-        queue_.clear();
+                                  [this] { return count_ == 0 && busy_ == 0; });
+        for (auto &b : batches_) {
+            for (size_t i = front_taken_; i < b.size(); i++) abandoned->push_back(std::move(b[i]));
+            front_taken_ = 0;
+        }
+        batches_.clear();
+        count_ = 0;
         stopping_ = true;
     }
     not_empty_.notify_all();

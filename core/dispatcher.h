@@ -1,6 +1,8 @@
 // Dispatcher: a bounded queue of events and the worker threads that run handlers, so a
-// slow handler never stalls the event loop. push() is called by the loop thread (batches,
-// one lock per batch); workers pop batches too. Thread-safe as documented per method.
+// slow handler never stalls the event loop. The loop hands over whole batches (one lock,
+// at most one wake-up per batch, and the batch's vector is recycled rather than copied
+// event by event); a worker takes its fair share (up to kTakeBatch events) in order, and
+// wakes a sleeping worker only when some are left. Thread-safe as documented per method.
 #pragma once
 
 #include <atomic>
@@ -27,16 +29,17 @@ class Dispatcher {
     Dispatcher &operator=(const Dispatcher &) = delete;
 
     void start();  // owner thread
-    // Queue events (moved from batch, which is left empty). Unless force, events that do
-    // not fit are dropped; returns how many. Claimed items are pushed with force: their
-    // number is already bounded by room(). Any thread.
+    // Queue events (taken from batch, which is left empty, possibly with another vector's
+    // capacity). Unless force, events that do not fit are dropped; returns how many.
+    // Claimed items are pushed with force: their number is already bounded by room().
+    // Any thread.
     size_t push(std::vector<Event> &batch, bool force = false);
     // Free places in the queue (0 when full or over). Any thread.
     size_t room() const;
-    // Let queued and running handlers finish until deadline_ms from now, then drop what is
-    // still queued and join the workers (a handler still running is waited for). Returns
-    // true if everything finished in time; *abandoned gets the number dropped. Owner thread.
-    bool stop(int64_t deadline_ms, size_t *abandoned);
+    // Let queued and running handlers finish until deadline_ms from now, then take what is
+    // still queued out (into *abandoned, in order) and join the workers (a handler still
+    // running is waited for). Returns true if everything finished in time. Owner thread.
+    bool stop(int64_t deadline_ms, std::vector<Event> *abandoned);
 
     size_t queued() const;
 
@@ -48,8 +51,13 @@ class Dispatcher {
     Handle handle_;
     mutable std::mutex mu_;
     std::condition_variable not_empty_, idle_;
-    std::deque<Event> queue_;
-    int busy_ = 0;  // workers running handlers
+    std::deque<std::vector<Event>> batches_;  // FIFO of batches; the front one is partly taken
+    size_t front_taken_ = 0;                  // events already taken from batches_.front()
+    size_t count_ = 0;                        // events queued in all
+    std::vector<std::vector<Event>> spare_;   // emptied batch vectors, for the loop to reuse
+    int busy_ = 0;                            // workers running handlers
+    int sleepers_ = 0;                        // workers waiting for work
+    bool wake_pending_ = false;               // a notify went out and no worker woke yet
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };

@@ -237,9 +237,9 @@ int Engine::start() {
 void Engine::teardown() {
     if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
-        size_t abandoned = 0;
+        std::vector<Event> abandoned;
         dispatcher_->stop(0, &abandoned);
-        counters_.abandoned += static_cast<int64_t>(abandoned);
+        counters_.abandoned += static_cast<int64_t>(abandoned.size());
     }
     if (loop_) loop_->stop();
     fanout_.reset();
@@ -256,9 +256,20 @@ int Engine::stop(int64_t timeout_ms) {
         fanout_->stop_claiming();
         flush();
     });
-    size_t abandoned = 0;
+    std::vector<Event> abandoned;
     bool finished = dispatcher_->stop(timeout_ms, &abandoned);
-    counters_.abandoned += static_cast<int64_t>(abandoned);
+    counters_.abandoned += static_cast<int64_t>(abandoned.size());
+    if (queues_) {
+        // Claimed items nobody will handle now: due again at once, for another instance
+        // (or the next start), instead of waiting for their leases to run out.
+        std::vector<Completion> back;
+        for (auto &ev : abandoned)
+            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, ""});
+        if (!back.empty()) {
+            std::lock_guard<std::mutex> lock(completion_mu_);
+            for (auto &c : back) completions_.push_back(std::move(c));
+        }
+    }
     if (queues_) {
         // Send the acks of what the workers finished and wait (briefly) for the answers;
         // anything not acked comes back when its lease ends.
@@ -277,7 +288,9 @@ int Engine::stop(int64_t timeout_ms) {
     fanout_.reset();
     if (!finished) {
         set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
-                  std::to_string(abandoned) + " queued event(s) were abandoned (events.abandoned)");
+                  std::to_string(abandoned.size()) +
+                  " queued event(s) were abandoned (events.abandoned; claimed items were put "
+                  "back in their queues)");
         return KW_ERR_TIMEOUT;
     }
     return KW_OK;
@@ -295,9 +308,17 @@ bool Engine::is_internal_key(const std::string &key) const {
 
 void Engine::on_event(Event &&ev) {
     if (is_internal_key(ev.key)) return;
+    // One clock read per read from Redis: events that arrived together share it.
+    if (!flush_scheduled_) batch_ts_ms_ = now_ms();
+    ev.ts_ms = batch_ts_ms_;
     counters_.received.fetch_add(1, std::memory_order_relaxed);
-    auto it = counters_.per_event.find(ev.name);
-    if (it != counters_.per_event.end()) it->second.fetch_add(1, std::memory_order_relaxed);
+    // A flood is mostly one event name: remember the last counter looked up.
+    if (ev.name != last_event_name_) {
+        auto it = counters_.per_event.find(ev.name);
+        last_event_counter_ = it == counters_.per_event.end() ? nullptr : &it->second;
+        last_event_name_ = ev.name;
+    }
+    if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
     bool tracked_db = queues_ && ev.db == config_.url.db;
     if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
@@ -508,6 +529,8 @@ int Engine::stat(const std::string &name, int64_t *value) const {
         *value = load(sweeper_counters_.late_acks);
     else if (name == "events.suppressed")
         *value = load(sweeper_counters_.suppressed);
+    else if (name == "items.released")
+        *value = load(sweeper_counters_.released);
     else if (name == "sweep.calls")
         *value = load(sweeper_counters_.sweep_calls);
     else if (name == "lateness.max_ms")
@@ -533,7 +556,8 @@ std::string Engine::stats_json() const {
           "handler.errors",  "handler.retries",   "conn.reconnects",     "conn.state",
           "conn.nodes",      "dispatch.queued",   "items.claimed",       "items.acked",
           "items.retried",   "items.dead",        "items.lease_expired", "items.unhandled",
-          "items.late_acks", "events.suppressed", "sweep.calls",         "lateness.max_ms"})
+          "items.late_acks", "events.suppressed", "sweep.calls",         "items.released",
+          "lateness.max_ms"})
         add(n);
     for (auto &kv : counters_.per_event) add("events.received." + kv.first);
     return out + "}";

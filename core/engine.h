@@ -100,6 +100,9 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::vector<Event> pending_, live_claims_;
     std::vector<std::string> deleted_;
     bool flush_scheduled_ = false;
+    int64_t batch_ts_ms_ = 0;
+    std::string last_event_name_;
+    std::atomic<int64_t> *last_event_counter_ = nullptr;
     Counters counters_;
     SweeperCounters sweeper_counters_;
 

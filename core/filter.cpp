@@ -76,7 +76,7 @@ bool Filter::matches(std::string_view event, int event_db, std::string_view key,
     if (db >= 0 && event_db != db) return false;
     if (has_queue && item_queue != queue) return false;
     // "*" means every Redis event; delayed tasks are asked for by name.
-    bool listed = events.find(std::string(event)) != events.end();
+    bool listed = events.find(event) != events.end();
     if (!listed && (!all_events || event == "task")) return false;
     if (has_prefix && key.substr(0, prefix.size()) != prefix) return false;
     if (has_glob && !glob_match(glob, key)) return false;
@@ -127,7 +127,7 @@ bool Filter::set(std::string_view name, std::string_view value, bool binary, std
         return true;
     }
     if (name == "events") {
-        std::set<std::string> parsed;
+        std::set<std::string, std::less<>> parsed;
         bool all = false;
         std::string v(value);
         size_t start = 0;
@@ -156,7 +156,8 @@ bool Filter::set(std::string_view name, std::string_view value, bool binary, std
             start = comma + 1;
         }
         all_events = all;
-        events = all ? std::set<std::string>(kDefaultEvents, kDefaultEvents + kDefaultEventCount)
+        events = all ? std::set<std::string, std::less<>>(kDefaultEvents,
+                                                          kDefaultEvents + kDefaultEventCount)
                      : parsed;
         if (all) events.insert(parsed.begin(), parsed.end());
         return true;

@@ -12,7 +12,8 @@ namespace keywatch {
 bool glob_match(std::string_view pattern, std::string_view subject);
 
 struct Filter {
-    std::set<std::string> events{"expired"};  // empty set never happens; "*" = all default
+    std::set<std::string, std::less<>> events{
+        "expired"};  // empty set never happens; "*" = all default
     bool all_events = false;
     bool has_prefix = false;
     std::string prefix;

@@ -270,6 +270,28 @@ end
 return n
 )lua"};
 
+const Script kRelease = {"release", KW_LUA_PRELUDE R"lua(
+-- Items this owner claimed but will not handle (it is stopping): back to due at their
+-- deadline, as if never claimed (the attempt is given back).
+local owner = ARGV[1]
+local n = 0
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local a, d, o = meta(id)
+  if o == owner and redis.call('ZSCORE', KEYS[2], id) then
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('ZADD', KEYS[1], d, id)
+    if a <= 1 then
+      redis.call('HDEL', KEYS[3], 'm:' .. id)
+    else
+      redis.call('HSET', KEYS[3], 'm:' .. id, string.format('%d:%d:', a - 1, d))
+    end
+    n = n + 1
+  end
+end
+return n
+)lua"};
+
 const Script kReplay = {"replay", R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -315,9 +337,9 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
         redis.call('ZCARD', KEYS[2]), dead, oldest}
 )lua"};
 
-const Script *const kAll[] = {&kTrack,  &kUntrack,  &kAdopt,     &kSchedule, &kReschedule,
-                              &kCancel, &kClaimDue, &kClaimLive, &kForget,   &kAck,
-                              &kFail,   &kRenew,    &kReplay,    &kPurge,    &kInspect};
+const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kReschedule, &kCancel,
+                              &kClaimDue, &kClaimLive, &kForget, &kAck,      &kFail,       &kRenew,
+                              &kRelease,  &kReplay,    &kPurge,  &kInspect};
 const size_t kAllCount = sizeof kAll / sizeof kAll[0];
 
 }  // namespace scripts

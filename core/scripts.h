@@ -37,6 +37,7 @@ extern const Script kAck;         // ARGV owner is_keys id...
 extern const Script kFail;        // ARGV owner is_keys id error reject max_attempts
                                   //      retry_base_ms retry_max_ms jitter(0..1)
 extern const Script kRenew;       // ARGV owner lease_ms id...
+extern const Script kRelease;     // ARGV owner id...  (claimed, not handled: due again)
 extern const Script kReplay;      // ARGV entry_id('' = oldest first) limit
 extern const Script kPurge;       // ARGV entry_id('' = all)
 extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, dead, oldest}

@@ -9,12 +9,6 @@
 namespace keywatch {
 namespace {
 
-int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 int64_t steady_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -227,8 +221,7 @@ void Subscriber::handle_push(redisReply *r) {
         Event ev;
         ev.name.assign(pc.rest.data(), pc.rest.size());
         ev.key.assign(payload->str, payload->len);
-        ev.db = pc.db;
-        ev.ts_ms = now_ms();
+        ev.db = pc.db;  // ts_ms: stamped by the sink, once per read
         ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
         sink_->on_event(std::move(ev));
         return;

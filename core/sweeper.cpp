@@ -323,7 +323,17 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
         batch.push_back(make_event(q, item, nullptr));
     }
     counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    if (!claiming_) {
+        give_back(q, batch);
+        return;
+    }
     if (!batch.empty()) sink_->deliver_tracked(batch);
+}
+
+void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
+    std::vector<Completion> back;
+    for (auto &ev : items) back.push_back({q.name, ev.key, kRelease, ""});
+    if (!back.empty()) complete(std::move(back));
 }
 
 void Sweeper::claim_live(std::vector<Event> &&events) {
@@ -395,6 +405,10 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
         }
         counters_->claimed.fetch_add(static_cast<int64_t>(tracked.size()),
                                      std::memory_order_relaxed);
+        if (!claiming_) {
+            give_back(*qp, tracked);
+            tracked.clear();
+        }
         if (!tracked.empty()) sink_->deliver_tracked(tracked);
         if (!plain.empty()) untracked(std::move(plain));
     });
@@ -470,13 +484,17 @@ void Sweeper::send_completions() {
     if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
     std::vector<Completion> all;
     all.swap(completions_);
-    std::map<Queue *, std::vector<std::string>> acks;
+    std::map<Queue *, std::vector<std::string>> acks, releases;
     for (auto &c : all) {
         Queue *qp = queue(c.queue, tag_for(c.id));
         if (!qp) continue;
         Queue &q = *qp;
         q.held.erase(c.id);
         q.waiting.erase(c.id);
+        if (c.result == kRelease) {
+            releases[qp].push_back(c.id);
+            continue;
+        }
         if (c.result == KW_RESULT_ACK) {
             acks[qp].push_back(c.id);
             if (q.is_keys) remember_done(c.id);
@@ -506,6 +524,15 @@ void Sweeper::send_completions() {
                  else
                      counters_->late_acks.fetch_add(1);
              });
+    }
+    for (auto &kv : releases) {
+        for_chunks(kv.second, [&](auto begin, auto end) {
+            std::vector<std::string> argv = {opts_.owner};
+            argv.insert(argv.end(), begin, end);
+            eval(scripts::kRelease, *kv.first, std::move(argv), [this](redisReply *r) {
+                if (r->type == REDIS_REPLY_INTEGER) counters_->released.fetch_add(r->integer);
+            });
+        });
     }
     for (auto &kv : acks) {
         Queue &q = *kv.first;

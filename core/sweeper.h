@@ -41,16 +41,18 @@
 
 namespace keywatch {
 
-// What a handler made of a claimed item.
+// What became of a claimed item: a handler's kw_result, or kRelease.
 struct Completion {
     std::string queue, id;
-    int result;  // kw_result
+    int result;
     std::string error;
 };
+// A claimed item this engine will not handle (it is stopping): due again for anyone.
+inline constexpr int kRelease = -2;
 
 struct SweeperCounters {
     std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
-        suppressed{0}, sweep_calls{0};
+        suppressed{0}, sweep_calls{0}, released{0};
 };
 
 class SweeperSink {
@@ -130,6 +132,8 @@ class Sweeper {
     void eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
     void sweep(Queue &q);
     void on_claimed(Queue &q, redisReply *r);
+    // Items claimed after stop_claiming(): given back at once.
+    void give_back(const Queue &q, const std::vector<Event> &items);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();

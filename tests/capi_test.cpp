@@ -3,6 +3,9 @@
 // names what was wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <cstring>
 #include <set>
 #include <string>
@@ -80,7 +83,9 @@ TEST(CApiConf, NewConfHoldsTheDocumentedDefaults) {
     Conf conf;
     ASSERT_NE(conf.c, nullptr);
     EXPECT_EQ(get(conf.c, "redis.url"), "redis://127.0.0.1:6379");
-    EXPECT_EQ(get(conf.c, "workers"), "4");
+    // The number of cores, 1 to 4.
+    unsigned cores = std::thread::hardware_concurrency();
+    EXPECT_EQ(get(conf.c, "workers"), std::to_string(cores == 0 ? 1 : std::min(cores, 4u)));
     EXPECT_EQ(get(conf.c, "dispatch.queue_size"), "65536");
 }
 
