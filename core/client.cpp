@@ -267,13 +267,15 @@ int Client::finish(Call &c, ReplyPtr r) {
 Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
                                  int slot, const std::string *key,
                                  const std::vector<std::string> &argv) const {
-    std::vector<std::string> keys = QueueKeys::make(config_.ns, name, tag).keys();
-    if (key) keys.push_back(*key);
+    QueueKeys q = QueueKeys::make(config_.ns, name, tag);
+    std::vector<std::string> keys =
+        s.key_script ? std::vector<std::string>{q.due, q.data, key ? *key : std::string()}
+                     : q.keys();
     Call c;
     c.script = &s;
     c.slot = slot;
     c.endpoint = endpoint_for_slot(slot);
-    c.args = {"EVALSHA", script_sha1(s.body), std::to_string(keys.size())};
+    c.args = {"EVALSHA", s.sha(), std::to_string(keys.size())};
     c.args.insert(c.args.end(), keys.begin(), keys.end());
     c.args.insert(c.args.end(), argv.begin(), argv.end());
     return c;
@@ -639,7 +641,8 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
     size_t left = std::max<size_t>(limit, 1);
     for (auto &ref : refs) {
         if (entry.empty() && left == 0) break;
-        Call c = queue_call(scripts::kReplay, ref, {entry, std::to_string(left)});
+        Call c = queue_call(scripts::kReplay, ref,
+                            {entry, std::to_string(left), qname == kKeysQueue ? "1" : "0"});
         ReplyPtr r = exec(c);
         if (!r) return call_status_;
         if (r->type != REDIS_REPLY_INTEGER)

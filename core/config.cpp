@@ -204,10 +204,9 @@ const std::map<std::string, Option> &options() {
          int_opt(
              1, 1000000, "max_attempts", [](Config &c, int64_t n) { c.max_attempts = n; },
              [](const Config &c) { return c.max_attempts; })},
-        {"sweep.batch",
-         int_opt(
-             1, 100000, "sweep.batch", [](Config &c, int64_t n) { c.sweep_batch = n; },
-             [](const Config &c) { return c.sweep_batch; })},
+        {"sweep.batch", int_opt(
+                            1, 1000, "sweep.batch", [](Config &c, int64_t n) { c.sweep_batch = n; },
+                            [](const Config &c) { return c.sweep_batch; })},
         {"sweep.interval", duration_opt(&Config::sweep_interval_ms, 1, "sweep.interval")},
         {"sweep.scan_interval",
          duration_opt(&Config::scan_interval_ms, 100, "sweep.scan_interval")},

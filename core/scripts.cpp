@@ -2,75 +2,108 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace keywatch {
 namespace scripts {
 
-// Shared prelude: Redis's clock in ms, and the meta record of a claimed item.
-#define KW_LUA_PRELUDE                                                        \
-    "local t = redis.call('TIME')\n"                                          \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
-    "local function meta(id)\n"                                               \
-    "  local m = redis.call('HGET', KEYS[3], 'm:' .. id)\n"                   \
-    "  if not m then return 0, nil, nil end\n"                                \
-    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"               \
-    "  return tonumber(a), tonumber(d), o\n"                                  \
+// Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
+#define KW_LUA_PRELUDE                                                                 \
+    "local t = redis.call('TIME')\n"                                                   \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"          \
+    "local SENTINEL = string.rep('k', 72)\n"                                           \
+    "local function parse_meta(m)\n"                                                   \
+    "  if not m then return 0, nil, nil end\n"                                         \
+    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                        \
+    "  return tonumber(a), tonumber(d), o\n"                                           \
+    "end\n"                                                                            \
+    "local function unstamp(p, d)\n"                                                   \
+    "  if not p then return false end\n"                                               \
+    "  local bar = string.find(p, '|', 1, true)\n"                                     \
+    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n" \
+    "  return string.sub(p, bar + 1)\n"                                                \
+    "end\n"                                                                            \
+    "local function prefixed(prefix, ids)\n"                                           \
+    "  local out = {}\n"                                                               \
+    "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                        \
+    "  return out\n"                                                                   \
     "end\n"
 
-// Claim one item for `owner`: in flight until now + lease, attempt counted, deadline
+// Claim ids (due at scores) for `owner` until now + lease: attempts counted, the deadline
 // kept from the first claim so the event id stays stable across redeliveries.
-#define KW_LUA_TAKE                                                                              \
-    "local function take(id, deadline, source, out)\n"                                           \
-    "  local a, d = meta(id)\n"                                                                  \
-    "  a = a + 1\n"                                                                              \
-    "  if d then deadline = d end\n"                                                             \
-    "  redis.call('ZADD', KEYS[2], now + lease, id)\n"                                           \
-    "  redis.call('HSET', KEYS[3], 'm:' .. id, string.format('%d:%d:%s', a, deadline, owner))\n" \
-    "  local p = redis.call('HGET', KEYS[3], 'p:' .. id)\n"                                      \
-    "  out[#out + 1] = {id, deadline, a, p, source}\n"                                           \
+#define KW_LUA_TAKE                                                                  \
+    "local function take_all(ids, scores, source, is_keys, out)\n"                   \
+    "  if #ids == 0 then return end\n"                                               \
+    "  redis.call('HSETNX', KEYS[3], '~', SENTINEL)\n"                               \
+    "  local mf = prefixed('m:', ids)\n"                                             \
+    "  local metas = redis.call('HMGET', KEYS[3], unpack(mf))\n"                     \
+    "  local payloads = redis.call('HMGET', KEYS[3], unpack(prefixed('p:', ids)))\n" \
+    "  local z, h = {}, {}\n"                                                        \
+    "  for i, id in ipairs(ids) do\n"                                                \
+    "    local a, d = parse_meta(metas[i])\n"                                        \
+    "    a = a + 1\n"                                                                \
+    "    d = d or scores[i]\n"                                                       \
+    "    z[#z + 1] = now + lease\n"                                                  \
+    "    z[#z + 1] = id\n"                                                           \
+    "    h[#h + 1] = mf[i]\n"                                                        \
+    "    h[#h + 1] = string.format('%d:%d:%s', a, d, owner)\n"                       \
+    "    local p = payloads[i]\n"                                                    \
+    "    if is_keys then p = unstamp(p, d) end\n"                                    \
+    "    out[#out + 1] = {id, d, a, p, source}\n"                                    \
+    "  end\n"                                                                        \
+    "  redis.call('ZADD', KEYS[2], unpack(z))\n"                                     \
+    "  redis.call('HSET', KEYS[3], unpack(h))\n"                                     \
+    "end\n"                                                                          \
+    "local function reschedule(id, old, exp)\n"                                      \
+    "  redis.call('ZADD', KEYS[1], exp, id)\n"                                       \
+    "  local v = unstamp(redis.call('HGET', KEYS[3], 'p:' .. id), old)\n"            \
+    "  if v then redis.call('HSET', KEYS[3], 'p:' .. id, exp .. '|' .. v) end\n"     \
+    "end\n"                                                                          \
+    "local function untrack(id)\n"                                                   \
+    "  redis.call('ZREM', KEYS[1], id)\n"                                            \
+    "  redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"            \
     "end\n"
 
 const Script kTrack = {"track", R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[2])
 local r
-if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[6], ARGV[1], 'PX', ttl, 'NX')
-elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[6], ARGV[1], 'PX', ttl, 'XX')
-else r = redis.call('SET', KEYS[6], ARGV[1], 'PX', ttl) end
+if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2], 'NX')
+elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2], 'XX')
+else r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) end
 if not r then return -1 end
-redis.call('ZADD', KEYS[1], now + ttl, KEYS[6])
-if ARGV[4] == '1' then redis.call('HSET', KEYS[3], 'p:' .. KEYS[6], ARGV[1])
-else redis.call('HDEL', KEYS[3], 'p:' .. KEYS[6]) end
-return now + ttl
-)lua"};
+local exp = redis.call('PEXPIRETIME', KEYS[3])
+redis.call('ZADD', KEYS[1], exp, KEYS[3])
+if ARGV[4] == '1' then
+  redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
+  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], exp .. '|' .. ARGV[1])
+end
+return exp
+)lua",
+                       true};
 
 const Script kUntrack = {"untrack", R"lua(
 local n = 0
-if ARGV[1] == '1' then n = redis.call('DEL', KEYS[6]) end
-local z = redis.call('ZREM', KEYS[1], KEYS[6])
-redis.call('HDEL', KEYS[3], 'p:' .. KEYS[6])
+if ARGV[1] == '1' then n = redis.call('DEL', KEYS[3]) end
+local z = redis.call('ZREM', KEYS[1], KEYS[3])
+redis.call('HDEL', KEYS[2], 'p:' .. KEYS[3])
 return {n, z}
-)lua"};
+)lua",
+                         true};
 
 const Script kAdopt = {"adopt", R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local pttl = redis.call('PTTL', KEYS[6])
-if pttl < 0 then return pttl end
+local exp = redis.call('PEXPIRETIME', KEYS[3])
+if exp < 0 then return exp end
 if ARGV[1] == '1' then
-  if redis.call('TYPE', KEYS[6]).ok ~= 'string' then return -3 end
-  redis.call('HSET', KEYS[3], 'p:' .. KEYS[6], redis.call('GET', KEYS[6]))
-else
-  redis.call('HDEL', KEYS[3], 'p:' .. KEYS[6])
+  if redis.call('TYPE', KEYS[3]).ok ~= 'string' then return -3 end
+  redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
+  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], exp .. '|' .. redis.call('GET', KEYS[3]))
 end
-redis.call('ZADD', KEYS[1], now + pttl, KEYS[6])
-return now + pttl
-)lua"};
+redis.call('ZADD', KEYS[1], exp, KEYS[3])
+return exp
+)lua",
+                       true};
 
-const Script kSchedule = {"schedule", R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const Script kSchedule = {"schedule", KW_LUA_PRELUDE R"lua(
 local id = ARGV[1]
 local at = tonumber(ARGV[3])
 if at <= 0 then at = now + tonumber(ARGV[4]) end
@@ -79,13 +112,13 @@ if ARGV[5] == 'NX' and (redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE'
   return -1
 end
 redis.call('ZADD', KEYS[1], at, id)
+redis.call('HSETNX', KEYS[3], '~', SENTINEL)
 redis.call('HSET', KEYS[3], 'p:' .. id, ARGV[2])
 return at
-)lua"};
+)lua",
+                          false};
 
-const Script kReschedule = {"reschedule", R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const Script kReschedule = {"reschedule", KW_LUA_PRELUDE R"lua(
 local id = ARGV[1]
 if not redis.call('ZSCORE', KEYS[1], id) then
   if redis.call('ZSCORE', KEYS[2], id) then return -2 end
@@ -96,7 +129,8 @@ if at <= 0 then at = now + tonumber(ARGV[3]) end
 if at < now then at = now end
 redis.call('ZADD', KEYS[1], at, id)
 return at
-)lua"};
+)lua",
+                            false};
 
 const Script kCancel = {"cancel", R"lua(
 local id = ARGV[1]
@@ -106,9 +140,11 @@ if redis.call('ZREM', KEYS[1], id) == 1 then
 end
 if redis.call('ZSCORE', KEYS[2], id) then return -2 end
 return 0
-)lua"};
+)lua",
+                        false};
 
-const Script kClaimDue = {"claim_due", KW_LUA_PRELUDE
+const Script kClaimDue = {"claim_due",
+                          KW_LUA_PRELUDE
                           "local lease = tonumber(ARGV[2])\n"
                           "local owner = ARGV[3]\n" KW_LUA_TAKE R"lua(
 local limit = tonumber(ARGV[1])
@@ -116,38 +152,34 @@ local is_keys = ARGV[4] == '1'
 local out = {}
 local untracked, moved = 0, 0
 -- Leases that ran out first: their holders crashed or hung.
-local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-for i = 1, #stale, 2 do take(stale[i], tonumber(stale[i + 1]), 'L', out) end
-local room = limit - #out
+local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now, 'LIMIT', 0, limit)
+local stale_scores = {}
+for i = 1, #stale do stale_scores[i] = now end
+take_all(stale, stale_scores, 'L', is_keys, out)
+local room = limit - #stale
 if room > 0 then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, room)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'WITHSCORES', 'LIMIT', 0, room)
+  local fire, scores = {}, {}
   for i = 1, #due, 2 do
     local id, score = due[i], tonumber(due[i + 1])
-    local fire = true
-    if is_keys then
-      -- The key decides: a later TTL reschedules, no TTL untracks, only a key that is
-      -- really gone fires. PTTL on an overdue key makes Redis delete it now.
-      local pttl = redis.call('PTTL', id)
-      if pttl == -1 then
-        redis.call('ZREM', KEYS[1], id)
-        redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)
-        untracked = untracked + 1
-        fire = false
-      elseif pttl >= 0 then
-        -- Redis expires a key only when now > its deadline, and SET inside the track
-        -- script may have stamped it a millisecond after our score: within 2 ms it is the
-        -- same TTL, just not gone yet, and stays due (with its deadline) for the next sweep.
-        if now + pttl > score + 2 then
-          redis.call('ZADD', KEYS[1], now + pttl, id)
-          moved = moved + 1
-        end
-        fire = false
-      end
+    local exp = -2
+    -- The key decides: a later expiry reschedules, no TTL untracks, only a key that is
+    -- really gone fires. The lookup makes Redis delete an overdue key now.
+    if is_keys then exp = redis.call('PEXPIRETIME', id) end
+    if exp == -1 then
+      untrack(id)
+      untracked = untracked + 1
+    elseif exp >= 0 then
+      reschedule(id, score, exp)
+      moved = moved + 1
+    else
+      fire[#fire + 1] = id
+      scores[#scores + 1] = score
     end
-    if fire then
-      redis.call('ZREM', KEYS[1], id)
-      take(id, score, 'S', out)
-    end
+  end
+  if #fire > 0 then
+    redis.call('ZREM', KEYS[1], unpack(fire))
+    take_all(fire, scores, 'S', is_keys, out)
   end
 end
 local nxt = -1
@@ -157,83 +189,112 @@ local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 if f[2] and (nxt < 0 or tonumber(f[2]) < nxt) then nxt = tonumber(f[2]) end
 if is_keys then redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[5])) end
 return {now, nxt, untracked, moved, out}
-)lua"};
+)lua",
+                          false};
 
-const Script kClaimLive = {"claim_live", KW_LUA_PRELUDE
+const Script kClaimLive = {"claim_live",
+                           KW_LUA_PRELUDE
                            "local lease = tonumber(ARGV[1])\n"
                            "local owner = ARGV[2]\n" KW_LUA_TAKE R"lua(
 -- One answer per id: a claimed item, or 'T' taken by someone, 'D' done recently,
 -- 'R' not expired after all (TTL moved), 'U' not tracked.
+local ids = {}
+for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
 local res = {}
-for i = 3, #ARGV do
-  local id = ARGV[i]
-  local score = redis.call('ZSCORE', KEYS[1], id)
-  if score then
-    local pttl = redis.call('PTTL', id)
-    if pttl == -1 then
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)
-      res[#res + 1] = 'U'
-    elseif pttl >= 0 then
-      if now + pttl > tonumber(score) + 2 then redis.call('ZADD', KEYS[1], now + pttl, id) end
-      res[#res + 1] = 'R'
+if #ids == 0 then return {now, res} end
+local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
+local done = redis.call('ZMSCORE', KEYS[5], unpack(ids))
+local fire, fscores, slots = {}, {}, {}
+for i, id in ipairs(ids) do
+  if scores[i] then
+    local score = tonumber(scores[i])
+    local exp = redis.call('PEXPIRETIME', id)
+    if exp == -1 then
+      untrack(id)
+      res[i] = 'U'
+    elseif exp >= 0 then
+      if exp ~= score then reschedule(id, score, exp) end
+      res[i] = 'R'
     else
-      redis.call('ZREM', KEYS[1], id)
-      local out = {}
-      take(id, tonumber(score), 'N', out)
-      res[#res + 1] = out[1]
+      fire[#fire + 1] = id
+      fscores[#fscores + 1] = score
+      slots[#slots + 1] = i
     end
-  elseif redis.call('ZSCORE', KEYS[2], id) then
-    res[#res + 1] = 'T'
-  elseif redis.call('ZSCORE', KEYS[5], id) then
-    res[#res + 1] = 'D'
+  elseif held[i] then
+    res[i] = 'T'
+  elseif done[i] then
+    res[i] = 'D'
   else
-    res[#res + 1] = 'U'
+    res[i] = 'U'
   end
 end
+if #fire > 0 then
+  redis.call('ZREM', KEYS[1], unpack(fire))
+  local out = {}
+  take_all(fire, fscores, 'N', true, out)
+  for j, i in ipairs(slots) do res[i] = out[j] end
+end
 return {now, res}
-)lua"};
+)lua",
+                           false};
 
 const Script kForget = {"forget", R"lua(
+local ids = ARGV
+if #ids == 0 then return 0 end
+local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
 local n = 0
-for i = 1, #ARGV do
-  local id = ARGV[i]
-  if redis.call('ZSCORE', KEYS[1], id) and redis.call('EXISTS', id) == 0 then
+for i, id in ipairs(ids) do
+  if scores[i] and redis.call('EXISTS', id) == 0 then
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)
     n = n + 1
   end
 end
 return n
-)lua"};
+)lua",
+                        false};
 
 const Script kAck = {"ack", KW_LUA_PRELUDE R"lua(
 local owner = ARGV[1]
 local is_keys = ARGV[2] == '1'
-local n = 0
-for i = 3, #ARGV do
-  local id = ARGV[i]
-  local _, _, o = meta(id)
-  if o == owner and redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('HDEL', KEYS[3], 'm:' .. id, 'e:' .. id)
-    if not redis.call('ZSCORE', KEYS[1], id) then redis.call('HDEL', KEYS[3], 'p:' .. id) end
-    if is_keys then redis.call('ZADD', KEYS[5], now, id) end
-    n = n + 1
-  end
+local ids = {}
+for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ids == 0 then return 0 end
+local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))
+local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
+local mine = {}
+for i, id in ipairs(ids) do
+  local _, _, o = parse_meta(metas[i])
+  if o == owner and held[i] then mine[#mine + 1] = id end
 end
-return n
-)lua"};
+if #mine == 0 then return 0 end
+redis.call('ZREM', KEYS[2], unpack(mine))
+local again = redis.call('ZMSCORE', KEYS[1], unpack(mine))
+local gone, done = {}, {}
+for j, id in ipairs(mine) do
+  gone[#gone + 1] = 'm:' .. id
+  gone[#gone + 1] = 'e:' .. id
+  if not again[j] then gone[#gone + 1] = 'p:' .. id end
+  done[#done + 1] = now
+  done[#done + 1] = id
+end
+redis.call('HDEL', KEYS[3], unpack(gone))
+if is_keys then redis.call('ZADD', KEYS[5], unpack(done)) end
+return #mine
+)lua",
+                     false};
 
 const Script kFail = {"fail", KW_LUA_PRELUDE R"lua(
 local owner, is_keys, id, err = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
 local reject, max_attempts = ARGV[5] == '1', tonumber(ARGV[6])
 local base, cap, jitter = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local a, d, o = meta(id)
+local a, d, o = parse_meta(redis.call('HGET', KEYS[3], 'm:' .. id))
 if o ~= owner or not redis.call('ZSCORE', KEYS[2], id) then return 0 end
 if reject or a >= max_attempts then
   -- Dead letter first, then out of flight: one script, so never one without the other.
   local p = redis.call('HGET', KEYS[3], 'p:' .. id)
+  if is_keys then p = unstamp(p, d) end
   local fields = {'id', id, 'attempts', a, 'deadline', d, 'error', err, 'failed_ms', now}
   if p then fields[#fields + 1] = 'payload'; fields[#fields + 1] = p end
   redis.call('XADD', KEYS[4], '*', unpack(fields))
@@ -254,21 +315,28 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[1], now + delay, id)
 redis.call('HSET', KEYS[3], 'e:' .. id, err)
 return 1
-)lua"};
+)lua",
+                      false};
 
 const Script kRenew = {"renew", KW_LUA_PRELUDE R"lua(
 local owner, lease = ARGV[1], tonumber(ARGV[2])
-local n = 0
-for i = 3, #ARGV do
-  local id = ARGV[i]
-  local _, _, o = meta(id)
-  if o == owner and redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZADD', KEYS[2], now + lease, id)
-    n = n + 1
+local ids = {}
+for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ids == 0 then return 0 end
+local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))
+local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
+local z = {}
+for i, id in ipairs(ids) do
+  local _, _, o = parse_meta(metas[i])
+  if o == owner and held[i] then
+    z[#z + 1] = now + lease
+    z[#z + 1] = id
   end
 end
-return n
-)lua"};
+if #z > 0 then redis.call('ZADD', KEYS[2], 'XX', unpack(z)) end
+return #z / 2
+)lua",
+                       false};
 
 const Script kRelease = {"release", KW_LUA_PRELUDE R"lua(
 -- Items this owner claimed but will not handle (it is stopping): back to due at their
@@ -277,7 +345,7 @@ local owner = ARGV[1]
 local n = 0
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local a, d, o = meta(id)
+  local a, d, o = parse_meta(redis.call('HGET', KEYS[3], 'm:' .. id))
   if o == owner and redis.call('ZSCORE', KEYS[2], id) then
     redis.call('ZREM', KEYS[2], id)
     redis.call('ZADD', KEYS[1], d, id)
@@ -290,11 +358,10 @@ for i = 2, #ARGV do
   end
 end
 return n
-)lua"};
+)lua",
+                         false};
 
-const Script kReplay = {"replay", R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const Script kReplay = {"replay", KW_LUA_PRELUDE R"lua(
 local entries
 if ARGV[1] ~= '' then
   entries = redis.call('XRANGE', KEYS[4], ARGV[1], ARGV[1])
@@ -302,13 +369,18 @@ if ARGV[1] ~= '' then
 else
   entries = redis.call('XRANGE', KEYS[4], '-', '+', 'COUNT', tonumber(ARGV[2]))
 end
+local is_keys = ARGV[3] == '1'
 local n = 0
 for _, e in ipairs(entries) do
   local f = {}
   for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
   if f.id then
     redis.call('ZADD', KEYS[1], now, f.id)
-    if f.payload then redis.call('HSET', KEYS[3], 'p:' .. f.id, f.payload) end
+    if f.payload then
+      redis.call('HSETNX', KEYS[3], '~', SENTINEL)
+      -- A tracked key's snapshot is stamped with its (new) deadline.
+      redis.call('HSET', KEYS[3], 'p:' .. f.id, is_keys and (now .. '|' .. f.payload) or f.payload)
+    end
     redis.call('HDEL', KEYS[3], 'm:' .. f.id, 'e:' .. f.id)
     redis.call('ZREM', KEYS[5], f.id)
     n = n + 1
@@ -316,26 +388,29 @@ for _, e in ipairs(entries) do
   redis.call('XDEL', KEYS[4], e[1])
 end
 return n
-)lua"};
+)lua",
+                        false};
 
 const Script kPurge = {"purge", R"lua(
 if ARGV[1] ~= '' then return redis.call('XDEL', KEYS[4], ARGV[1]) end
 local n = redis.call('XLEN', KEYS[4])
 redis.call('DEL', KEYS[4])
 return n
-)lua"};
+)lua",
+                       false};
 
 const Script kInspect = {"inspect", R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local oldest = -1
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if first[2] and tonumber(first[2]) <= now then oldest = now - tonumber(first[2]) end
+if first[2] and tonumber(first[2]) < now then oldest = now - tonumber(first[2]) end
 local dead = 0
 if redis.call('EXISTS', KEYS[4]) == 1 then dead = redis.call('XLEN', KEYS[4]) end
-return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', now),
+return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. now),
         redis.call('ZCARD', KEYS[2]), dead, oldest}
-)lua"};
+)lua",
+                         false};
 
 const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kReschedule, &kCancel,
                               &kClaimDue, &kClaimLive, &kForget, &kAck,      &kFail,       &kRenew,
@@ -343,6 +418,17 @@ const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kR
 const size_t kAllCount = sizeof kAll / sizeof kAll[0];
 
 }  // namespace scripts
+
+const std::string &Script::sha() const {
+    // Computed once per script, on first use, from any thread.
+    static const std::map<const Script *, std::string> table = [] {
+        std::map<const Script *, std::string> m;
+        for (size_t i = 0; i < scripts::kAllCount; i++)
+            m[scripts::kAll[i]] = script_sha1(scripts::kAll[i]->body);
+        return m;
+    }();
+    return table.at(this);
+}
 
 // SHA-1 (FIPS 180-4), only to name scripts for EVALSHA without a SCRIPT LOAD round trip.
 std::string script_sha1(const char *body) {

@@ -1,7 +1,15 @@
 // The Lua scripts behind every state change of a queue. Each runs atomically in Redis and
-// reads Redis's clock (TIME) once, so instances on different hosts agree on "now".
+// reads Redis's clock (TIME) once, so instances on different hosts agree on "now". They
+// need Redis 7.0 (PEXPIRETIME, ZMSCORE).
 //
-// Every queue script takes the same KEYS, all in one hash-tag slot:
+// Deadlines of tracked keys are the keys' own expiry times (PEXPIRETIME), and an item is
+// due once now is strictly past its deadline: exactly when Redis considers the key expired.
+// Per-item work is batched into multi-member commands (HMGET, ZMSCORE, ZADD, HSET, HDEL),
+// at most 1000 ids a call. The data hash keeps one permanent field ('~', a value longer than
+// hash-max-listpack-value) so that Redis stores it as a real hash table, never as a listpack
+// that every lookup would scan.
+//
+// Queue scripts take these KEYS, all in one hash-tag slot:
 //   KEYS[1] due       ZSET id -> deadline (ms)
 //   KEYS[2] inflight  ZSET id -> lease end (ms)
 //   KEYS[3] data      HASH p:<id> payload/snapshot, m:<id> "attempt:deadline:owner"
@@ -10,7 +18,10 @@
 //   KEYS[5] done      ZSET id -> ack time; recently finished tracked keys, so the late
 //                     `expired` notification of a key already handled is not mistaken
 //                     for an untracked key (pruned by claim_due)
-//   KEYS[6] the tracked key itself (track/untrack/adopt only)
+// track, untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key.
+// A snapshot of a tracked key is stored as "<deadline>|<value>": one left over from an
+// earlier incarnation of the key (other deadline) is ignored, so that a track without
+// snapshot need not delete it.
 // Pure data: thread-safe.
 #pragma once
 
@@ -21,6 +32,9 @@ namespace keywatch {
 struct Script {
     const char *name;
     const char *body;
+    bool key_script;  // KEYS = due, data, key (else the five queue keys)
+    // SHA-1 of the body, for EVALSHA; computed once.
+    const std::string &sha() const;
 };
 
 namespace scripts {

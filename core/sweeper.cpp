@@ -139,7 +139,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
 
 void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
     std::vector<std::string> keys = q.keys.keys();
-    std::vector<std::string> args = {"EVALSHA", script_sha1(s.body), std::to_string(keys.size())};
+    std::vector<std::string> args = {"EVALSHA", s.sha(), std::to_string(keys.size())};
     args.insert(args.end(), keys.begin(), keys.end());
     args.insert(args.end(), argv.begin(), argv.end());
     outstanding_++;
@@ -274,14 +274,15 @@ void Sweeper::sweep(Queue &q) {
              int64_t now = r->element[0]->integer, next = r->element[1]->integer;
              size_t claimed = r->element[4]->elements;
              on_claimed(q, r->element[4]);
+             // An item is due once now is past its deadline: wake 1 ms after it.
              int64_t delay = next < 0 ? opts_.interval_ms
-                                      : std::clamp<int64_t>(next - now, 0, opts_.interval_ms);
+                                      : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
              if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
              // Cluster: an empty slot queue waits for a notification or the next scan;
              // one with items waits for its deadline (new earlier items notify us).
              if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
                  if (next < 0) return;
-                 delay = std::max<int64_t>(next - now, 0);
+                 delay = std::max<int64_t>(next - now + 1, 0);
              }
              q.timer->arm(delay);
          });
