@@ -353,7 +353,10 @@ KW_API const char *kw_client_last_error(kw_client_t *client);
 #define KW_TRACK_XX 2       /* only if the key exists (KW_ERR_CONDITION otherwise) */
 #define KW_TRACK_SNAPSHOT 4 /* keep the value to hand to the handler with the event */
 
-/* SET key value PX ttl_ms and record the key in the key-tracking queue, atomically. The
+/* SET key value with a TTL of ttl_ms and record the key in the key-tracking queue,
+ * atomically. The deadline is taken on the server's clock (the client keeps its offset to
+ * it, measured with TIME at most once a second), given to the key as PXAT and to the queue
+ * as the score, so the two agree to the millisecond. The
  * handler gets event "expired" for it at its deadline, exactly once per instance fleet,
  * even if no watcher ran at that moment. deadline_ms (may be NULL) receives the deadline.
  * KW_ERR_INVALID_ARG for ttl_ms <= 0, KW_ERR_TOO_LARGE past the limits. */

@@ -75,7 +75,10 @@ RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
 
 }  // namespace
 
-Client::Client(Config config) : config_(std::move(config)), seed_(config_.effective_url()) {}
+Client::Client(Config config)
+    : config_(std::move(config)),
+      seed_(config_.effective_url()),
+      seed_endpoint_(seed_.endpoint()) {}
 
 Client::~Client() {
     for (auto &kv : nodes_) redisFree(kv.second);
@@ -151,13 +154,13 @@ int Client::connect() {
         topology_known_ = true;
     }
     // Standalone: the one server must answer. Cluster: masters are reached when needed.
-    if (!cluster_ && !node(seed_.endpoint())) return call_status_;
+    if (!cluster_ && !node(seed_endpoint_)) return call_status_;
     return KW_OK;
 }
 
 int Client::refresh_topology() {
     // Any node that answers will do: the seed first, then the masters we knew.
-    std::vector<std::string> candidates = {seed_.endpoint()};
+    std::vector<std::string> candidates = {seed_endpoint_};
     for (auto &m : topology_.masters) candidates.push_back(m.endpoint());
     std::string why;
     for (auto &endpoint : candidates) {
@@ -174,14 +177,14 @@ int Client::refresh_topology() {
 }
 
 std::vector<std::string> Client::masters() const {
-    if (!cluster_) return {seed_.endpoint()};
+    if (!cluster_) return {seed_endpoint_};
     std::vector<std::string> out;
     for (auto &m : topology_.masters) out.push_back(m.endpoint());
     return out;
 }
 
 std::string Client::endpoint_for_slot(int slot) const {
-    if (!cluster_) return seed_.endpoint();
+    if (!cluster_) return seed_endpoint_;
     const ClusterNode *m = topology_.master_for_slot(slot);
     return m ? m->endpoint() : "";
 }
@@ -264,10 +267,18 @@ int Client::finish(Call &c, ReplyPtr r) {
     return c.decode(r.get());
 }
 
+const QueueKeys &Client::queue_keys(const std::string &name, const std::string &tag) {
+    std::string id = name + "/" + tag;
+    auto it = keys_cache_.find(id);
+    if (it == keys_cache_.end())
+        it = keys_cache_.emplace(id, QueueKeys::make(config_.ns, name, tag)).first;
+    return it->second;
+}
+
 Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
                                  int slot, const std::string *key,
-                                 const std::vector<std::string> &argv) const {
-    QueueKeys q = QueueKeys::make(config_.ns, name, tag);
+                                 const std::vector<std::string> &argv) {
+    const QueueKeys &q = queue_keys(name, tag);
     std::vector<std::string> keys =
         s.key_script ? std::vector<std::string>{q.due, q.data, key ? *key : std::string()}
                      : q.keys();
@@ -342,8 +353,14 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     if ((flags & KW_TRACK_NX) && (flags & KW_TRACK_XX))
         return fail(KW_ERR_INVALID_ARG, "KW_TRACK_NX and KW_TRACK_XX exclude each other");
     std::string mode = (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
+    // The deadline on the key's server clock: the key gets it as PXAT and the queue as its
+    // score, so both agree to the millisecond.
+    if (int rc = connect(); rc != KW_OK) return rc;
+    int64_t now = 0;
+    if (int rc = redis_now(endpoint_for_slot(cluster_ ? key_slot(key) : 0), &now); rc != KW_OK)
+        return rc;
     return run(scripts::kTrack, kKeysQueue, key, &key,
-               {value, std::to_string(ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+               {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
                [this, deadline, mode](const redisReply *r) {
                    if (r->type != REDIS_REPLY_INTEGER)
                        return fail(KW_ERR_INTERNAL, "track: bad reply");
@@ -442,9 +459,58 @@ int Client::reschedule(const std::string &qname, const std::string &id, int64_t 
         });
 }
 
+namespace {
+int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+// How long a measured clock offset is trusted.
+constexpr int64_t kClockResyncMs = 1000;
+}  // namespace
+
+int Client::sync_clock(const std::string &endpoint) {
+    int64_t before = steady_ms();
+    ReplyPtr r = call(endpoint, {"TIME"});
+    int64_t after = steady_ms();
+    if (!r) return call_status_;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return fail(KW_ERR_REDIS, "TIME on " + endpoint + " answered " + text(r.get()));
+    int64_t redis_ms = std::atoll(text(r->element[0]).c_str()) * 1000 +
+                       std::atoll(text(r->element[1]).c_str()) / 1000;
+    clocks_[endpoint] = {redis_ms - (before + after) / 2, after};
+    return KW_OK;
+}
+
+int Client::redis_now(const std::string &endpoint, int64_t *now_ms) {
+    if (endpoint.empty()) {
+        if (int rc = refresh_topology(); rc != KW_OK) return rc;
+        return fail(KW_ERR_REDIS, "no master serves this key's slot now (is the cluster down?)");
+    }
+    auto it = clocks_.find(endpoint);
+    int64_t local = steady_ms();
+    if (!pipelining_ && (it == clocks_.end() || local - it->second.synced_at > kClockResyncMs)) {
+        if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
+        it = clocks_.find(endpoint);
+    }
+    if (it == clocks_.end()) {
+        // A node first met inside a pipeline (cluster): its clock cannot be asked now.
+        return fail(KW_ERR_STATE, "no clock offset for " + endpoint +
+                                      " inside a pipeline: end the pipeline and retry");
+    }
+    *now_ms = local + it->second.offset_ms;
+    return KW_OK;
+}
+
 int Client::pipeline_begin() {
     if (pipelining_) return fail(KW_ERR_STATE, "a pipeline is already open");
     if (int rc = connect(); rc != KW_OK) return rc;
+    // Commands are queued from here on: measure the clocks now.
+    for (auto &endpoint : masters()) {
+        auto it = clocks_.find(endpoint);
+        if (it == clocks_.end() || steady_ms() - it->second.synced_at > kClockResyncMs)
+            if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
+    }
     pipelining_ = true;
     pipeline_.clear();
     return KW_OK;
@@ -519,7 +585,7 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
 }
 
 Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
-                                const std::vector<std::string> &argv) const {
+                                const std::vector<std::string> &argv) {
     Call c = script_call(s, ref.name, ref.tag, cluster_ ? key_slot("{" + ref.tag + "}") : 0,
                          nullptr, argv);
     c.endpoint = ref.endpoint;

@@ -86,9 +86,8 @@ class Client {
             const std::vector<std::string> &argv, Decode decode);
     int finish(Call &call, ReplyPtr reply);
     Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
-                     const std::string *key, const std::vector<std::string> &argv) const;
-    Call queue_call(const Script &s, const QueueRef &ref,
-                    const std::vector<std::string> &argv) const;
+                     const std::string *key, const std::vector<std::string> &argv);
+    Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);
     // One command on one node; null (with call_status_ and error_ set) on failure.
     ReplyPtr call(const std::string &endpoint, const std::vector<std::string> &args);
     // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
@@ -100,9 +99,17 @@ class Client {
     int refresh_topology();
     std::string tag_for(const std::string &id) const;
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name);
+    const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
+    // Redis's clock on a node, estimated from an offset to the local steady clock that is
+    // measured with TIME at most once a second (never inside a pipeline: pipeline_begin
+    // refreshes the offsets first).
+    int redis_now(const std::string &endpoint, int64_t *now_ms);
+    int sync_clock(const std::string &endpoint);
 
     Config config_;
     RedisUrl seed_;
+    std::string seed_endpoint_;                    // seed_.endpoint(), built once
+    std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
     bool cluster_ = false, topology_known_ = false;
     Topology topology_;
     std::map<std::string, redisContext *> nodes_;
@@ -110,6 +117,11 @@ class Client {
     std::string error_;
     bool pipelining_ = false;
     std::vector<Call> pipeline_;
+    struct ClockOffset {
+        int64_t offset_ms;  // Redis ms minus local steady ms
+        int64_t synced_at;  // local steady ms
+    };
+    std::map<std::string, ClockOffset> clocks_;
 };
 
 }  // namespace keywatch

@@ -66,18 +66,19 @@ namespace scripts {
     "end\n"
 
 const Script kTrack = {"track", R"lua(
+-- ARGV[2] is the deadline on this server's clock (the client keeps its offset): the key's
+-- PXAT and its score are the same number.
 local r
-if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2], 'NX')
-elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2], 'XX')
-else r = redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) end
+if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'NX')
+elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'XX')
+else r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2]) end
 if not r then return -1 end
-local exp = redis.call('PEXPIRETIME', KEYS[3])
-redis.call('ZADD', KEYS[1], exp, KEYS[3])
+redis.call('ZADD', KEYS[1], ARGV[2], KEYS[3])
 if ARGV[4] == '1' then
   redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
-  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], exp .. '|' .. ARGV[1])
+  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], ARGV[2] .. '|' .. ARGV[1])
 end
-return exp
+return tonumber(ARGV[2])
 )lua",
                        true};
 
