@@ -356,9 +356,9 @@ KW_API const char *kw_client_last_error(kw_client_t *client);
 /* SET key value with a TTL of ttl_ms and record the key in the key-tracking queue,
  * atomically. The deadline is taken on the server's clock (the client keeps its offset to
  * it, measured with TIME at most once a second), given to the key as PXAT and to the queue
- * as the score, so the two agree to the millisecond. The
- * handler gets event "expired" for it at its deadline, exactly once per instance fleet,
- * even if no watcher ran at that moment. deadline_ms (may be NULL) receives the deadline.
+ * as the score, so the two agree to the millisecond. A handler gets event "expired" for it
+ * once its deadline has passed: at least once, by one engine at a time, even if no watcher
+ * ran at that moment. deadline_ms (may be NULL) receives the deadline.
  * KW_ERR_INVALID_ARG for ttl_ms <= 0, KW_ERR_TOO_LARGE past the limits. */
 KW_API int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
                     size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms);
