@@ -1,6 +1,5 @@
 #include "cli/json_bytes.h"
 
-#include "cli/base64.h"
 #include "cli/utf8.h"
 
 namespace keywatch::cli {

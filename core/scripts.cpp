@@ -28,6 +28,21 @@ namespace scripts {
     "  local out = {}\n"                                                               \
     "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                        \
     "  return out\n"                                                                   \
+    "end\n"                                                                            \
+    "local function ids_from(first)\n"                                                 \
+    "  local ids = {}\n"                                                               \
+    "  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end\n"                          \
+    "  return ids\n"                                                                   \
+    "end\n"                                                                            \
+    "local function held_by(owner, ids)\n"                                             \
+    "  local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))\n"      \
+    "  local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))\n"                     \
+    "  local mine = {}\n"                                                              \
+    "  for i, id in ipairs(ids) do\n"                                                  \
+    "    local _, _, o = parse_meta(metas[i])\n"                                       \
+    "    if o == owner and held[i] then mine[#mine + 1] = id end\n"                    \
+    "  end\n"                                                                          \
+    "  return mine\n"                                                                  \
     "end\n"
 
 // Claim ids (due at scores) for `owner` until now + lease: attempts counted, the deadline
@@ -199,8 +214,7 @@ const Script kClaimLive = {"claim_live",
                            "local owner = ARGV[2]\n" KW_LUA_TAKE R"lua(
 -- One answer per id: a claimed item, or 'T' taken by someone, 'D' done recently,
 -- 'R' not expired after all (TTL moved), 'U' not tracked.
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local ids = ids_from(3)
 local res = {}
 if #ids == 0 then return {now, res} end
 local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
@@ -259,16 +273,9 @@ return n
 const Script kAck = {"ack", KW_LUA_PRELUDE R"lua(
 local owner = ARGV[1]
 local is_keys = ARGV[2] == '1'
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local ids = ids_from(3)
 if #ids == 0 then return 0 end
-local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))
-local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
-local mine = {}
-for i, id in ipairs(ids) do
-  local _, _, o = parse_meta(metas[i])
-  if o == owner and held[i] then mine[#mine + 1] = id end
-end
+local mine = held_by(owner, ids)
 if #mine == 0 then return 0 end
 redis.call('ZREM', KEYS[2], unpack(mine))
 local again = redis.call('ZMSCORE', KEYS[1], unpack(mine))
@@ -321,18 +328,12 @@ return 1
 
 const Script kRenew = {"renew", KW_LUA_PRELUDE R"lua(
 local owner, lease = ARGV[1], tonumber(ARGV[2])
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local ids = ids_from(3)
 if #ids == 0 then return 0 end
-local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))
-local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
 local z = {}
-for i, id in ipairs(ids) do
-  local _, _, o = parse_meta(metas[i])
-  if o == owner and held[i] then
-    z[#z + 1] = now + lease
-    z[#z + 1] = id
-  end
+for _, id in ipairs(held_by(owner, ids)) do
+  z[#z + 1] = now + lease
+  z[#z + 1] = id
 end
 if #z > 0 then redis.call('ZADD', KEYS[2], 'XX', unpack(z)) end
 return #z / 2

@@ -254,27 +254,19 @@ void Subscriber::lost(const RedisConn::Failure &f) {
     health_timer_.cancel();
     cmd_.close();
     sub_.close();
-    if (!started_once_ && opts_.retry_from_start) {
-        started_once_ = true;
-        bool timeout = f.message.find("timed out") != std::string::npos;
-        sink_->on_started(*this,
-                          f.auth    ? KW_ERR_AUTH
-                          : timeout ? KW_ERR_TIMEOUT
-                                    : KW_ERR_CONNECT,
-                          f.message);
-    }
     if (!started_once_) {
-        // The first attempt decides kw_engine_start's result; the engine stops us.
+        // The first attempt decides kw_engine_start's result. A standalone engine stops
+        // us then; a cluster master (retry_from_start) keeps trying like any lost node.
         started_once_ = true;
-        down_ = true;
-        set_state(KW_CONN_DISCONNECTED, f.message);
         bool timeout = f.message.find("timed out") != std::string::npos;
-        sink_->on_started(*this,
-                          f.auth    ? KW_ERR_AUTH
-                          : timeout ? KW_ERR_TIMEOUT
-                                    : KW_ERR_CONNECT,
-                          f.message);
-        return;
+        int status = f.auth ? KW_ERR_AUTH : timeout ? KW_ERR_TIMEOUT : KW_ERR_CONNECT;
+        if (!opts_.retry_from_start) {
+            down_ = true;
+            set_state(KW_CONN_DISCONNECTED, f.message);
+            sink_->on_started(*this, status, f.message);
+            return;
+        }
+        sink_->on_started(*this, status, f.message);
     }
     set_state(KW_CONN_BROKEN, f.message);
     // Capped exponential backoff with jitter in [d/2, d], so a fleet of watchers does not

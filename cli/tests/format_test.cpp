@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "cli/base64.h"
 #include "cli/event_names.h"
 #include "cli/inspect_table.h"
 #include "cli/json_line.h"
