@@ -322,6 +322,7 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   items.lease_expired      claims of items whose previous holder's lease ran out
  *   items.unhandled          claimed items no handler's filter matched (acked)
  *   items.late_acks          acks refused because the lease had passed to another holder
+ *   items.released           claimed items given back unhandled when the engine stopped
  *   events.suppressed        live expiry events of tracked keys another path handles
  *   sweep.calls              claim_due script calls
  *   lateness.max_ms          largest handler start minus deadline seen (tracked/tasks)
