@@ -68,7 +68,7 @@ CLI::Validator limit_validator() {
 
 // The figures of every queue, or false (message printed, *status set).
 bool inspect(ClientSession &session, std::vector<QueueFigures> *queues, std::string *json,
-             int *status) {
+             int *status, std::vector<NodeFigures> *nodes = nullptr) {
     char *text = kw_client_inspect_json(session.get());
     if (!text) {
         *status = session.fail(KW_ERR_REDIS, "inspect");
@@ -78,7 +78,7 @@ bool inspect(ClientSession &session, std::vector<QueueFigures> *queues, std::str
     kw_free(text);
     int64_t now = 0;
     std::string err;
-    if (!parse_inspect_json(*json, queues, &now, &err)) {
+    if (!parse_inspect_json(*json, queues, &now, &err, nodes)) {
         session.error(err);
         *status = kExitFailure;
         return false;
@@ -92,11 +92,15 @@ int run_inspect(const InspectArgs &a) {
     if (!a.queues.empty()) extra.emplace_back("queues", a.queues);
     if (int rc = session.open(a.client, extra); rc != kExitOk) return rc;
     std::vector<QueueFigures> queues;
+    std::vector<NodeFigures> nodes;
     std::string json;
     int status = kExitOk;
-    if (!inspect(session, &queues, &json, &status)) return status;
+    if (!inspect(session, &queues, &json, &status, &nodes)) return status;
     if (a.json) return session.print(json + "\n") ? kExitOk : kExitFailure;
-    return session.print(inspect_table(queues)) ? kExitOk : kExitFailure;
+    std::string text = inspect_table(queues);
+    // A cluster: the same figures per master, too.
+    if (!nodes.empty()) text += "\n" + inspect_node_table(nodes);
+    return session.print(text) ? kExitOk : kExitFailure;
 }
 
 // "jobs (2), keys (1)": queues that hold dead letters, for messages.

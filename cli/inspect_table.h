@@ -1,6 +1,7 @@
 // `keywatch inspect` for people: the library's inspect JSON
 // ({"queues":[{"queue","due","due_now","inflight","dead","oldest_overdue_ms"},...],
-// "now_ms"}) as an aligned table, one row per queue. Pure functions: thread-safe.
+// "now_ms", "mode", "nodes":[{"node","queues":[...]}]}) as aligned tables: one row per
+// queue, and on a cluster one row per master and queue. Pure functions: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +19,21 @@ struct QueueFigures {
     int64_t oldest_overdue_ms = -1;  // -1: nothing overdue
 };
 
+struct NodeFigures {
+    std::string node;  // host:port of a master
+    std::vector<QueueFigures> queues;
+};
+
 // Parses the JSON of kw_client_inspect_json. False with *err on a shape it does not know.
+// nodes (may be null) receives the per-master figures of a cluster (empty otherwise).
 bool parse_inspect_json(const std::string &json, std::vector<QueueFigures> *queues, int64_t *now_ms,
-                        std::string *err);
+                        std::string *err, std::vector<NodeFigures> *nodes = nullptr);
 
 // QUEUE  DUE  DUE NOW  IN FLIGHT  DEAD  OLDEST OVERDUE, then one row per queue (numbers
 // right-aligned, "-" when nothing is overdue). Ends with '\n'.
 std::string inspect_table(const std::vector<QueueFigures> &queues);
+
+// MASTER  QUEUE  DUE ... : the same figures per cluster master (only queues it holds).
+std::string inspect_node_table(const std::vector<NodeFigures> &nodes);
 
 }  // namespace keywatch::cli

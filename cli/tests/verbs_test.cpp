@@ -22,6 +22,7 @@
 
 #include "cli/tests/cli_process.h"
 #include "cli/time_text.h"
+#include "core/redis_cluster.h"
 #include "core/redis_process.h"
 #include "keywatch.h"
 
@@ -763,3 +764,55 @@ TEST(CliDemo, TracksKeysAndATaskAndReportsLatenessAndFigures) {
 }
 
 }  // namespace
+
+// ---- Redis Cluster ---------------------------------------------------------------------
+
+TEST(CliCluster, VerbsTakeAClusterUrlAndInspectShowsEveryMaster) {
+    char tmpl[] = "/tmp/kwclus.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    keywatch::RedisCluster cluster;
+    cluster.start();
+    const std::string url = cluster.seed_url();
+    int runs = 0;
+    auto kw = [&](std::vector<std::string> args) {
+        args.push_back("--redis");
+        args.push_back(url);
+        Process p(KW_CLI_PATH, args, dir, "c" + std::to_string(runs++), {});
+        return p.finish(60s, false);
+    };
+    // Keys on every master, tracked through whichever node the URL names.
+    for (int i = 0; i < 30; i++) {
+        const Result t = kw({"track", "cluster:" + std::to_string(i), "v", "--ttl", "1h"});
+        ASSERT_EQ(t.status, 0) << describe(t);
+    }
+    const Result j = kw({"inspect", "--json"});
+    ASSERT_EQ(j.status, 0) << describe(j);
+    const Json doc = Json::parse(j.out);
+    EXPECT_EQ(doc.at("mode"), "cluster");
+    int64_t total = 0;
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") total = q.at("due");
+    EXPECT_EQ(total, 30);
+    ASSERT_EQ(doc.at("nodes").size(), 3u);
+    int64_t per_master = 0;
+    for (const auto &n : doc.at("nodes")) {
+        int64_t here = 0;
+        for (const auto &q : n.at("queues"))
+            if (q.at("queue") == "keys") here = q.at("due");
+        EXPECT_GT(here, 0) << "every master holds some of the keys: " << n;
+        per_master += here;
+    }
+    EXPECT_EQ(per_master, 30);
+    const Result t = kw({"inspect"});
+    ASSERT_EQ(t.status, 0) << describe(t);
+    EXPECT_TRUE(std::regex_search(t.out, std::regex("MASTER +QUEUE +DUE"))) << describe(t);
+    int master_rows = 0;
+    for (const auto &line : lines(t.out))
+        if (std::regex_search(line, std::regex("^127\\.0\\.0\\.1:[0-9]+ +keys +[0-9]+")))
+            master_rows++;
+    EXPECT_EQ(master_rows, 3) << describe(t);
+    const Result u = kw({"untrack", "cluster:7", "--delete"});
+    EXPECT_EQ(u.status, 0) << describe(u);
+    std::filesystem::remove_all(dir);
+}
