@@ -189,10 +189,6 @@ std::string Client::endpoint_for_slot(int slot) const {
     return m ? m->endpoint() : "";
 }
 
-std::string Client::tag_for(const std::string &id) const {
-    return cluster_ ? SlotTags::instance().tag_for_key(id) : kStandaloneTag;
-}
-
 ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
     redisContext *c = node(endpoint);
     if (!c) return nullptr;
@@ -295,7 +291,9 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
 int Client::run(const Script &s, const std::string &name, const std::string &id,
                 const std::string *key, const std::vector<std::string> &argv, Decode decode) {
     if (int rc = connect(); rc != KW_OK) return rc;
-    Call c = script_call(s, name, tag_for(id), cluster_ ? key_slot(id) : 0, key, argv);
+    int slot = cluster_ ? key_slot(id) : 0;
+    Call c = script_call(s, name, cluster_ ? SlotTags::instance().tag(slot) : kStandaloneTag, slot,
+                         key, argv);
     c.decode = std::move(decode);
     if (pipelining_) {
         redisContext *ctx = c.endpoint.empty() ? nullptr : node(c.endpoint);
@@ -532,6 +530,12 @@ int Client::pipeline_end(std::vector<int> *statuses) {
             first_error = error_;
         }
     };
+    // Send every node its share before reading any reply, so the masters work in parallel.
+    for (auto &kv : nodes_) {
+        int done = 0;
+        while (!kv.second->err && !done)
+            if (redisBufferWrite(kv.second, &done) != REDIS_OK) break;
+    }
     std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
     for (size_t i = 0; i < calls.size(); i++) {
         Call &c = calls[i];

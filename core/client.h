@@ -97,7 +97,6 @@ class Client {
     std::string endpoint_for_slot(int slot) const;
     std::vector<std::string> masters() const;
     int refresh_topology();
-    std::string tag_for(const std::string &id) const;
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name);
     const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
     // Redis's clock on a node, estimated from an offset to the local steady clock that is

@@ -2,6 +2,8 @@
 
 #include "core/slots.h"
 
+#include <algorithm>
+
 namespace keywatch {
 
 Fanout::Fanout(EventLoop &loop, Options opts, SubscriberSink *sink)
@@ -164,9 +166,10 @@ void Fanout::started(const std::string &queue, const std::string &id) {
     if (Sweeper *s = route(id)) s->started(queue, id);
 }
 
-void Fanout::on_keyspace(Subscriber &sub, const std::string &key) {
+void Fanout::on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) {
     auto it = nodes_by_endpoint_.find(sub.endpoint());
-    if (it != nodes_by_endpoint_.end() && it->second.sweeper) it->second.sweeper->touched(key);
+    if (it != nodes_by_endpoint_.end() && it->second.sweeper)
+        it->second.sweeper->touched(key, event);
 }
 
 void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
@@ -231,13 +234,23 @@ void Fanout::on_started(Subscriber &sub, int status, const std::string &message)
 
 void Fanout::refresh() {
     if (down_ || refreshing_) return;
-    refresh_timer_.arm(opts_.refresh_ms);
+    // While a master is unreachable its replica may be taking over: look often, so that
+    // the promoted replica is subscribed (and its slots swept) soon after the promotion.
+    bool all_ready = true;
+    for (auto &kv : nodes_by_endpoint_) all_ready = all_ready && kv.second.state == KW_CONN_READY;
+    refresh_timer_.arm(all_ready ? opts_.refresh_ms : std::min<int64_t>(opts_.refresh_ms, 300));
     retired_.clear();  // shut down at least one refresh ago: no callback can reach them
-    // Ask the known masters in turn, then the seed: any node of the cluster can answer.
+    // Any node of the cluster can answer: ask the masters we reach first, in turn, then the
+    // seed, then the ones we do not reach now.
     probe_order_.clear();
-    for (auto &kv : nodes_by_endpoint_) probe_order_.push_back(kv.first);
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.state == KW_CONN_READY) probe_order_.push_back(kv.first);
     probe_order_.push_back(opts_.seed.endpoint());
-    const std::string endpoint = probe_order_[probe_next_++ % probe_order_.size()];
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.state != KW_CONN_READY) probe_order_.push_back(kv.first);
+    // After a failed probe the next one tries the next node.
+    const std::string endpoint =
+        probe_order_[(all_ready || probe_failed_ ? probe_next_++ : 0) % probe_order_.size()];
     RedisUrl url = opts_.seed;
     size_t colon = endpoint.rfind(':');
     url.host = endpoint.substr(0, colon);
@@ -251,6 +264,7 @@ void Fanout::refresh() {
             probe_->command({"CLUSTER", "SHARDS"}, [this, url](redisReply *r) {
                 auto done = [this](const Topology *t, const std::string &err) {
                     refreshing_ = false;
+                    probe_failed_ = t == nullptr;
                     probe_->close();
                     if (t)
                         apply(*t);
@@ -279,6 +293,7 @@ void Fanout::refresh() {
         },
         [this](const RedisConn::Failure &f) {
             refreshing_ = false;
+            probe_failed_ = true;
             log(KW_LOG_WARN, "cluster topology refresh: " + f.message);
             if (!down_) soon_timer_.arm(500);  // try the next node
         });

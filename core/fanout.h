@@ -78,7 +78,7 @@ class Fanout : private SubscriberSink {
     void log(kw_log_level level, const std::string &message) override {
         sink_->log(level, message);
     }
-    void on_keyspace(Subscriber &sub, const std::string &key) override;
+    void on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) override;
 
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
     Sweeper *route(const std::string &id);
@@ -98,6 +98,7 @@ class Fanout : private SubscriberSink {
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
+    bool probe_failed_ = false;  // the last probe got no topology
     Timer refresh_timer_, soon_timer_;
     bool down_ = true, started_reported_ = false, refreshing_ = false;
     bool sweepers_started_ = false;

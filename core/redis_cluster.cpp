@@ -35,7 +35,9 @@ void RedisCluster::start() {
                    "--cluster-node-timeout", std::to_string(opts_.node_timeout_ms),
                    // A replica with stale data may still take over: tests kill masters.
                    "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage",
-                   "no"};
+                   "no",
+                   // Replicas sync at once instead of after the default 5 s grace.
+                   "--repl-diskless-sync-delay", "0"};
         // The cluster bus listens on port + 10000: both must be free, so below 55536.
         std::random_device rd;
         for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
@@ -52,7 +54,7 @@ void RedisCluster::start() {
     if (std::system(cmd.c_str()) != 0)
         throw std::runtime_error("redis-cli --cluster create failed (see " + nodes_[0]->dir() +
                                  "/create.log); is redis-tools installed?");
-    if (!wait_healthy(60000) || !wait_replicated(60000)) {
+    if (!wait_healthy(60000) || !wait_replicated(60000) || !wait_roles_known(60000)) {
         std::string logs;
         for (auto &n : nodes_)
             logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
@@ -89,6 +91,31 @@ bool RedisCluster::wait_healthy(int timeout_ms) {
     return false;
 }
 
+bool RedisCluster::wait_roles_known(int timeout_ms) {
+    // Gossip spreads roles slowly after `--cluster create`: a master that does not see a
+    // node as its replica yet ignores that node's CLUSTER FAILOVER (it times out).
+    size_t replicas = static_cast<size_t>(opts_.masters * opts_.replicas_per_master);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        bool ok = true;
+        for (auto &n : nodes_) {
+            std::istringstream lines(n->command({"CLUSTER", "NODES"}));
+            std::string line;
+            size_t seen = 0;
+            while (std::getline(lines, line)) {
+                std::istringstream f(line);
+                std::string id, addr, flags, master;
+                f >> id >> addr >> flags >> master;
+                if (flags.find("slave") != std::string::npos && master != "-") seen++;
+            }
+            if (seen != replicas) ok = false;
+        }
+        if (ok) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
 bool RedisCluster::wait_replicated(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -100,7 +127,10 @@ bool RedisCluster::wait_replicated(int timeout_ms) {
             int caught_up = 0;
             for (int i = 0; i < want; i++) {
                 std::string slave = field(info, "slave" + std::to_string(i));
-                if (slave.find("offset=" + offset + ",") != std::string::npos) caught_up++;
+                // Online (past the first full sync) and at the master's offset.
+                if (slave.find("state=online") != std::string::npos &&
+                    slave.find("offset=" + offset + ",") != std::string::npos)
+                    caught_up++;
             }
             if (caught_up < want) ok = false;
         }

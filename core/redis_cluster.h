@@ -39,6 +39,8 @@ class RedisCluster {
     // Waits until every running master has its replicas connected and caught up with its
     // replication offset (so that a write made before the call survives a failover).
     bool wait_replicated(int timeout_ms = 30000);
+    // Waits until every node sees every replica as the replica of its master.
+    bool wait_roles_known(int timeout_ms = 30000);
 
     size_t size() const { return nodes_.size(); }
     RedisProcess &node(size_t i) { return *nodes_[i]; }

@@ -198,13 +198,15 @@ if room > 0 then
     take_all(fire, scores, 'S', is_keys, out)
   end
 end
-local nxt = -1
+-- The next deadline, the next lease end, and how many items are in flight (a caller that
+-- holds them all need not watch their leases).
+local next_due, next_lease = -1, -1
 local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if d[2] then nxt = tonumber(d[2]) end
+if d[2] then next_due = tonumber(d[2]) end
 local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-if f[2] and (nxt < 0 or tonumber(f[2]) < nxt) then nxt = tonumber(f[2]) end
+if f[2] then next_lease = tonumber(f[2]) end
 if is_keys then redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[5])) end
-return {now, nxt, untracked, moved, out}
+return {now, next_due, untracked, moved, out, next_lease, redis.call('ZCARD', KEYS[2])}
 )lua",
                           false};
 

@@ -215,7 +215,8 @@ void Subscriber::handle_push(redisReply *r) {
             !parse_channel(std::string_view(ch->str, ch->len), &pc))
             return;
         if (pc.kind == ChannelKind::Keyspace) {
-            sink_->on_keyspace(*this, std::string(pc.rest));
+            sink_->on_keyspace(*this, std::string(pc.rest),
+                               std::string(payload->str, payload->len));
             return;
         }
         Event ev;

@@ -30,8 +30,11 @@ class SubscriberSink {
     // After a failed first attempt the subscriber stays down.
     virtual void on_started(Subscriber &sub, int status, const std::string &message) = 0;
     virtual void log(kw_log_level level, const std::string &message) = 0;
-    // A message on one of Options::keyspace_patterns: `key` was written.
-    virtual void on_keyspace(Subscriber &, const std::string &key) { (void)key; }
+    // A message on one of Options::keyspace_patterns: `event` happened to `key`.
+    virtual void on_keyspace(Subscriber &, const std::string &key, const std::string &event) {
+        (void)key;
+        (void)event;
+    }
 };
 
 class Subscriber {

@@ -179,7 +179,10 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
     return false;
 }
 
-void Sweeper::touched(const std::string &due_key) {
+void Sweeper::touched(const std::string &due_key, const std::string &event) {
+    // New items (zadd from track/schedule/retry) or a slot migrated in (restore); not our
+    // own zrem/del as items are claimed.
+    if (event != "zadd" && event != "restore") return;
     std::string name, tag;
     if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
     Queue *q = queue(name, tag);
@@ -208,7 +211,9 @@ void Sweeper::scan(const std::string &cursor) {
         if (scanning_) return;
         scanning_ = true;
     }
-    std::string match = opts_.ns + ":*:{*}:due";
+    // Due and in-flight sets: a slot whose items are all in flight (their holder may have
+    // died) must be found too, or its leases would never be checked.
+    std::string match = opts_.ns + ":*:{*}:*";
     outstanding_++;
     bool sent = conn_.command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
@@ -223,8 +228,10 @@ void Sweeper::scan(const std::string &cursor) {
             std::string next(r->element[0]->str, r->element[0]->len);
             for (size_t i = 0; i < r->element[1]->elements; i++) {
                 const redisReply *k = r->element[1]->element[i];
-                std::string name, tag;
-                if (!parse_due_key(opts_.ns, std::string(k->str, k->len), &name, &tag)) continue;
+                std::string name, tag, key(k->str, k->len);
+                if (!parse_due_key(opts_.ns, key, &name, &tag) &&
+                    !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
+                    continue;
                 if (Queue *q = queue(name, tag)) {
                     q->moved = false;
                     if (!q->sweeping) sweep(*q);
@@ -265,21 +272,29 @@ void Sweeper::sweep(Queue &q) {
          [this, &q, limit](redisReply *r) {
              q.sweeping = false;
              if (redirected(q, r)) return;
-             if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+             if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
                  sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
                                               " failed: " + reply_to_string(r) + "; retrying");
                  q.timer->arm(opts_.interval_ms);
                  return;
              }
-             int64_t now = r->element[0]->integer, next = r->element[1]->integer;
+             int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
+             int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
              size_t claimed = r->element[4]->elements;
              on_claimed(q, r->element[4]);
+             // Leases matter only if someone else holds items: ours are acked (or, if we
+             // die, found by the others' scans).
+             bool others_hold = inflight > static_cast<int64_t>(q.held.size());
+             int64_t next = next_due;
+             if (next_lease >= 0 && (others_hold || !opts_.cluster) &&
+                 (next < 0 || next_lease < next))
+                 next = next_lease;
              // An item is due once now is past its deadline: wake 1 ms after it.
              int64_t delay = next < 0 ? opts_.interval_ms
                                       : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
              if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
-             // Cluster: an empty slot queue waits for a notification or the next scan;
-             // one with items waits for its deadline (new earlier items notify us).
+             // Cluster: an idle slot queue waits for a notification or the next scan; one
+             // with items waits for its next deadline (new earlier items notify us).
              if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
                  if (next < 0) return;
                  delay = std::max<int64_t>(next - now + 1, 0);

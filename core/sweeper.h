@@ -101,7 +101,7 @@ class Sweeper {
     void complete(std::vector<Completion> &&done);
     // Cluster: a keyspace notification on a due key of this node (new items, a slot
     // migrated in): sweep that slot queue soon.
-    void touched(const std::string &due_key);
+    void touched(const std::string &due_key, const std::string &event);
     // Items handed to a worker stop having their leases renewed: the lease bounds how
     // long a handler may take before another instance redelivers the item.
     void started(const std::string &queue, const std::string &id);

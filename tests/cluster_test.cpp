@@ -1,6 +1,11 @@
 // Redis Cluster fan-out against a real 3-master, 3-replica cluster on loopback: events of
 // keys on every master, a master killed with kill -9 and its replica promoted, a manual
 // CLUSTER FAILOVER, and a watcher started while a master is down.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -359,6 +364,59 @@ TEST_F(ClusterTest, ReshardedSlotIsDeliveredByItsNewOwner) {
     auto seen = tally(sink);
     EXPECT_EQ(seen.size(), keys.size());
     for (auto &ev : sink.events()) EXPECT_EQ(ev.node, dst_node) << "the new owner delivers";
+}
+
+// A watcher process killed with claims in hand: on a cluster its slot queues hold only
+// in-flight items, and a new watcher must still find them (SCAN of in-flight sets) and
+// redeliver them when the lease runs out.
+TEST_F(ClusterTest, KilledWatcherClaimsAreRedeliveredByANewWatcher) {
+    char tmpl[] = "/tmp/kw-cluster-worker-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string dir = tmpl, url = cluster_->seed_url();
+    auto spawn = [&](const std::string &out, std::vector<std::string> extra) {
+        int fds[2];
+        EXPECT_EQ(pipe(fds), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            std::vector<std::string> args = {KW_QUEUE_WORKER_PATH, url, out};
+            args.insert(args.end(), extra.begin(), extra.end());
+            std::vector<char *> argv;
+            for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+            argv.push_back(nullptr);
+            execv(argv[0], argv.data());
+            _exit(127);
+        }
+        close(fds[1]);
+        std::string line;
+        char c;
+        while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+        close(fds[0]);
+        EXPECT_EQ(line, "ready");
+        return pid;
+    };
+    pid_t holder = spawn(dir + "/a", {"--lease", "1s", "--sleep-ms", "60000", "--workers", "8"});
+    ClusterClient c(url);
+    auto keys = many_keys("held:", 8);
+    c.track_all(keys, 100);
+    ASSERT_TRUE(wait_until([&] { return contains(c.inspect(), "\"inflight\":8,"); }))
+        << c.inspect();
+    kill(holder, SIGKILL);
+    waitpid(holder, nullptr, 0);
+    pid_t rescuer = spawn(dir + "/b", {"--lease", "1s"});
+    auto delivered = [&] {
+        std::ifstream in(dir + "/b");
+        std::string line;
+        size_t n = 0;
+        while (std::getline(in, line)) n++;
+        return n;
+    };
+    EXPECT_TRUE(wait_until([&] { return delivered() >= keys.size(); }, milliseconds(20000)))
+        << delivered() << " of " << keys.size() << "; " << c.inspect();
+    kill(rescuer, SIGTERM);
+    waitpid(rescuer, nullptr, 0);
+    (void)std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 TEST(ClusterModeTest, ForcedClusterModeOnAStandaloneServerIsAClearError) {
