@@ -90,7 +90,8 @@ KW_API const char *kw_err_name(int status);
  *
  *  redis.url              redis://[user:password@]host:port[/db] or unix:///path/to.sock
  *                         [?db=N]   (default redis://127.0.0.1:6379). For a Redis Cluster:
- *                         any node (the seed); the topology is read from it
+ *                         any node (the seed), or several comma-separated seeds tried in
+ *                         turn; the topology is read from the first that answers
  *  redis.mode             auto | standalone | cluster (default auto: a node with cluster
  *                         support enabled means cluster). cluster refuses a standalone server
  *  cluster.refresh        how often the cluster topology is read again besides after a lost

@@ -148,9 +148,10 @@ redisContext *Client::node(const std::string &endpoint) {
 int Client::connect() {
     if (!topology_known_) {
         std::string why;
-        int rc = probe_topology(seed_, config_.connect_timeout_ms, config_.mode, &cluster_,
-                                &topology_, &why);
+        int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
+                             &seed_, &cluster_, &topology_, &why);
         if (rc != KW_OK) return fail(rc, why);
+        seed_endpoint_ = seed_.endpoint();
         topology_known_ = true;
     }
     // Standalone: the one server must answer. Cluster: masters are reached when needed.

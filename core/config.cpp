@@ -91,25 +91,50 @@ const std::map<std::string, Option> &options() {
     static const std::map<std::string, Option> table = {
         {"redis.url",
          {[](Config &c, const std::string &v, std::string *err) {
-              RedisUrl u;
-              if (!parse_redis_url(v, &u, err)) {
-                  *err = "redis.url: " + *err;
-                  return static_cast<int>(KW_ERR_URL);
-              }
-              c.url = u;
+              // One URL, or several comma-separated seeds of one cluster.
+              std::vector<RedisUrl> seeds;
+              size_t start = 0;
+              do {
+                  size_t comma = v.find(',', start);
+                  std::string one = v.substr(
+                      start, comma == std::string::npos ? std::string::npos : comma - start);
+                  RedisUrl u;
+                  if (!parse_redis_url(one, &u, err)) {
+                      *err = "redis.url: " + *err +
+                             (v.find(',') != std::string::npos
+                                  ? " (several seeds are separated by commas)"
+                                  : "");
+                      return static_cast<int>(KW_ERR_URL);
+                  }
+                  seeds.push_back(u);
+                  start = comma == std::string::npos ? std::string::npos : comma + 1;
+              } while (start != std::string::npos);
+              c.url = seeds.front();
+              c.seeds = seeds;
               c.url_text = v;
               return static_cast<int>(KW_OK);
           },
           [](const Config &c) {
-              if (c.url.password.empty()) return c.url_text;
-              std::string shown = c.url_text;  // hide the password
-              size_t at = shown.rfind('@');
-              size_t colon = shown.find(':', shown.find("//") + 2);
-              if (at != std::string::npos && colon != std::string::npos && colon < at)
-                  shown.replace(colon + 1, at - colon - 1, "***");
-              else if (at != std::string::npos)
-                  shown.replace(shown.find("//") + 2, at - shown.find("//") - 2, "***");
-              return shown;
+              // Hide the password of each URL.
+              std::string out, v = c.url_text;
+              size_t start = 0;
+              do {
+                  size_t comma = v.find(',', start);
+                  std::string shown = v.substr(
+                      start, comma == std::string::npos ? std::string::npos : comma - start);
+                  size_t scheme = shown.find("//");
+                  size_t at = shown.rfind('@');
+                  if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
+                      size_t colon = shown.find(':', scheme + 2);
+                      if (colon != std::string::npos && colon < at)
+                          shown.replace(colon + 1, at - colon - 1, "***");
+                      else
+                          shown.replace(scheme + 2, at - scheme - 2, "***");
+                  }
+                  out += (out.empty() ? "" : ",") + shown;
+                  start = comma == std::string::npos ? std::string::npos : comma + 1;
+              } while (start != std::string::npos);
+              return out;
           }}},
         {"redis.user",
          {[](Config &c, const std::string &v, std::string *) {
@@ -283,6 +308,16 @@ int Config::validate(std::string *err) const {
         return KW_ERR_BAD_VALUE;
     }
     return KW_OK;
+}
+
+std::vector<RedisUrl> Config::effective_seeds() const {
+    std::vector<RedisUrl> out;
+    for (RedisUrl u : seeds.empty() ? std::vector<RedisUrl>{url} : seeds) {
+        if (user_set) u.user = user;
+        if (password_set) u.password = password;
+        out.push_back(u);
+    }
+    return out;
 }
 
 RedisUrl Config::effective_url() const {

@@ -12,7 +12,8 @@ namespace keywatch {
 
 struct Config {
     std::string url_text = "redis://127.0.0.1:6379";
-    RedisUrl url = default_url();
+    RedisUrl url = default_url();                 // the first of seeds
+    std::vector<RedisUrl> seeds;                  // every URL in redis.url (empty: just url)
     bool user_set = false, password_set = false;  // override the URL's
     std::string user, password;
     int64_t connect_timeout_ms = 5000;
@@ -55,6 +56,8 @@ struct Config {
 
     // The URL with the user/password overrides applied.
     RedisUrl effective_url() const;
+    // Every seed, with the overrides applied.
+    std::vector<RedisUrl> effective_seeds() const;
 
   private:
     static RedisUrl default_url();

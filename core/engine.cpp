@@ -177,8 +177,8 @@ int Engine::start() {
     Fanout::Options fo;
     fo.seed = config_.effective_url();
     fo.refresh_ms = config_.cluster_refresh_ms;
-    if (int rc = probe_topology(fo.seed, config_.connect_timeout_ms, config_.mode, &fo.cluster,
-                                &fo.topology, &why);
+    if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
+                             &fo.seed, &fo.cluster, &fo.topology, &why);
         rc != KW_OK) {
         set_error(why);
         return rc;

@@ -234,4 +234,21 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
     return KW_OK;
 }
 
+int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
+                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err) {
+    int rc = KW_ERR_CONNECT;
+    std::string all;
+    for (const RedisUrl &seed : seeds) {
+        rc = probe_topology(seed, timeout_ms, mode, is_cluster, out, err);
+        if (rc == KW_OK) {
+            *chosen = seed;
+            return KW_OK;
+        }
+        if (rc == KW_ERR_AUTH || seeds.size() == 1) return rc;
+        all += (all.empty() ? "" : "; ") + *err;
+    }
+    *err = "none of the " + std::to_string(seeds.size()) + " seeds answered: " + all;
+    return rc;
+}
+
 }  // namespace keywatch

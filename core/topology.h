@@ -50,4 +50,9 @@ struct RedisUrl;
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
                    bool *is_cluster, Topology *out, std::string *err);
 
+// probe_topology on each seed in turn until one answers; *chosen gets that seed. A refused
+// AUTH ends the search at once (the credentials are the same for all).
+int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
+                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err);
+
 }  // namespace keywatch

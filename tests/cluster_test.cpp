@@ -419,6 +419,24 @@ TEST_F(ClusterTest, KilledWatcherClaimsAreRedeliveredByANewWatcher) {
     (void)std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_F(ClusterTest, AnUnreachableSeedIsSkippedAndAllUnreachableIsAClearError) {
+    std::string dead = "redis://127.0.0.1:" + std::to_string(keywatch::RedisProcess::free_port());
+    EventSink sink;
+    Engine e(dead + "," + cluster_->seed_url());
+    e.add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(e.start(), KW_OK) << e.last_error();
+    EXPECT_EQ(e.stat("conn.nodes"), 3);
+    ClusterClient c(dead + "," + cluster_->seed_url());
+    c.track_all({"seeded:1", "seeded:2"}, 100);
+    EXPECT_TRUE(sink.wait_count(2)) << sink.describe();
+
+    EventSink none;
+    Engine lost(dead + "," + dead);
+    lost.add(&none, {{"events", "expired"}});
+    EXPECT_EQ(lost.start(), KW_ERR_CONNECT);
+    EXPECT_TRUE(contains(lost.last_error(), "none of the 2 seeds answered")) << lost.last_error();
+}
+
 TEST(ClusterModeTest, ForcedClusterModeOnAStandaloneServerIsAClearError) {
     keywatch::RedisProcess redis;
     redis.start();
