@@ -340,8 +340,9 @@ KW_API char *kw_engine_stats_json(kw_engine_t *engine);
  * A blocking client for producers and operators. It holds one connection (opened by
  * kw_client_new, re-opened on the next call after a failure), or on a Redis Cluster one per
  * master, each call going to the master of its key's (or task id's) slot and following
- * MOVED/ASK redirections. Not thread-safe: use one client per thread. Every call records a message for kw_client_last_error on failure.
- * Times are ms since the Unix epoch on Redis's clock; TTLs and delays are ms.
+ * MOVED/ASK redirections. Not thread-safe: use one client per thread. Every call records a message
+ * for kw_client_last_error on failure. Times are ms since the Unix epoch on Redis's clock; TTLs and
+ * delays are ms.
  */
 typedef struct kw_client_s kw_client_t;
 

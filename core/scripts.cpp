@@ -62,7 +62,7 @@ namespace scripts {
     "    z[#z + 1] = now + lease\n"                                                  \
     "    z[#z + 1] = id\n"                                                           \
     "    h[#h + 1] = mf[i]\n"                                                        \
-    "    h[#h + 1] = string.format('%d:%d:%s', a, d, owner)\n"                       \
+    "    h[#h + 1] = a .. ':' .. d .. ':' .. owner\n"                                \
     "    local p = payloads[i]\n"                                                    \
     "    if is_keys then p = unstamp(p, d) end\n"                                    \
     "    out[#out + 1] = {id, d, a, p, source}\n"                                    \
@@ -215,8 +215,12 @@ const Script kClaimLive = {"claim_live",
                            "local lease = tonumber(ARGV[1])\n"
                            "local owner = ARGV[2]\n" KW_LUA_TAKE R"lua(
 -- One answer per id: a claimed item, or 'T' taken by someone, 'D' done recently,
--- 'R' not expired after all (TTL moved), 'U' not tracked.
-local ids = ids_from(3)
+-- 'R' not expired after all (TTL moved, or tracked again), 'U' not tracked.
+-- ARGV[3] 'x': the ids come from `expired` events, so their keys are gone: an item past
+-- its deadline fires, one with a later deadline was tracked again (no key lookup needed).
+-- 'e' (evictions): each key is looked at.
+local expired_events = ARGV[3] == 'x'
+local ids = ids_from(4)
 local res = {}
 if #ids == 0 then return {now, res} end
 local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
@@ -226,7 +230,12 @@ local fire, fscores, slots = {}, {}, {}
 for i, id in ipairs(ids) do
   if scores[i] then
     local score = tonumber(scores[i])
-    local exp = redis.call('PEXPIRETIME', id)
+    local exp = -2
+    if not expired_events then
+      exp = redis.call('PEXPIRETIME', id)
+    elseif score >= now then
+      exp = score  -- a newer incarnation, due later
+    end
     if exp == -1 then
       untrack(id)
       res[i] = 'U'

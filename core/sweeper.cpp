@@ -388,7 +388,12 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
 }
 
 void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
-    std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner};
+    // A chunk of `expired` events needs no key lookups (their keys are gone); anything else
+    // (evictions) is checked key by key.
+    bool all_expired = std::all_of(events.begin(), events.end(),
+                                   [](const Event &ev) { return ev.name == "expired"; });
+    std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner,
+                                     all_expired ? "x" : "e"};
     for (auto &ev : events) argv.push_back(ev.key);
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     Queue *qp = &q;

@@ -13,6 +13,7 @@
 #include "core/redis_cluster.h"
 #include "core/slots.h"
 #include "redis_fixture.h"
+#include "worker_process.h"
 
 namespace kwtest {
 namespace {
@@ -373,49 +374,19 @@ TEST_F(ClusterTest, KilledWatcherClaimsAreRedeliveredByANewWatcher) {
     char tmpl[] = "/tmp/kw-cluster-worker-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string dir = tmpl, url = cluster_->seed_url();
-    auto spawn = [&](const std::string &out, std::vector<std::string> extra) {
-        int fds[2];
-        EXPECT_EQ(pipe(fds), 0);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            std::vector<std::string> args = {KW_QUEUE_WORKER_PATH, url, out};
-            args.insert(args.end(), extra.begin(), extra.end());
-            std::vector<char *> argv;
-            for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-            argv.push_back(nullptr);
-            execv(argv[0], argv.data());
-            _exit(127);
-        }
-        close(fds[1]);
-        std::string line;
-        char c;
-        while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
-        close(fds[0]);
-        EXPECT_EQ(line, "ready");
-        return pid;
-    };
-    pid_t holder = spawn(dir + "/a", {"--lease", "1s", "--sleep-ms", "60000", "--workers", "8"});
+    Worker holder(url, dir + "/a", {"--lease", "1s", "--sleep-ms", "60000", "--workers", "8"});
     ClusterClient c(url);
     auto keys = many_keys("held:", 8);
     c.track_all(keys, 100);
     ASSERT_TRUE(wait_until([&] { return contains(c.inspect(), "\"inflight\":8,"); }))
         << c.inspect();
-    kill(holder, SIGKILL);
-    waitpid(holder, nullptr, 0);
-    pid_t rescuer = spawn(dir + "/b", {"--lease", "1s"});
-    auto delivered = [&] {
-        std::ifstream in(dir + "/b");
-        std::string line;
-        size_t n = 0;
-        while (std::getline(in, line)) n++;
-        return n;
-    };
+    holder.kill9();  // a crash with claims in hand
+    Worker rescuer(url, dir + "/b", {"--lease", "1s"});
+    auto delivered = [&] { return read_lines(dir + "/b").size(); };
     EXPECT_TRUE(wait_until([&] { return delivered() >= keys.size(); }, milliseconds(20000)))
         << delivered() << " of " << keys.size() << "; " << c.inspect();
-    kill(rescuer, SIGTERM);
-    waitpid(rescuer, nullptr, 0);
+    for (auto &l : read_lines(dir + "/b")) EXPECT_EQ(l.source, KW_SOURCE_LEASE_EXPIRED);
+    rescuer.stop();
     (void)std::system(("rm -rf '" + dir + "'").c_str());
 }
 

@@ -11,10 +11,7 @@
 #include <sstream>
 
 #include "redis_fixture.h"
-
-#ifndef KW_QUEUE_WORKER_PATH
-#error "KW_QUEUE_WORKER_PATH must name the kw_queue_worker binary"
-#endif
+#include "worker_process.h"
 
 namespace kwtest {
 namespace {
@@ -81,75 +78,6 @@ class Client {
     kw_conf_t *conf_ = nullptr;
     kw_client_t *client_ = nullptr;
 };
-
-// A kw_queue_worker process; stopped with SIGTERM at destruction unless killed first.
-class Worker {
-  public:
-    Worker(const std::string &url, const std::string &out, std::vector<std::string> extra = {}) {
-        int fds[2];
-        if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-        pid_ = fork();
-        if (pid_ == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            std::vector<std::string> args = {KW_QUEUE_WORKER_PATH, url, out};
-            args.insert(args.end(), extra.begin(), extra.end());
-            std::vector<char *> argv;
-            for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-            argv.push_back(nullptr);
-            execv(argv[0], argv.data());
-            _exit(127);
-        }
-        close(fds[1]);
-        // Wait for "ready" (the engine has started).
-        std::string line;
-        char c;
-        while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
-        close(fds[0]);
-        if (line != "ready") throw std::runtime_error("kw_queue_worker did not start: " + line);
-    }
-    ~Worker() { stop(); }
-    void kill9() {
-        if (pid_ <= 0) return;
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    void stop() {
-        if (pid_ <= 0) return;
-        kill(pid_, SIGTERM);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-
-  private:
-    pid_t pid_ = -1;
-};
-
-struct Line {
-    std::string queue, key_hex;
-    int source = 0, attempt = 0, pid = 0;
-};
-
-std::vector<Line> read_lines(const std::string &path) {
-    std::vector<Line> out;
-    std::ifstream in(path);
-    std::string text;
-    while (std::getline(in, text)) {
-        std::istringstream ss(text);
-        Line l;
-        std::string source, attempt, pid;
-        if (std::getline(ss, l.queue, '\t') && std::getline(ss, l.key_hex, '\t') &&
-            std::getline(ss, source, '\t') && std::getline(ss, attempt, '\t') &&
-            std::getline(ss, pid, '\t')) {
-            l.source = std::stoi(source);
-            l.attempt = std::stoi(attempt);
-            l.pid = std::stoi(pid);
-            out.push_back(l);
-        }
-    }
-    return out;
-}
 
 class QueueTest : public RedisTest {
   protected:
