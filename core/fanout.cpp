@@ -233,7 +233,12 @@ void Fanout::on_started(Subscriber &sub, int status, const std::string &message)
 }
 
 void Fanout::refresh() {
-    if (down_ || refreshing_) return;
+    if (down_) return;
+    if (refreshing_) {
+        // One probe at a time; keep the periodic chain alive behind it.
+        refresh_timer_.arm(300);
+        return;
+    }
     // While a master is unreachable its replica may be taking over: look often, so that
     // the promoted replica is subscribed (and its slots swept) soon after the promotion.
     bool all_ready = true;
