@@ -241,9 +241,12 @@ void Fanout::refresh() {
     }
     // While a master is unreachable its replica may be taking over: look often, so that
     // the promoted replica is subscribed (and its slots swept) soon after the promotion.
+    // Likewise while some slots have no master (the dead one dropped, its replica not yet
+    // promoted).
     bool all_ready = true;
     for (auto &kv : nodes_by_endpoint_) all_ready = all_ready && kv.second.state == KW_CONN_READY;
-    refresh_timer_.arm(all_ready ? opts_.refresh_ms : std::min<int64_t>(opts_.refresh_ms, 300));
+    bool settled = all_ready && opts_.topology.uncovered() == 0;
+    refresh_timer_.arm(settled ? opts_.refresh_ms : std::min<int64_t>(opts_.refresh_ms, 300));
     retired_.clear();  // shut down at least one refresh ago: no callback can reach them
     // Any node of the cluster can answer: ask the masters we reach first, in turn, then the
     // seed, then the ones we do not reach now.

@@ -83,10 +83,14 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
             return false;
         }
         if (slots->elements == 0) continue;  // a shard without slots serves nothing
+        // The shard's master that is not failed. After a failover the old master can still
+        // be listed as a master with health "failed" beside the promoted one.
         const redisReply *master = nullptr;
         for (size_t j = 0; j < nodes->elements; j++) {
             auto node = flat_map(nodes->element[j]);
-            if (str(node["role"]) == "master") master = nodes->element[j];
+            std::string health = str(node["health"]);
+            if (str(node["role"]) == "master" && health != "failed" && health != "fail")
+                master = nodes->element[j];
         }
         if (!master) continue;  // its master failed and no replica took over yet
         auto node = flat_map(master);
@@ -96,7 +100,6 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
         n.port = static_cast<int>(num(node["port"]));
         if (n.port <= 0) n.port = static_cast<int>(num(node["tls-port"]));
         n.id = str(node["id"]);
-        if (str(node["health"]) == "fail") continue;
         int idx = add_master(&t, n);
         for (size_t j = 0; j + 1 < slots->elements; j += 2)
             if (!assign(&t, idx, num(slots->element[j]), num(slots->element[j + 1]), err))

@@ -82,7 +82,7 @@ TEST(ParseClusterShards, MapsEverySlotToItsMaster) {
 
 TEST(ParseClusterShards, AFailedMasterLeavesItsSlotsUncovered) {
     Reply r = Reply::arr({
-        shard({0, 8191}, {node("127.0.0.1", 7000, "master", "fail")}),
+        shard({0, 8191}, {node("127.0.0.1", 7000, "master", "failed")}),
         shard({8192, 16383}, {node("", 7001, "master", "online")}),
         shard({}, {node("127.0.0.1", 7005, "master", "online")}),  // no slots: ignored
     });
@@ -93,6 +93,18 @@ TEST(ParseClusterShards, AFailedMasterLeavesItsSlotsUncovered) {
     EXPECT_EQ(t.uncovered(), 8192u);
     EXPECT_EQ(t.master_for_slot(0), nullptr);
     EXPECT_EQ(t.master_for_slot(9000)->host, "10.0.0.9") << "an empty ip means the seed's host";
+}
+
+TEST(ParseClusterShards, APromotedReplicaWinsOverItsFailedOldMaster) {
+    Reply r = Reply::arr({
+        shard({0, 16383}, {node("127.0.0.1", 7003, "master", "online"),
+                           node("127.0.0.1", 7000, "master", "failed")}),
+    });
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "seed", &t, &err)) << err;
+    ASSERT_EQ(t.masters.size(), 1u);
+    EXPECT_EQ(t.master_for_slot(0)->port, 7003);
 }
 
 TEST(ParseClusterShards, RefusesABadShape) {
