@@ -38,10 +38,11 @@ bool valid_queue_name(const std::string &name, std::string *err) {
     return true;
 }
 
-bool parse_claimed(const redisReply *r, ClaimedItem *out) {
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 5) return false;
-    const redisReply *id = r->element[0], *deadline = r->element[1], *attempt = r->element[2],
-                     *payload = r->element[3], *source = r->element[4];
+bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out) {
+    if (!flat || flat->type != REDIS_REPLY_ARRAY || flat->elements < (i + 1) * kClaimedFields)
+        return false;
+    const redisReply *const *f = flat->element + i * kClaimedFields;
+    const redisReply *id = f[0], *deadline = f[1], *attempt = f[2], *payload = f[3], *source = f[4];
     if (id->type != REDIS_REPLY_STRING || deadline->type != REDIS_REPLY_INTEGER ||
         attempt->type != REDIS_REPLY_INTEGER || source->type != REDIS_REPLY_STRING ||
         source->len != 1)
@@ -50,7 +51,10 @@ bool parse_claimed(const redisReply *r, ClaimedItem *out) {
     out->deadline_ms = deadline->integer;
     out->attempt = static_cast<int>(attempt->integer);
     out->has_payload = payload->type == REDIS_REPLY_STRING;
-    if (out->has_payload) out->payload.assign(payload->str, payload->len);
+    if (out->has_payload)
+        out->payload.assign(payload->str, payload->len);
+    else
+        out->payload.clear();
     out->source = source->str[0];
     return true;
 }

@@ -46,7 +46,9 @@ struct ClaimedItem {
     char source = 'S';  // 'S' sweep, 'L' lease expired, 'N' live notification
 };
 
-// Parses {id, deadline, attempt, payload|nil, source}. False if the shape is wrong.
-bool parse_claimed(const redisReply *r, ClaimedItem *out);
+// Claim scripts return their items flat: id, deadline, attempt, payload|nil, source, ...
+inline constexpr size_t kClaimedFields = 5;
+// Parses item i of such a flat array. False if the shape is wrong.
+bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out);
 
 }  // namespace keywatch

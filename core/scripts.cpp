@@ -9,75 +9,99 @@ namespace keywatch {
 namespace scripts {
 
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
-#define KW_LUA_PRELUDE                                                                 \
-    "local t = redis.call('TIME')\n"                                                   \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"          \
-    "local SENTINEL = string.rep('k', 72)\n"                                           \
-    "local function parse_meta(m)\n"                                                   \
-    "  if not m then return 0, nil, nil end\n"                                         \
-    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                        \
-    "  return tonumber(a), tonumber(d), o\n"                                           \
-    "end\n"                                                                            \
-    "local function unstamp(p, d)\n"                                                   \
-    "  if not p then return false end\n"                                               \
-    "  local bar = string.find(p, '|', 1, true)\n"                                     \
-    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n" \
-    "  return string.sub(p, bar + 1)\n"                                                \
-    "end\n"                                                                            \
-    "local function prefixed(prefix, ids)\n"                                           \
-    "  local out = {}\n"                                                               \
-    "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                        \
-    "  return out\n"                                                                   \
-    "end\n"                                                                            \
-    "local function ids_from(first)\n"                                                 \
-    "  local ids = {}\n"                                                               \
-    "  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end\n"                          \
-    "  return ids\n"                                                                   \
-    "end\n"                                                                            \
-    "local function held_by(owner, ids)\n"                                             \
-    "  local metas = redis.call('HMGET', KEYS[3], unpack(prefixed('m:', ids)))\n"      \
-    "  local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))\n"                     \
-    "  local mine = {}\n"                                                              \
-    "  for i, id in ipairs(ids) do\n"                                                  \
-    "    local _, _, o = parse_meta(metas[i])\n"                                       \
-    "    if o == owner and held[i] then mine[#mine + 1] = id end\n"                    \
-    "  end\n"                                                                          \
-    "  return mine\n"                                                                  \
+#define KW_LUA_PRELUDE                                                                      \
+    "local t = redis.call('TIME')\n"                                                        \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"               \
+    "local SENTINEL = string.rep('k', 72)\n"                                                \
+    "local function parse_meta(m)\n"                                                        \
+    "  if not m then return 0, nil, nil end\n"                                              \
+    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                             \
+    "  return tonumber(a), tonumber(d), o\n"                                                \
+    "end\n"                                                                                 \
+    "local function unstamp(p, d)\n"                                                        \
+    "  if not p then return false end\n"                                                    \
+    "  local bar = string.find(p, '|', 1, true)\n"                                          \
+    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n"      \
+    "  return string.sub(p, bar + 1)\n"                                                     \
+    "end\n"                                                                                 \
+    "local function prefixed(prefix, ids)\n"                                                \
+    "  local out = {}\n"                                                                    \
+    "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                             \
+    "  return out\n"                                                                        \
+    "end\n"                                                                                 \
+    "local function ids_from(first)\n"                                                      \
+    "  local ids = {}\n"                                                                    \
+    "  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end\n"                               \
+    "  return ids\n"                                                                        \
+    "end\n"                                                                                 \
+    "-- The ids `owner` holds (in flight, its name in the meta record), with their metas\n" \
+    "-- and meta field names.\n"                                                            \
+    "local function held_by(owner, ids)\n"                                                  \
+    "  local mf = prefixed('m:', ids)\n"                                                    \
+    "  local metas = redis.call('HMGET', KEYS[3], unpack(mf))\n"                            \
+    "  local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))\n"                          \
+    "  local suffix = ':' .. owner\n"                                                       \
+    "  local from = -#suffix\n"                                                             \
+    "  local mine, mine_metas, mine_fields = {}, {}, {}\n"                                  \
+    "  for i, id in ipairs(ids) do\n"                                                       \
+    "    local m = metas[i]\n"                                                              \
+    "    if m and held[i] and string.find(m, suffix, from, true) then\n"                    \
+    "      local j = #mine + 1\n"                                                           \
+    "      mine[j], mine_metas[j], mine_fields[j] = id, m, mf[i]\n"                         \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "  return mine, mine_metas, mine_fields\n"                                              \
     "end\n"
 
 // Claim ids (due at scores) for `owner` until now + lease: attempts counted, the deadline
 // kept from the first claim so the event id stays stable across redeliveries.
-#define KW_LUA_TAKE                                                                  \
-    "local function take_all(ids, scores, source, is_keys, out)\n"                   \
-    "  if #ids == 0 then return end\n"                                               \
-    "  redis.call('HSETNX', KEYS[3], '~', SENTINEL)\n"                               \
-    "  local mf = prefixed('m:', ids)\n"                                             \
-    "  local metas = redis.call('HMGET', KEYS[3], unpack(mf))\n"                     \
-    "  local payloads = redis.call('HMGET', KEYS[3], unpack(prefixed('p:', ids)))\n" \
-    "  local z, h = {}, {}\n"                                                        \
-    "  for i, id in ipairs(ids) do\n"                                                \
-    "    local a, d = parse_meta(metas[i])\n"                                        \
-    "    a = a + 1\n"                                                                \
-    "    d = d or scores[i]\n"                                                       \
-    "    z[#z + 1] = now + lease\n"                                                  \
-    "    z[#z + 1] = id\n"                                                           \
-    "    h[#h + 1] = mf[i]\n"                                                        \
-    "    h[#h + 1] = a .. ':' .. d .. ':' .. owner\n"                                \
-    "    local p = payloads[i]\n"                                                    \
-    "    if is_keys then p = unstamp(p, d) end\n"                                    \
-    "    out[#out + 1] = {id, d, a, p, source}\n"                                    \
-    "  end\n"                                                                        \
-    "  redis.call('ZADD', KEYS[2], unpack(z))\n"                                     \
-    "  redis.call('HSET', KEYS[3], unpack(h))\n"                                     \
-    "end\n"                                                                          \
-    "local function reschedule(id, old, exp)\n"                                      \
-    "  redis.call('ZADD', KEYS[1], exp, id)\n"                                       \
-    "  local v = unstamp(redis.call('HGET', KEYS[3], 'p:' .. id), old)\n"            \
-    "  if v then redis.call('HSET', KEYS[3], 'p:' .. id, exp .. '|' .. v) end\n"     \
-    "end\n"                                                                          \
-    "local function untrack(id)\n"                                                   \
-    "  redis.call('ZREM', KEYS[1], id)\n"                                            \
-    "  redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"            \
+// Claim ids (due at scores, Redis's score strings) for `owner` until now + lease: attempts
+// counted, the deadline kept from the first claim so the event id stays stable across
+// redeliveries. Appends id, deadline, attempt, payload|false, source to `out`, flat (a
+// table per item costs more than the rest of the claim).
+#define KW_LUA_TAKE                                                                          \
+    "local function take_all(ids, scores, source, is_keys, out)\n"                           \
+    "  if #ids == 0 then return end\n"                                                       \
+    "  redis.call('HSETNX', KEYS[3], '~', SENTINEL)\n"                                       \
+    "  local n = #ids\n"                                                                     \
+    "  local f = {}\n"                                                                       \
+    "  for i, id in ipairs(ids) do f[i] = 'm:' .. id; f[n + i] = 'p:' .. id end\n"           \
+    "  local got = redis.call('HMGET', KEYS[3], unpack(f))\n"                                \
+    "  local z, h = {}, {}\n"                                                                \
+    "  local lease_end = tostring(now + lease)\n"                                            \
+    "  local tail = ':' .. owner\n"                                                          \
+    "  local k = #out\n"                                                                     \
+    "  for i, id in ipairs(ids) do\n"                                                        \
+    "    local a, d = parse_meta(got[i])\n"                                                  \
+    "    local meta\n"                                                                       \
+    "    if d then\n"                                                                        \
+    "      a = a + 1\n"                                                                      \
+    "      meta = a .. ':' .. d .. tail\n"                                                   \
+    "    else\n"                                                                             \
+    "      a = 1\n"                                                                          \
+    "      d = tonumber(scores[i])\n"                                                        \
+    "      meta = '1:' .. scores[i] .. tail\n"                                               \
+    "    end\n"                                                                              \
+    "    z[2 * i - 1] = lease_end\n"                                                         \
+    "    z[2 * i] = id\n"                                                                    \
+    "    h[2 * i - 1] = f[i]\n"                                                              \
+    "    h[2 * i] = meta\n"                                                                  \
+    "    local p = got[n + i]\n"                                                             \
+    "    if is_keys and p then p = unstamp(p, d) end\n"                                      \
+    "    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = id, d, a, p, source\n" \
+    "    k = k + 5\n"                                                                        \
+    "  end\n"                                                                                \
+    "  redis.call('ZADD', KEYS[2], unpack(z))\n"                                             \
+    "  redis.call('HSET', KEYS[3], unpack(h))\n"                                             \
+    "end\n"                                                                                  \
+    "local function reschedule(id, old, exp)\n"                                              \
+    "  redis.call('ZADD', KEYS[1], exp, id)\n"                                               \
+    "  local v = unstamp(redis.call('HGET', KEYS[3], 'p:' .. id), old)\n"                    \
+    "  if v then redis.call('HSET', KEYS[3], 'p:' .. id, exp .. '|' .. v) end\n"             \
+    "end\n"                                                                                  \
+    "local function untrack(id)\n"                                                           \
+    "  redis.call('ZREM', KEYS[1], id)\n"                                                    \
+    "  redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"                    \
     "end\n"
 
 const Script kTrack = {"track", R"lua(
@@ -190,7 +214,7 @@ if room > 0 then
       moved = moved + 1
     else
       fire[#fire + 1] = id
-      scores[#scores + 1] = score
+      scores[#scores + 1] = due[i + 1]
     end
   end
   if #fire > 0 then
@@ -214,18 +238,31 @@ const Script kClaimLive = {"claim_live",
                            KW_LUA_PRELUDE
                            "local lease = tonumber(ARGV[1])\n"
                            "local owner = ARGV[2]\n" KW_LUA_TAKE R"lua(
--- One answer per id: a claimed item, or 'T' taken by someone, 'D' done recently,
--- 'R' not expired after all (TTL moved, or tracked again), 'U' not tracked.
+-- One answer per id: 'C' claimed (the claimed items follow, in order, flat as take_all
+-- writes them), or 'T' taken by someone, 'D' done recently, 'R' not expired after all
+-- (TTL moved, or tracked again), 'U' not tracked.
 -- ARGV[3] 'x': the ids come from `expired` events, so their keys are gone: an item past
 -- its deadline fires, one with a later deadline was tracked again (no key lookup needed).
 -- 'e' (evictions): each key is looked at.
 local expired_events = ARGV[3] == 'x'
 local ids = ids_from(4)
 local res = {}
-if #ids == 0 then return {now, res} end
+if #ids == 0 then return {now, res, {}} end
 local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
-local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))
-local done = redis.call('ZMSCORE', KEYS[5], unpack(ids))
+-- Ids not due: held by someone, done recently, or not tracked.
+local missing = {}
+for i = 1, #ids do
+  if not scores[i] then missing[#missing + 1] = ids[i] end
+end
+local held, done = {}, {}
+if #missing > 0 then
+  local h = redis.call('ZMSCORE', KEYS[2], unpack(missing))
+  local d = redis.call('ZMSCORE', KEYS[5], unpack(missing))
+  for j, id in ipairs(missing) do
+    held[id] = h[j]
+    done[id] = d[j]
+  end
+end
 local fire, fscores, slots = {}, {}, {}
 for i, id in ipairs(ids) do
   if scores[i] then
@@ -244,24 +281,24 @@ for i, id in ipairs(ids) do
       res[i] = 'R'
     else
       fire[#fire + 1] = id
-      fscores[#fscores + 1] = score
+      fscores[#fscores + 1] = scores[i]
       slots[#slots + 1] = i
     end
-  elseif held[i] then
+  elseif held[id] then
     res[i] = 'T'
-  elseif done[i] then
+  elseif done[id] then
     res[i] = 'D'
   else
     res[i] = 'U'
   end
 end
+local out = {}
 if #fire > 0 then
   redis.call('ZREM', KEYS[1], unpack(fire))
-  local out = {}
   take_all(fire, fscores, 'N', true, out)
-  for j, i in ipairs(slots) do res[i] = out[j] end
+  for _, i in ipairs(slots) do res[i] = 'C' end
 end
-return {now, res}
+return {now, res, out}
 )lua",
                            false};
 
@@ -286,17 +323,20 @@ local owner = ARGV[1]
 local is_keys = ARGV[2] == '1'
 local ids = ids_from(3)
 if #ids == 0 then return 0 end
-local mine = held_by(owner, ids)
+local mine, metas, fields = held_by(owner, ids)
 if #mine == 0 then return 0 end
 redis.call('ZREM', KEYS[2], unpack(mine))
 local again = redis.call('ZMSCORE', KEYS[1], unpack(mine))
 local gone, done = {}, {}
+local stamp = tostring(now)
 for j, id in ipairs(mine) do
-  gone[#gone + 1] = 'm:' .. id
-  gone[#gone + 1] = 'e:' .. id
+  gone[#gone + 1] = fields[j]
+  -- Only a retried item (attempt > 1, so not "1:...") can carry an error.
+  local m = metas[j]
+  if string.byte(m, 1) ~= 49 or string.byte(m, 2) ~= 58 then gone[#gone + 1] = 'e:' .. id end
   if not again[j] then gone[#gone + 1] = 'p:' .. id end
-  done[#done + 1] = now
-  done[#done + 1] = id
+  done[2 * j - 1] = stamp
+  done[2 * j] = id
 end
 redis.call('HDEL', KEYS[3], unpack(gone))
 if is_keys then redis.call('ZADD', KEYS[5], unpack(done)) end

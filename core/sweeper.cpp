@@ -330,10 +330,11 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
 
 void Sweeper::on_claimed(Queue &q, redisReply *items) {
     std::vector<Event> batch;
-    batch.reserve(items->elements);
-    for (size_t i = 0; i < items->elements; i++) {
-        ClaimedItem item;
-        if (!parse_claimed(items->element[i], &item)) continue;
+    size_t n = items->elements / kClaimedFields;
+    batch.reserve(n);
+    ClaimedItem item;
+    for (size_t i = 0; i < n; i++) {
+        if (!parse_claimed(items, i, &item)) continue;
         q.held.insert(item.id);
         q.waiting.insert(item.id);
         batch.push_back(make_event(q, item, nullptr));
@@ -402,23 +403,25 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
             // The slot moved: its new master's sweeper finds the keys by its own sweep.
             return;
         }
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
             r->element[1]->elements != evs->size()) {
             sink_->log(KW_LOG_ERROR, "claim_live failed: " + reply_to_string(r) +
                                          "; tracked keys among these events will be swept");
             return;
         }
         std::vector<Event> tracked, plain;
+        ClaimedItem item;
+        size_t next = 0;  // the next claimed item in the flat list
         for (size_t i = 0; i < evs->size(); i++) {
             redisReply *res = r->element[1]->element[i];
             Event &live = (*evs)[i];
-            if (res->type == REDIS_REPLY_ARRAY) {
-                ClaimedItem item;
-                if (!parse_claimed(res, &item)) continue;
+            bool one = res->type == REDIS_REPLY_STRING && res->len == 1;
+            if (one && res->str[0] == 'C') {
+                if (!parse_claimed(r->element[2], next++, &item)) continue;
                 qp->held.insert(item.id);
                 qp->waiting.insert(item.id);
                 tracked.push_back(make_event(*qp, item, &live));
-            } else if (res->type == REDIS_REPLY_STRING && res->len == 1 && res->str[0] == 'U') {
+            } else if (one && res->str[0] == 'U') {
                 plain.push_back(std::move(live));
             } else {
                 counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
