@@ -7,6 +7,14 @@ QueueKeys QueueKeys::make(const std::string &ns, const std::string &queue, const
     return {base + "due", base + "inflight", base + "data", base + "dead", base + "done"};
 }
 
+std::string QueueKeys::due_key(const std::string &ns, const std::string &queue,
+                               const std::string &tag) {
+    std::string k;
+    k.reserve(ns.size() + queue.size() + tag.size() + 8);
+    k.append(ns).append(":").append(queue).append(":{").append(tag).append("}:due");
+    return k;
+}
+
 bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
                      std::string *queue, std::string *tag) {
     const std::string suffix = "}:" + part;

@@ -18,6 +18,9 @@ struct QueueKeys {
     std::string due, inflight, data, dead, done;
 
     static QueueKeys make(const std::string &ns, const std::string &queue, const std::string &tag);
+    // make(...).due alone.
+    static std::string due_key(const std::string &ns, const std::string &queue,
+                               const std::string &tag);
     // KEYS for a script, in the order scripts.h documents (plus the tracked key if any).
     std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
 };

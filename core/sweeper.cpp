@@ -57,10 +57,11 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
 
 Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) {
     if (!served_.count(name)) return nullptr;
-    QueueKeys keys = QueueKeys::make(opts_.ns, name, tag);
-    auto it = queues_.find(keys.due);
+    std::string due = QueueKeys::due_key(opts_.ns, name, tag);
+    auto it = queues_.find(due);
     if (it != queues_.end()) return &it->second;
-    Queue &q = queues_[keys.due];
+    QueueKeys keys = QueueKeys::make(opts_.ns, name, tag);
+    Queue &q = queues_[due];
     q.name = name;
     q.tag = tag;
     q.keys = keys;
@@ -122,8 +123,13 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
     outstanding_ = 0;
     scanning_ = false;
     for (auto &kv : queues_) {
-        kv.second.sweeping = false;
-        kv.second.timer->cancel();
+        Queue &q = kv.second;
+        q.sweeping = false;
+        q.peeking = false;
+        q.timer->cancel();
+        for (auto &ev : q.deferred)
+            if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+        q.deferred.clear();
     }
     if (down_) return;
     int64_t d = opts_.reconnect_min_ms;
@@ -138,18 +144,20 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
 }
 
 void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
-    std::vector<std::string> keys = q.keys.keys();
-    std::vector<std::string> args = {"EVALSHA", s.sha(), std::to_string(keys.size())};
-    args.insert(args.end(), keys.begin(), keys.end());
-    args.insert(args.end(), argv.begin(), argv.end());
+    // Kept for the rare NOSCRIPT retry, shared rather than copied into the callback.
+    const QueueKeys &k = q.keys;  // the five KEYS, in QueueKeys::keys() order
+    auto args = std::make_shared<std::vector<std::string>>(std::initializer_list<std::string>{
+        "EVALSHA", s.sha(), "5", k.due, k.inflight, k.data, k.dead, k.done});
+    args->reserve(args->size() + argv.size());
+    for (auto &a : argv) args->push_back(std::move(a));
     outstanding_++;
     const Script *script = &s;
-    bool sent = conn_.command(args, [this, script, args, fn](redisReply *r) mutable {
+    bool sent = conn_.command(*args, [this, script, args, fn](redisReply *r) {
         if (is_noscript(r)) {
             // Empty script cache (restart, failover): EVAL loads it for next time.
-            args[0] = "EVAL";
-            args[1] = script->body;
-            conn_.command(args, [this, fn](redisReply *r2) {
+            (*args)[0] = "EVAL";
+            (*args)[1] = script->body;
+            conn_.command(*args, [this, fn](redisReply *r2) {
                 outstanding_--;
                 fn(r2);
             });
@@ -201,7 +209,38 @@ void Sweeper::sweep_dirty() {
     all.swap(dirty_);
     for (Queue *q : all) {
         q->dirty = false;
-        sweep(*q);
+        // A queue whose next deadline we know needs a claim only if the new items are
+        // due earlier: a plain ZRANGE tells (a claim script costs ten times as much).
+        if (q->next_due < 0 || q->moved)
+            sweep(*q);
+        else
+            peek(*q);
+    }
+}
+
+void Sweeper::peek(Queue &q) {
+    if (q.peeking || conn_.state() != RedisConn::State::Ready) return;
+    q.peeking = true;
+    outstanding_++;
+    Queue *qp = &q;
+    bool sent =
+        conn_.command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
+            outstanding_--;
+            Queue &q = *qp;
+            q.peeking = false;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+                const redisReply *score = r->element[1];
+                int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
+                // Replies come in order: next_due is what the latest claim saw.
+                if (q.next_due >= 0 && first >= q.next_due) return;
+            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+                return;  // nothing due here (claimed meanwhile)
+            }
+            sweep(q);
+        });
+    if (!sent) {
+        outstanding_--;
+        q.peeking = false;
     }
 }
 
@@ -271,6 +310,17 @@ void Sweeper::sweep(Queue &q) {
           std::to_string(opts_.done_window_ms)},
          [this, &q, limit](redisReply *r) {
              q.sweeping = false;
+             // Live events that came in while this claim was on its way: those about items
+             // it claimed are ours now (held); the rest are claimed live.
+             std::vector<Event> deferred;
+             deferred.swap(q.deferred);
+             struct Later {
+                 Sweeper *s;
+                 std::vector<Event> &evs;
+                 ~Later() {
+                     if (!evs.empty()) s->claim_live(std::move(evs));
+                 }
+             } later{this, deferred};
              if (redirected(q, r)) return;
              if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
                  sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
@@ -280,7 +330,8 @@ void Sweeper::sweep(Queue &q) {
              }
              int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
              int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
-             size_t claimed = r->element[4]->elements;
+             size_t claimed = r->element[4]->elements / kClaimedFields;
+             q.next_due = next_due;
              on_claimed(q, r->element[4]);
              // Leases matter only if someone else holds items: ours are acked (or, if we
              // die, found by the others' scans).
@@ -365,6 +416,12 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         // Our own claims make Redis publish `expired` too: no need to ask about those.
         if (q->held.count(ev.key) || recently_done(ev.key)) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        // A claim in flight on this queue may be what deleted the key (a sweep's key
+        // lookup does): wait for its answer rather than ask Redis about our own claim.
+        if (q->sweeping) {
+            q->deferred.push_back(std::move(ev));
             continue;
         }
         ask[q].push_back(std::move(ev));

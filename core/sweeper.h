@@ -113,6 +113,9 @@ class Sweeper {
         bool is_keys;
         std::unique_ptr<Timer> timer;
         bool sweeping = false, again = false;
+        bool peeking = false;                     // cluster: a ZRANGE peek in flight
+        int64_t next_due = -1;                    // the next deadline the last claim saw
+        std::vector<Event> deferred;              // live events awaiting a claim in flight
         std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
         std::unordered_set<std::string> held;     // claimed by us, not yet completed
         bool dirty = false;                       // cluster: touched since the last sweep
@@ -129,6 +132,9 @@ class Sweeper {
     bool redirected(Queue &q, const redisReply *r);
     void scan(const std::string &cursor);
     void sweep_dirty();
+    // Cluster: a touched queue with a known next deadline: sweep only if new items are
+    // due earlier.
+    void peek(Queue &q);
     void eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
     void sweep(Queue &q);
     void on_claimed(Queue &q, redisReply *r);
