@@ -1,8 +1,9 @@
 // bench_util.h: what the reliable-delivery benchmarks (kw_bench_queue, kw_bench_cluster)
 // share: clocks, statistics and formatting, option parsing, blocking hiredis helpers, thin
-// wrappers of the keywatch C API (conf, client, engine, a handler that records lateness),
-// a raw hiredis + libevent keyevent subscriber, and the delivery figures. Header-only:
-// each benchmark is one translation unit that includes it once.
+// wrappers of the keywatch C API (conf, client, engine, a handler that records lateness, a
+// no-op handler), a raw hiredis + libevent keyevent subscriber, the delivery and burst
+// figures, and the end-to-end baseline's pop script. Header-only: each benchmark is one
+// translation unit that includes it once.
 #pragma once
 
 #include "keywatch.h"
@@ -380,6 +381,36 @@ inline const char *const kEquivalentScript =
     "redis.call('SET',KEYS[1],ARGV[1],'PX',ARGV[2]); "
     "redis.call('ZADD',KEYS[2],ARGV[3],KEYS[1])";
 
+// The end-to-end baseline, a minimal at-most-once consumer: pops up to ARGV[2] members of
+// the due set KEYS[1] with a score <= ARGV[1] (no lease, no ack, no PTTL); returns how many.
+inline const char *const kPopScript =
+    "local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, "
+    "tonumber(ARGV[2])) "
+    "if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end "
+    "return #ids";
+
+// Pops the due set `due_key` on c with kPopScript (loaded as `sha`), 500 members a call with
+// a score <= now_ms, until n are popped or a call pops nothing. Returns how many it popped.
+inline uint64_t pop_due(redisContext *c, const std::string &sha, const std::string &due_key,
+                        const std::string &now_ms, uint64_t n) {
+    uint64_t popped = 0;
+    while (popped < n) {
+        auto *r = static_cast<redisReply *>(redisCommand(c, "EVALSHA %s 1 %s %s 500", sha.c_str(),
+                                                         due_key.c_str(), now_ms.c_str()));
+        if (!r) throw BenchError(std::string("pop: ") + c->errstr);
+        if (r->type != REDIS_REPLY_INTEGER) {
+            std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "?";
+            freeReplyObject(r);
+            throw BenchError("pop: " + e);
+        }
+        long long got = r->integer;
+        freeReplyObject(r);
+        if (got == 0) break;
+        popped += uint64_t(got);
+    }
+    return popped;
+}
+
 // Runs `threads` workers over ops [0, total): worker t takes [t*per, (t+1)*per) in batches
 // of `batch` via fn(t, begin, end). Per-thread set-up (connections) happens before the
 // clock starts. Returns the seconds the work took (total must be a multiple of threads).
@@ -524,6 +555,11 @@ struct Engine {
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 };
+
+// A handler that acks every event and does nothing else.
+inline int noop_handler(const kw_event_t *, void *) {
+    return KW_RESULT_ACK;
+}
 
 // What a handler records: per first delivery of a tracked key, its lateness and when the
 // handler started. Slots are claimed with an atomic index; read after the engine stopped
@@ -758,6 +794,31 @@ inline void print_delivery(const char *label, const Delivery &d, bool show_deliv
         printf("; of those: p50 %s p99 %s max %s", fmt_ms(d.dp50).c_str(), fmt_ms(d.dp99).c_str(),
                fmt_ms(d.dmax).c_str());
     printf("\n");
+}
+
+// A burst: n keys sharing one deadline.
+struct Burst {
+    Delivery d;
+    double last_ms = 0;  // last handler start (arrival) minus the shared deadline
+    double rate = 0;     // n / (last - first arrival)
+};
+
+inline Burst finish_burst(Delivery d, int64_t deadline) {
+    Burst b;
+    b.d = d;
+    b.last_ms = d.within == d.n ? d.last_at - double(deadline) : kInf;
+    double span = (d.last_at - d.first_at) / 1000;
+    b.rate = d.within > 1 && span > 0 ? double(d.within) / span : std::nan("");
+    return b;
+}
+
+inline void print_burst(const char *label, const Burst &b) {
+    printf(
+        "    %-9s all in by deadline + %-9s rate %-12s lateness p50 %s p99 %s max %s; "
+        "delivered %s/%s\n",
+        label, fmt_ms(b.last_ms).c_str(), fmt_rate(b.rate).c_str(), fmt_ms(b.d.p50).c_str(),
+        fmt_ms(b.d.p99).c_str(), fmt_ms(b.d.max).c_str(), with_commas(double(b.d.within)).c_str(),
+        with_commas(double(b.d.n)).c_str());
 }
 
 // Waits until `count()` reaches n or the wall clock passes until_ms.

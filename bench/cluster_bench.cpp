@@ -5,7 +5,7 @@
 // sets a target. Each round starts a fresh cluster (the failover leaves it without a
 // replica) and runs the sub-benchmarks below in this order.
 //
-// Sub-benchmarks (--only lateness,idle,track,failover; all by default)
+// Sub-benchmarks (--only lateness,idle,burst,track,e2e,failover; all by default)
 //  lateness  N tracked keys (--keys) named "k:<deadline>:<i>", so spread over every master
 //            by key name, whose deadlines are spread evenly over 10 s, starting about 2 s
 //            after the writing ends (4 client threads, pipelines of 100). keywatch: one
@@ -32,6 +32,20 @@
 //            claim) and reports the claim_due calls made meanwhile: sweeps of slot queues
 //            that wake at the lease end of items already acked. (`--only idle` runs the
 //            keywatch half of the lateness workload to have something delivered.)
+//  burst     N tracked keys (--burst-keys, default 100000) "b:<deadline>:<i>", so spread over
+//            every master by key name, sharing one deadline about 3 s after the writing ends
+//            (4 client threads, pipelines of 100). keywatch: a fresh engine (default
+//            configuration) started before the writing, one handler for "expired" recording
+//            every delivery of queue "keys" (key, node, handler start). Figures: the time
+//            from the deadline until the last key's first handler call started (= max
+//            lateness), p99 lateness, the rate, the keys delivered, lost (never delivered by
+//            deadline + --wait-ms; target 0) and duplicated (deliveries beyond the first,
+//            counted until 500 ms after every delivery was acked), and per master its keys
+//            and its last start. Baseline "native": the lateness baseline with one shared
+//            deadline (plain SET PXAT keys "n:<deadline>:<i>" written to their masters, a
+//            raw subscriber on every master). Both variants on the same cluster, FLUSHALL
+//            on every master before each, alternating which goes first.
+//            Target (issue 3's): every key's handler started by deadline + 1 s.
 //  track     kw_track throughput on the cluster, P client threads (--threads) each with its
 //            own client, pipelines of --batch; against a raw pipelined EVALSHA of
 //            SET k v PX ttl + ZADD of k into the same-slot key "bench:{<slot tag>}:due", sent
@@ -44,6 +58,15 @@
 //            that a pass lasts long enough to ride out a shared machine's noise. 16-byte
 //            keys and values.
 //            Target: keywatch >= 80% of the raw EVALSHA rate (median of per-round ratios).
+//  e2e       N tracked keys (--e2e-keys, default 100000) "e<i>", spread over every master,
+//            all already due (TTL 1 ms, then 500 ms), then a fresh engine (default
+//            configuration) with a no-op handler is started; rate = N / (time from
+//            kw_engine_start until items.acked reaches N). Baseline: a minimal at-most-once
+//            consumer, N members in one due ZSET per master ("bench:{<tag>}:due", each member
+//            on its own slot's master) popped by one thread per master at once with a Lua
+//            ZRANGEBYSCORE LIMIT 500 + ZREM (no lease, no ack, no PTTL). Both on the same
+//            cluster, FLUSHALL on every master before each, alternating which goes first.
+//            Target (issue 3's): >= 50k/s.
 //  failover  A fresh engine (default configuration); --fo-keys tracked keys "f:<i>" spread
 //            over every master, deadlines spread evenly from 1 s before to 5 s after a
 //            planned kill; the writes are confirmed replicated (a marker write on every
@@ -83,7 +106,7 @@ using keywatch::RedisProcess;
 
 // ---- Options ----------------------------------------------------------------------------
 
-const char *const kAll[] = {"lateness", "idle", "track", "failover"};
+const char *const kAll[] = {"lateness", "idle", "burst", "track", "e2e", "failover"};
 
 struct Options {
     int rounds = 3;
@@ -96,7 +119,11 @@ struct Options {
     int64_t lead_ms = 2000;  // lateness: first deadline this long after writing ends
     int64_t wait_ms = 30000;
     int64_t idle_ms = 10000;
+    uint64_t burst_keys = 100000;
+    int64_t burst_lead_ms = 3000;  // burst: the shared deadline this long after writing ends
+    uint64_t e2e_keys = 100000;
     uint64_t fo_keys = 6000;
+    std::string notify = "AKE";  // notify-keyspace-events of every node
     int64_t fo_before_ms = 1000, fo_after_ms = 5000;  // failover deadlines around the kill
 };
 
@@ -104,16 +131,20 @@ void usage(FILE *out) {
     fprintf(out,
             "usage: kw_bench_cluster [options]\n"
             "  --rounds R        measured rounds, each on a fresh cluster (default 3); medians\n"
-            "  --only LIST       comma-separated: lateness,idle,track,failover (default all)\n"
+            "  --only LIST       comma-separated: lateness,idle,burst,track,e2e,failover\n"
+            "                    (default all)\n"
             "  --keys N          lateness: tracked keys (default 30000)\n"
+            "  --burst-keys N    burst: tracked keys sharing one deadline (default 100000)\n"
+            "  --e2e-keys N      e2e: due tracked keys handled end to end (default 100000)\n"
             "  --threads P       client threads for kw_track and the raw baseline (default 4)\n"
             "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
             "  --track-ops N     commands per variant in the track benchmark (default 300000)\n"
             "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
-            "  --wait-ms MS      arrivals awaited this long after the last deadline\n"
-            "                    (default 30000)\n"
+            "  --wait-ms MS      lateness, burst: arrivals awaited this long after the last\n"
+            "                    deadline (default 30000)\n"
             "  --idle-ms MS      idle: length of each measuring window (default 10000)\n"
             "  --fo-keys N       failover: tracked keys (default 6000)\n"
+            "  --notify FLAGS    notify-keyspace-events of every node (default AKE)\n"
             "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
             "  --verbose         engine stats, commandstats and info log lines\n");
 }
@@ -142,8 +173,14 @@ bool parse_args(int argc, char **argv, Options *o) {
                 good = parse_uint(value, 0, 3600000, &n) && (o->wait_ms = int64_t(n), true);
             else if (arg == "--idle-ms")
                 good = parse_uint(value, 1000, 3600000, &n) && (o->idle_ms = int64_t(n), true);
+            else if (arg == "--burst-keys")
+                good = parse_uint(value, 100, 100000000ull, &o->burst_keys);
+            else if (arg == "--e2e-keys")
+                good = parse_uint(value, 100, 100000000ull, &o->e2e_keys);
             else if (arg == "--fo-keys")
                 good = parse_uint(value, 100, 10000000ull, &o->fo_keys);
+            else if (arg == "--notify")
+                o->notify = value;
             else
                 return Opt::kUnknown;
             return good ? Opt::kOk : Opt::kBad;
@@ -180,6 +217,12 @@ struct Cluster {
     size_t master_for_key(const char *key, size_t len) const {
         return master_of_slot[size_t(keywatch::key_slot(std::string_view(key, len)))];
     }
+    // The hash tag of the first slot that master m serves: "x:{<tag>}" lives on master m.
+    std::string tag_of_master(size_t m) const {
+        size_t slot = 0;
+        while (slot < master_of_slot.size() && master_of_slot[slot] != m) slot++;
+        return keywatch::SlotTags::instance().tag(int(slot));
+    }
     void flushall_masters() const {
         for (auto *m : masters) flushall(*m);
     }
@@ -191,8 +234,9 @@ struct Cluster {
     }
 };
 
-std::unique_ptr<Cluster> start_cluster() {
+std::unique_ptr<Cluster> start_cluster(const std::string &notify) {
     auto c = std::make_unique<Cluster>();
+    c->opts.notify = notify;
     c->rc = std::make_unique<RedisCluster>(c->opts);
     c->rc->start();
     for (size_t i : c->rc->masters()) c->masters.push_back(&c->rc->node(i));
@@ -504,9 +548,14 @@ double write_native(const Cluster &c, uint64_t n, bool sample,
     return mono_s() - t0;
 }
 
-Delivery lateness_native(const Options &o, const Cluster &c) {
+// The native variant of lateness and burst: n plain SET PXAT keys "n:<deadline>:<i>", each
+// written to its master, whose deadlines are spread evenly over spread_ms (0: one shared
+// deadline), the first lead_ms after the writing ends; a raw subscriber on every master.
+// *first_deadline gets the first deadline. Prints the run's figures: for a burst, the CPU per
+// key until every key was received; otherwise the CPU use during the spread.
+Delivery native_run(const Options &o, const Cluster &c, uint64_t n, int64_t lead_ms,
+                    int64_t spread_ms, bool burst, int64_t *first_deadline) {
     c.flushall_masters();
-    uint64_t n = o.keys;
     uint64_t sample = std::min<uint64_t>(n, 2000);
     int64_t far = wall_ms_int() + 3600000;
     double est =
@@ -522,9 +571,10 @@ Delivery lateness_native(const Options &o, const Cluster &c) {
         for (auto &sub : subs) s += sub->count();
         return s;
     };
-    int64_t t0 = wall_ms_int() + int64_t(est * 1250) + o.lead_ms + 100;
+    int64_t t0 = wall_ms_int() + int64_t(est * 1250) + lead_ms + 100;
+    *first_deadline = t0;
     auto deadline = [&](uint64_t i) {
-        return t0 + int64_t(double(o.spread_ms) * double(i) / double(n > 1 ? n - 1 : 1));
+        return t0 + int64_t(double(spread_ms) * double(i) / double(n > 1 ? n - 1 : 1));
     };
     int64_t expired0 = 0;
     for (auto *m : c.masters) expired0 += info_int(*m, "stats", "expired_keys");
@@ -532,13 +582,16 @@ Delivery lateness_native(const Options &o, const Cluster &c) {
     double gap = double(t0) - wall_ms();
     double last = double(deadline(n - 1));
     sleep_ms(int64_t(gap) - 200);
-    Cpu a = c.cpu();
-    double ta = mono_s();
-    sleep_ms(int64_t(last + 50 - wall_ms()));
-    Cpu b = c.cpu();
-    double tb = mono_s();
+    Cpu a = c.cpu(), b;
+    double ta = mono_s(), tb = 0;
+    if (!burst) {
+        sleep_ms(int64_t(last + 50 - wall_ms()));
+        b = c.cpu();
+        tb = mono_s();
+    }
     double until = last + double(o.wait_ms);
     await_arrivals(received, n, until);
+    if (burst) b = c.cpu();
     std::vector<double> late, at;
     int disconnects = 0;
     for (auto &sub : subs) {
@@ -553,12 +606,159 @@ Delivery lateness_native(const Options &o, const Cluster &c) {
     int64_t expired = -expired0;
     for (auto *m : c.masters) expired += info_int(*m, "stats", "expired_keys");
     printf(
-        "    native:   %s plain keys in %.1f s, first deadline %.1f s after; expired_keys %s "
-        "(3 masters), subscriber disconnects %d; during the spread: %s\n",
-        with_commas(double(n)).c_str(), write_s, gap / 1000, with_commas(double(expired)).c_str(),
-        disconnects, cpu_util(a, b, tb - ta, "subscribers").c_str());
+        "    native:   %s plain keys in %.1f s, %s %.1f s after; expired_keys %s "
+        "(3 masters), subscriber disconnects %d; %s: %s\n",
+        with_commas(double(n)).c_str(), write_s, burst ? "deadline" : "first deadline", gap / 1000,
+        with_commas(double(expired)).c_str(), disconnects,
+        burst ? "until all received" : "during the spread",
+        burst ? cpu_per_item(a, b, double(n), "subscribers").c_str()
+              : cpu_util(a, b, tb - ta, "subscribers").c_str());
     fflush(stdout);
     return d;
+}
+
+Delivery lateness_native(const Options &o, const Cluster &c) {
+    int64_t t0 = 0;
+    return native_run(o, c, o.keys, o.lead_ms, o.spread_ms, false, &t0);
+}
+
+// ---- Deliveries per key (burst, failover) -----------------------------------------------
+
+// Every delivery of a key "<prefix>:...:<i>" (i < n, the digits after the last ':'): which
+// key, from which node, when, and whether it was the key's first delivery. Deliveries past
+// `cap` are counted (written, distinct) but not recorded.
+struct KeyRecorder {
+    struct Rec {
+        uint32_t key;
+        int port;
+        double at, late;
+        int source, attempt;
+        bool first;
+    };
+    KeyRecorder(char prefix, uint64_t n, uint64_t cap) : prefix(prefix), seen(n), recs(cap) {}
+    const char prefix;
+    std::vector<std::atomic<uint32_t>> seen;  // deliveries per key
+    std::vector<Rec> recs;
+    std::atomic<uint64_t> slot{0}, written{0}, distinct{0}, other{0};
+
+    uint64_t count() const { return std::min<uint64_t>(written.load(), recs.size()); }
+};
+
+int key_handler(const kw_event_t *ev, void *opaque) {
+    double now = wall_ms();
+    auto *r = static_cast<KeyRecorder *>(opaque);
+    size_t len = 0;
+    const char *key = static_cast<const char *>(kw_event_key(ev, &len));
+    const char *end = key + len, *digits = end;
+    while (digits > key && digits[-1] >= '0' && digits[-1] <= '9') digits--;
+    uint64_t k = 0;
+    for (const char *p = digits; p < end && k < r->seen.size(); p++)
+        k = k * 10 + uint64_t(*p - '0');
+    if (len < 3 || key[0] != r->prefix || key[1] != ':' || digits == end || digits[-1] != ':' ||
+        k >= r->seen.size() || strcmp(kw_event_queue(ev), "keys") != 0) {
+        r->other.fetch_add(1, std::memory_order_relaxed);
+        return KW_RESULT_ACK;
+    }
+    const char *node = kw_event_node(ev);
+    const char *colon = strrchr(node, ':');
+    bool first = r->seen[k].fetch_add(1) == 0;
+    uint64_t i = r->slot.fetch_add(1, std::memory_order_relaxed);
+    if (i < r->recs.size())
+        r->recs[i] = {uint32_t(k),
+                      colon ? atoi(colon + 1) : 0,
+                      now,
+                      now - double(kw_event_deadline_ms(ev)),
+                      int(kw_event_source(ev)),
+                      kw_event_attempt(ev),
+                      first};
+    if (first) r->distinct.fetch_add(1);
+    r->written.fetch_add(1, std::memory_order_release);
+    return KW_RESULT_ACK;
+}
+
+// ---- 2. burst ----------------------------------------------------------------------------
+
+struct ClusterBurst {
+    Burst b;
+    uint64_t lost = 0, duplicates = 0;
+};
+
+ClusterBurst burst_keywatch(const Options &o, const Cluster &c) {
+    c.flushall_masters();
+    uint64_t n = o.burst_keys;
+    double est = estimate_track_seconds(c, o.threads, n);
+    KeyRecorder rec('b', n, 2 * n);
+    Engine engine(c.seed, key_handler, &rec);
+    engine.start();
+    int64_t deadline = wall_ms_int() + int64_t(est * 1250) + o.burst_lead_ms + 100;
+    double write_s = track_parallel(
+        c.seed, "", o.threads, 100, n,
+        [&](uint64_t i, char *buf) {
+            return size_t(snprintf(buf, 64, "b:%013lld:%07llu", static_cast<long long>(deadline),
+                                   static_cast<unsigned long long>(i)));
+        },
+        [&](uint64_t) { return deadline - wall_ms_int(); });
+    double gap = double(deadline) - wall_ms();
+    double until = double(deadline + o.wait_ms);
+    sleep_ms(int64_t(gap) - 200);
+    for (auto *m : c.masters) m->command({"CONFIG", "RESETSTAT"});
+    Cpu a = c.cpu();
+    await_arrivals([&] { return rec.distinct.load(); }, n, until);
+    while (engine.stat("items.acked") < int64_t(rec.written.load()) && wall_ms() < until)
+        sleep_ms(5);
+    Cpu b = c.cpu();
+    sleep_ms(500);  // a duplicate delivery close behind
+    double evalsha_us = 0;
+    for (auto *m : c.masters) evalsha_us += usec_per_call(*m, "evalsha") / double(c.masters.size());
+    int64_t sweeps = engine.stat("sweep.calls");
+    engine.print_stats();
+    for (auto *m : c.masters) print_commandstats(*m, "keywatch burst, one master");
+    engine.stop();
+    // First deliveries: lateness, sources, and per master the keys and the last start.
+    std::vector<double> late, at;
+    uint64_t src[4] = {0, 0, 0, 0};
+    std::vector<uint64_t> keys_of(c.masters.size());
+    std::vector<double> last_of(c.masters.size(), -kInf);
+    for (uint64_t i = 0; i < rec.count(); i++) {
+        const KeyRecorder::Rec &r = rec.recs[i];
+        if (!r.first) continue;
+        late.push_back(r.late);
+        at.push_back(r.at);
+        if (r.source >= 0 && r.source < 4) src[r.source]++;
+        int m = c.index_of_port(r.port);
+        if (m < 0) continue;
+        keys_of[size_t(m)]++;
+        last_of[size_t(m)] = std::max(last_of[size_t(m)], r.at - double(deadline));
+    }
+    Delivery d = summarize(late, at, late.size(), n, until);
+    for (int s = 0; s < 4; s++) d.src[s] = src[s];
+    d.write_s = write_s;
+    d.gap_ms = gap;
+    ClusterBurst out;
+    out.b = finish_burst(d, deadline);
+    out.lost = n - rec.distinct.load();
+    out.duplicates = rec.written.load() - rec.distinct.load();
+    std::string per;
+    for (size_t m = 0; m < c.masters.size(); m++)
+        per += (m ? " / " : "") + with_commas(double(keys_of[m])) + " by +" + fmt_ms(last_of[m]);
+    printf(
+        "    keywatch: %s tracked in %.1f s (%d clients), deadline %.1f s after; sources: sweep "
+        "%s, notification %s, lease %s; per master (keys, all in by): %s; sweep calls %s; "
+        "until all acked: %s (3 masters); EVALSHA %.0f us/call\n",
+        with_commas(double(n)).c_str(), write_s, o.threads, gap / 1000,
+        with_commas(double(src[KW_SOURCE_SWEEP])).c_str(),
+        with_commas(double(src[KW_SOURCE_NOTIFICATION])).c_str(),
+        with_commas(double(src[KW_SOURCE_LEASE_EXPIRED])).c_str(), per.c_str(),
+        with_commas(double(sweeps)).c_str(), cpu_per_item(a, b, double(n), "engine").c_str(),
+        evalsha_us);
+    fflush(stdout);
+    return out;
+}
+
+Burst burst_native(const Options &o, const Cluster &c) {
+    int64_t deadline = 0;
+    Delivery d = native_run(o, c, o.burst_keys, o.burst_lead_ms, 0, true, &deadline);
+    return finish_burst(d, deadline);
 }
 
 // ---- 3. track throughput ------------------------------------------------------------------
@@ -671,52 +871,103 @@ Track track_round(const Options &o, const Cluster &c, int round) {
     return out;
 }
 
-// ---- 4. failover --------------------------------------------------------------------------
+// ---- 4. end to end ------------------------------------------------------------------------
 
-// Every delivery of a failover key: which key, from which node, when.
-struct FoRecorder {
-    struct Rec {
-        uint32_t key;
-        int port;
-        double at, late;
-        int source, attempt;
-    };
-    explicit FoRecorder(uint64_t n) : seen(n), recs(4 * n) {}
-    std::vector<std::atomic<uint32_t>> seen;  // deliveries per key
-    std::vector<Rec> recs;
-    std::atomic<uint64_t> slot{0}, written{0}, distinct{0}, other{0};
-
-    uint64_t count() const { return std::min<uint64_t>(written.load(), recs.size()); }
+struct E2e {
+    double kw = 0, base = 0;  // items per second
 };
 
-int fo_handler(const kw_event_t *ev, void *opaque) {
-    double now = wall_ms();
-    auto *r = static_cast<FoRecorder *>(opaque);
-    size_t len = 0;
-    const char *key = static_cast<const char *>(kw_event_key(ev, &len));
-    if (len < 3 || key[0] != 'f' || key[1] != ':' || strcmp(kw_event_queue(ev), "keys") != 0) {
-        r->other.fetch_add(1, std::memory_order_relaxed);
-        return KW_RESULT_ACK;
-    }
-    uint64_t k = std::strtoull(std::string(key + 2, len - 2).c_str(), nullptr, 10);
-    if (k >= r->seen.size()) {
-        r->other.fetch_add(1, std::memory_order_relaxed);
-        return KW_RESULT_ACK;
-    }
-    const char *node = kw_event_node(ev);
-    const char *colon = strrchr(node, ':');
-    uint64_t i = r->slot.fetch_add(1, std::memory_order_relaxed);
-    if (i < r->recs.size())
-        r->recs[i] = {uint32_t(k),
-                      colon ? atoi(colon + 1) : 0,
-                      now,
-                      now - double(kw_event_deadline_ms(ev)),
-                      int(kw_event_source(ev)),
-                      kw_event_attempt(ev)};
-    if (r->seen[k].fetch_add(1) == 0) r->distinct.fetch_add(1);
-    r->written.fetch_add(1, std::memory_order_release);
-    return KW_RESULT_ACK;
+double e2e_keywatch(const Options &o, const Cluster &c) {
+    c.flushall_masters();
+    uint64_t n = o.e2e_keys;
+    auto key = [](uint64_t i, char *buf) {
+        return size_t(snprintf(buf, 64, "e%015llu", static_cast<unsigned long long>(i)));
+    };
+    double write_s =
+        track_parallel(c.seed, "", o.threads, 100, n, key, [](uint64_t) { return int64_t(1); });
+    sleep_ms(500);  // all due
+    Engine engine(c.seed, noop_handler, nullptr);
+    for (auto *m : c.masters) m->command({"CONFIG", "RESETSTAT"});
+    auto s0 = snapshot(c);
+    Cpu a = c.cpu();
+    double t0 = mono_s();
+    engine.start();
+    double started = mono_s() - t0;
+    while (engine.stat("items.acked") < int64_t(n) && mono_s() - t0 < 120) sleep_ms(1);
+    double s = mono_s() - t0;
+    Cpu b = c.cpu();
+    Window w = window(s0, snapshot(c));
+    int64_t acked = engine.stat("items.acked"), sweeps = engine.stat("sweep.calls");
+    double evalsha_us = 0;
+    for (auto *m : c.masters) evalsha_us += usec_per_call(*m, "evalsha") / double(c.masters.size());
+    engine.print_stats();
+    for (auto *m : c.masters) print_commandstats(*m, "keywatch e2e, one master");
+    engine.stop();
+    printf(
+        "    keywatch: %s tracked in %.1f s; engine started in %.0f ms; %s acked in %.2f s; "
+        "sweep calls %s (%.1f items per call); EVALSHA per master %s, %.0f us/call; %s "
+        "(3 masters)\n",
+        with_commas(double(n)).c_str(), write_s, started * 1000, with_commas(double(acked)).c_str(),
+        s, with_commas(double(sweeps)).c_str(), sweeps ? double(acked) / double(sweeps) : 0.0,
+        per_master(std::vector<double>(w.evalsha.begin(), w.evalsha.end()), "%.0f").c_str(),
+        evalsha_us, cpu_per_item(a, b, double(n), "engine").c_str());
+    fflush(stdout);
+    return double(std::min<int64_t>(acked, int64_t(n))) / s;
 }
+
+// One due set per master ("bench:{<tag of the master>}:due", each member in the set of its
+// own slot's master), popped by one thread per master at once.
+double e2e_baseline(const Options &o, const Cluster &c) {
+    c.flushall_masters();
+    uint64_t n = o.e2e_keys;
+    size_t masters = c.masters.size();
+    std::vector<std::string> due(masters);
+    for (size_t m = 0; m < masters; m++) due[m] = "bench:{" + c.tag_of_master(m) + "}:due";
+    char key[32], score[32];
+    size_t score_len =
+        size_t(snprintf(score, sizeof score, "%lld", static_cast<long long>(wall_ms_int() - 1000)));
+    {
+        RoutedPipe pipe(c);
+        const char *argv[4] = {"ZADD", nullptr, score, key};
+        size_t lens[4] = {4, 0, score_len, 0};
+        for (uint64_t i = 0; i < n; i++) {
+            lens[3] =
+                size_t(snprintf(key, sizeof key, "e%015llu", static_cast<unsigned long long>(i)));
+            size_t m = c.master_for_key(key, lens[3]);
+            argv[1] = due[m].c_str(), lens[1] = due[m].size();
+            pipe.append(key, lens[3], 4, argv, lens);
+            if ((i + 1) % 1000 == 0 || i + 1 == n) pipe.finish(true);
+        }
+    }
+    std::string sha;
+    for (auto *m : c.masters) {
+        sha = m->command({"SCRIPT", "LOAD", kPopScript});
+        if (sha.size() != 40) throw BenchError("SCRIPT LOAD: " + sha);
+    }
+    std::string now = std::to_string(wall_ms_int());
+    std::vector<ContextPtr> conns(masters);
+    std::vector<uint64_t> popped(masters);
+    Cpu a = c.cpu();
+    double s = run_threads(
+        int(masters), masters, 1,
+        [&](int t) { conns[size_t(t)] = connect_sync(c.ports[size_t(t)]); },
+        [&](int t, uint64_t, uint64_t) {
+            popped[size_t(t)] = pop_due(conns[size_t(t)].get(), sha, due[size_t(t)], now, n);
+        });
+    Cpu b = c.cpu();
+    uint64_t total = 0;
+    for (uint64_t p : popped) total += p;
+    printf(
+        "    baseline: %s due members popped in %.2f s (Lua ZRANGEBYSCORE+ZREM, 500 per call, "
+        "one thread per master: %s); %s (3 masters)\n",
+        with_commas(double(total)).c_str(), s,
+        per_master(std::vector<double>(popped.begin(), popped.end()), "%.0f").c_str(),
+        cpu_per_item(a, b, double(total), "client").c_str());
+    fflush(stdout);
+    return double(total) / s;
+}
+
+// ---- 5. failover --------------------------------------------------------------------------
 
 struct Failover {
     double to_first = kInf, to_promoted = kInf;  // ms after the kill
@@ -739,9 +990,7 @@ int replica_port(const RedisProcess &master) {
 bool wait_replicas(const Cluster &c, int timeout_ms) {
     bool ok = true;
     for (size_t m = 0; m < c.masters.size(); m++) {
-        size_t slot = 0;
-        while (slot < c.master_of_slot.size() && c.master_of_slot[slot] != m) slot++;
-        std::string key = "bench:wait:{" + keywatch::SlotTags::instance().tag(int(slot)) + "}";
+        std::string key = "bench:wait:{" + c.tag_of_master(m) + "}";
         ContextPtr ctx = connect_sync(c.ports[m]);
         auto *r = static_cast<redisReply *>(redisCommand(ctx.get(), "SET %s 1", key.c_str()));
         if (r) freeReplyObject(r);
@@ -778,8 +1027,8 @@ Failover failover_round(const Options &o, Cluster &c, int round) {
     c.flushall_masters();
     uint64_t n = o.fo_keys;
     double est = estimate_track_seconds(c, o.threads, n);
-    FoRecorder rec(n);
-    Engine engine(c.seed, fo_handler, &rec);
+    KeyRecorder rec('f', n, 4 * n);
+    Engine engine(c.seed, key_handler, &rec);
     engine.start();
     size_t victim_idx = size_t(round) % c.masters.size();
     RedisProcess &victim = *c.masters[victim_idx];
@@ -833,7 +1082,7 @@ Failover failover_round(const Options &o, Cluster &c, int round) {
     std::vector<double> others;
     double first_victim_key = kInf;
     for (uint64_t i = 0; i < count; i++) {
-        const FoRecorder::Rec &r = rec.recs[i];
+        const KeyRecorder::Rec &r = rec.recs[i];
         if (r.port == new_port && r.at >= t_kill) f.to_first = std::min(f.to_first, r.at - t_kill);
         if (on_victim[r.key] && r.at >= t_kill && r.port != victim.port())
             first_victim_key = std::min(first_victim_key, r.at - t_kill);
@@ -882,7 +1131,10 @@ Failover failover_round(const Options &o, Cluster &c, int round) {
 struct Results {
     std::vector<Delivery> lat_kw, lat_native;
     std::vector<Idle> idle;
+    std::vector<ClusterBurst> burst_kw;
+    std::vector<Burst> burst_native;
     std::vector<Track> track;
+    std::vector<E2e> e2e;
     std::vector<Failover> failover;
     double cluster_start_s = 0;
 };
@@ -945,6 +1197,33 @@ void summary(const Options &o, const Results &r, int node_timeout_ms) {
                 "in " + fmt_num(i.wave.seconds, "%.0f") + " s, round 1, 3 masters", "-", "-");
         }
     }
+    if (!r.burst_kw.empty()) {
+        auto l = [](const ClusterBurst &b) { return b.b.last_ms; };
+        auto p = [](const ClusterBurst &b) { return b.b.d.p99; };
+        auto rt = [](const ClusterBurst &b) { return b.b.rate; };
+        auto nl = [](const Burst &b) { return b.last_ms; };
+        auto np = [](const Burst &b) { return b.d.p99; };
+        auto nr = [](const Burst &b) { return b.rate; };
+        double last = med(r.burst_kw, l);
+        row("burst: all started by deadline + (= max)", fmt_ms(last),
+            "native " + fmt_ms(med(r.burst_native, nl)), "<= 1 s", verdict(last <= 1000));
+        row("burst: lateness p99 (" + with_commas(double(o.burst_keys)) + " keys)",
+            fmt_ms(med(r.burst_kw, p)), "native " + fmt_ms(med(r.burst_native, np)), "-", "-");
+        row("burst: rate", fmt_rate(med(r.burst_kw, rt)),
+            "native " + fmt_rate(med(r.burst_native, nr)), "-", "-");
+        uint64_t lost = 0, dups = 0, delivered = 0, nlost = 0;
+        for (auto &b : r.burst_kw) {
+            lost += b.lost;
+            dups += b.duplicates;
+            delivered += b.b.d.delivered;
+        }
+        for (auto &b : r.burst_native) nlost += b.d.n - b.d.delivered;
+        row("burst: keys lost (all rounds)", with_commas(double(lost)),
+            "native " + with_commas(double(nlost)), "0", verdict(lost == 0));
+        row("burst: delivered, duplicates (all rounds)",
+            with_commas(double(delivered)) + ", " + with_commas(double(dups)),
+            "of " + with_commas(double(o.burst_keys * r.burst_kw.size())), "-", "-");
+    }
     if (!r.track.empty()) {
         double ratio = med(r.track, [](const Track &t) { return t.kw / t.raw; });
         row("track throughput", fmt_rate(med(r.track, [](const Track &t) { return t.kw; })),
@@ -953,6 +1232,12 @@ void summary(const Options &o, const Results &r, int node_timeout_ms) {
         row("  kw / raw EVALSHA (per-round ratio)", fmt_pct(ratio),
             "in order " + fmt_rate(med(r.track, [](const Track &t) { return t.raw_in_order; })),
             "-", "-");
+    }
+    if (!r.e2e.empty()) {
+        double kw = med(r.e2e, [](const E2e &e) { return e.kw; });
+        row("expiries handled end to end (" + with_commas(double(o.e2e_keys)) + ")", fmt_rate(kw),
+            "Lua pop " + fmt_rate(med(r.e2e, [](const E2e &e) { return e.base; })), ">= 50,000/s",
+            verdict(kw >= 50000));
     }
     if (!r.failover.empty()) {
         double first = med(r.failover, [](const Failover &f) { return f.to_first; });
@@ -992,7 +1277,7 @@ void run(const Options &o) {
         printf("\n== Round %d/%d ==\n", round + 1, o.rounds);
         fflush(stdout);
         double t = mono_s();
-        auto c = start_cluster();
+        auto c = start_cluster(o.notify);
         node_timeout = c->opts.node_timeout_ms;
         starts.push_back(mono_s() - t);
         printf("  cluster up in %.1f s: masters on ports %d, %d, %d; seed %s\n", starts.back(),
@@ -1030,10 +1315,50 @@ void run(const Options &o) {
             }
             fflush(stdout);
         }
+        if (want("burst")) {
+            printf("  burst: %s tracked keys sharing one deadline, on 3 masters\n",
+                   with_commas(double(o.burst_keys)).c_str());
+            fflush(stdout);
+            ClusterBurst kw;
+            Burst nat;
+            if (round % 2 == 0) {
+                kw = burst_keywatch(o, *c);
+                nat = burst_native(o, *c);
+            } else {
+                nat = burst_native(o, *c);
+                kw = burst_keywatch(o, *c);
+            }
+            c->flushall_masters();
+            print_burst("keywatch", kw.b);
+            printf("    %-9s lost %s, duplicates %s\n", "", with_commas(double(kw.lost)).c_str(),
+                   with_commas(double(kw.duplicates)).c_str());
+            print_burst("native", nat);
+            res.burst_kw.push_back(kw);
+            res.burst_native.push_back(nat);
+            fflush(stdout);
+        }
         if (want("track")) {
             printf("  track throughput\n");
             fflush(stdout);
             res.track.push_back(track_round(o, *c, round));
+        }
+        if (want("e2e")) {
+            printf("  end to end: %s due tracked keys on 3 masters, no-op handler\n",
+                   with_commas(double(o.e2e_keys)).c_str());
+            fflush(stdout);
+            E2e e;
+            if (round % 2 == 0) {
+                e.kw = e2e_keywatch(o, *c);
+                e.base = e2e_baseline(o, *c);
+            } else {
+                e.base = e2e_baseline(o, *c);
+                e.kw = e2e_keywatch(o, *c);
+            }
+            c->flushall_masters();
+            printf("    keywatch %s, baseline %s\n", fmt_rate(e.kw).c_str(),
+                   fmt_rate(e.base).c_str());
+            res.e2e.push_back(e);
+            fflush(stdout);
         }
         if (want("failover")) {
             printf("  failover (cluster-node-timeout %d ms)\n", c->opts.node_timeout_ms);
@@ -1055,11 +1380,12 @@ int main(int argc, char **argv) {
     evthread_use_pthreads();
     signal(SIGPIPE, SIG_IGN);
     printf(
-        "kw_bench_cluster: keywatch %s, %d round(s), --keys %s, --threads %d, --fo-keys %s; "
-        "a fresh 3-master, 3-replica cluster per round (redis-server with "
-        "notify-keyspace-events AKE)\n",
-        kw_version_string(), o.rounds, with_commas(double(o.keys)).c_str(), o.threads,
-        with_commas(double(o.fo_keys)).c_str());
+        "kw_bench_cluster: keywatch %s, %d round(s), --keys %s, --burst-keys %s, --e2e-keys %s, "
+        "--threads %d, --fo-keys %s; a fresh 3-master, 3-replica cluster per round (redis-server "
+        "with notify-keyspace-events %s)\n",
+        kw_version_string(), o.rounds, with_commas(double(o.keys)).c_str(),
+        with_commas(double(o.burst_keys)).c_str(), with_commas(double(o.e2e_keys)).c_str(),
+        o.threads, with_commas(double(o.fo_keys)).c_str(), o.notify.c_str());
     try {
         run(o);
     } catch (const std::exception &e) {

@@ -160,10 +160,6 @@ void write_background(int port, uint64_t count) {
     });
 }
 
-int noop_handler(const kw_event_t *, void *) {
-    return KW_RESULT_ACK;
-}
-
 // How long tracking n keys will take here and now, measured on a small sample in a
 // namespace no engine serves (removed afterwards). Used to place deadlines after the
 // writing ends.
@@ -319,21 +315,6 @@ Delivery lateness_native(const Options &o) {
 
 // ---- 2. burst ---------------------------------------------------------------------------
 
-struct Burst {
-    Delivery d;
-    double last_ms = 0;  // last handler start (arrival) minus the shared deadline
-    double rate = 0;     // n / (last - first arrival)
-};
-
-Burst finish_burst(Delivery d, int64_t deadline) {
-    Burst b;
-    b.d = d;
-    b.last_ms = d.within == d.n ? d.last_at - double(deadline) : kInf;
-    double span = (d.last_at - d.first_at) / 1000;
-    b.rate = d.within > 1 && span > 0 ? double(d.within) / span : std::nan("");
-    return b;
-}
-
 Burst burst_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     Recorder rec(o.keys);
     Engine engine(rp.url(), record_handler, &rec);
@@ -400,15 +381,6 @@ Burst burst_native(const Options &o, const keywatch::RedisProcess &rp) {
            with_commas(double(n)).c_str(), write_s, gap / 1000,
            cpu_per_item(a, b, double(n), "subscriber").c_str());
     return finish_burst(d, deadline);
-}
-
-void print_burst(const char *label, const Burst &b) {
-    printf(
-        "    %-9s all in by deadline + %-9s rate %-12s lateness p50 %s p99 %s max %s; "
-        "delivered %s/%s\n",
-        label, fmt_ms(b.last_ms).c_str(), fmt_rate(b.rate).c_str(), fmt_ms(b.d.p50).c_str(),
-        fmt_ms(b.d.p99).c_str(), fmt_ms(b.d.max).c_str(), with_commas(double(b.d.within)).c_str(),
-        with_commas(double(b.d.n)).c_str());
 }
 
 // ---- 3. track throughput ------------------------------------------------------------------
@@ -523,12 +495,6 @@ struct E2e {
     double kw = 0, base = 0;  // items per second
 };
 
-const char *const kPopScript =
-    "local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, "
-    "tonumber(ARGV[2])) "
-    "if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end "
-    "return #ids";
-
 double e2e_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     uint64_t n = o.keys;
     auto key = [](uint64_t i, char *buf) {
@@ -575,23 +541,9 @@ double e2e_baseline(const Options &o, const keywatch::RedisProcess &rp) {
     });
     std::string sha = rp.command({"SCRIPT", "LOAD", kPopScript});
     std::string now = std::to_string(wall_ms_int());
-    uint64_t popped = 0;
     Cpu a = cpu_now(rp);
     double t0 = mono_s();
-    while (popped < n) {
-        auto *r = static_cast<redisReply *>(
-            redisCommand(c.get(), "EVALSHA %s 1 bench:due %s 500", sha.c_str(), now.c_str()));
-        if (!r) throw BenchError(std::string("pop: ") + c->errstr);
-        if (r->type != REDIS_REPLY_INTEGER) {
-            std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "?";
-            freeReplyObject(r);
-            throw BenchError("pop: " + e);
-        }
-        long long got = r->integer;
-        freeReplyObject(r);
-        if (got == 0) break;
-        popped += uint64_t(got);
-    }
+    uint64_t popped = pop_due(c.get(), sha, "bench:due", now, n);
     double s = mono_s() - t0;
     Cpu b = cpu_now(rp);
     printf(
