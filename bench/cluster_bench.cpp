@@ -123,7 +123,7 @@ struct Options {
     int64_t burst_lead_ms = 3000;  // burst: the shared deadline this long after writing ends
     uint64_t e2e_keys = 100000;
     uint64_t fo_keys = 6000;
-    std::string notify = "AKE";  // notify-keyspace-events of every node
+    std::string notify = "AKE";                       // notify-keyspace-events of every node
     int64_t fo_before_ms = 1000, fo_after_ms = 5000;  // failover deadlines around the kill
 };
 
