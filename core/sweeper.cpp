@@ -418,9 +418,11 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
-        // A claim in flight on this queue may be what deleted the key (a sweep's key
-        // lookup does): wait for its answer rather than ask Redis about our own claim.
-        if (q->sweeping) {
+        // Cluster: a claim in flight on this slot queue may be what deleted the key (a
+        // sweep's key lookup does): wait for its answer rather than ask Redis about our
+        // own claim for a handful of ids. (One standalone queue is nearly always being
+        // swept during a burst: there, waiting would hold back the live path.)
+        if (opts_.cluster && q->sweeping) {
             q->deferred.push_back(std::move(ev));
             continue;
         }
