@@ -91,11 +91,19 @@ int main(int argc, char **argv) {
     if ((rc = kw_engine_new(conf, &engine, err, sizeof err)) != KW_OK)
         return fail("kw_engine_new", rc, err);
     kw_conf_free(conf);
-    if ((rc = kw_engine_add_handler(engine, filter, on_expired, &seen)) != KW_OK)
-        return fail("kw_engine_add_handler", rc, kw_engine_last_error(engine));
+    if ((rc = kw_engine_add_handler(engine, filter, on_expired, &seen)) != KW_OK) {
+        rc = fail("kw_engine_add_handler", rc, kw_engine_last_error(engine));
+        kw_filter_free(filter);
+        kw_engine_free(engine);
+        return rc;
+    }
     kw_filter_free(filter);
-    if ((rc = kw_engine_start(engine)) != KW_OK)
-        return fail("kw_engine_start", rc, kw_engine_last_error(engine));
+    if ((rc = kw_engine_start(engine)) != KW_OK) {
+        /* The engine is freed on this path too (LeakSanitizer checks the program). */
+        rc = fail("kw_engine_start", rc, kw_engine_last_error(engine));
+        kw_engine_free(engine);
+        return rc;
+    }
 
     printf("ready\n");
     fflush(stdout);
