@@ -2,17 +2,21 @@
 
 namespace keywatch {
 
+namespace {
+// "<ns>:<queue>:{<tag>}:", the part every key of one slot queue shares.
+std::string queue_base(const std::string &ns, const std::string &queue, const std::string &tag) {
+    return ns + ":" + queue + ":{" + tag + "}:";
+}
+}  // namespace
+
 QueueKeys QueueKeys::make(const std::string &ns, const std::string &queue, const std::string &tag) {
-    std::string base = ns + ":" + queue + ":{" + tag + "}:";
+    std::string base = queue_base(ns, queue, tag);
     return {base + "due", base + "inflight", base + "data", base + "dead", base + "done"};
 }
 
 std::string QueueKeys::due_key(const std::string &ns, const std::string &queue,
                                const std::string &tag) {
-    std::string k;
-    k.reserve(ns.size() + queue.size() + tag.size() + 8);
-    k.append(ns).append(":").append(queue).append(":{").append(tag).append("}:due");
-    return k;
+    return queue_base(ns, queue, tag) + "due";
 }
 
 bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,

@@ -127,8 +127,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
         q.sweeping = false;
         q.peeking = false;
         q.timer->cancel();
-        for (auto &ev : q.deferred)
-            if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+        for (auto &ev : q.deferred) keep_for_later(std::move(ev));
         q.deferred.clear();
     }
     if (down_) return;
@@ -379,6 +378,16 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     return ev;
 }
 
+Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
+    q.held.insert(item.id);
+    q.waiting.insert(item.id);
+    return make_event(q, item, live);
+}
+
+void Sweeper::keep_for_later(Event &&ev) {
+    if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+}
+
 void Sweeper::on_claimed(Queue &q, redisReply *items) {
     std::vector<Event> batch;
     size_t n = items->elements / kClaimedFields;
@@ -386,9 +395,7 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
     ClaimedItem item;
     for (size_t i = 0; i < n; i++) {
         if (!parse_claimed(items, i, &item)) continue;
-        q.held.insert(item.id);
-        q.waiting.insert(item.id);
-        batch.push_back(make_event(q, item, nullptr));
+        batch.push_back(hold(q, item, nullptr));
     }
     counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
     if (!claiming_) {
@@ -431,8 +438,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     if (ask.empty()) return;
     if (conn_.state() != RedisConn::State::Ready) {
         for (auto &kv : ask)
-            for (auto &ev : kv.second)
-                if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+            for (auto &ev : kv.second) keep_for_later(std::move(ev));
         return;
     }
     for (auto &kv : ask) {
@@ -477,9 +483,7 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
             bool one = res->type == REDIS_REPLY_STRING && res->len == 1;
             if (one && res->str[0] == 'C') {
                 if (!parse_claimed(r->element[2], next++, &item)) continue;
-                qp->held.insert(item.id);
-                qp->waiting.insert(item.id);
-                tracked.push_back(make_event(*qp, item, &live));
+                tracked.push_back(hold(*qp, item, &live));
             } else if (one && res->str[0] == 'U') {
                 plain.push_back(std::move(live));
             } else {

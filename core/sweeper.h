@@ -141,6 +141,10 @@ class Sweeper {
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
+    // A claimed item becomes ours (held, waiting for a worker) and an event.
+    Event hold(Queue &q, const ClaimedItem &item, const Event *live);
+    // A live event that must wait for the connection (bounded: kMaxBacklog).
+    void keep_for_later(Event &&ev);
     void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();
     void renew();
