@@ -291,24 +291,35 @@ inline double self_cpu_s() {
     return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
 }
 
-// CPU seconds used so far by redis-server(s) and by this process.
+// CPU seconds used so far by redis-server(s) and by this process; `replicas` only on a
+// cluster (not counted in `redis`).
 struct Cpu {
-    double redis = 0, self = 0;
+    double redis = 0, replicas = 0, self = 0;
 };
 
 // "redis X% of a core, <self_name> Y%" between two readings `seconds` apart.
 inline std::string cpu_util(const Cpu &a, const Cpu &b, double seconds, const char *self_name) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "CPU: redis %.0f%% of a core, %s %.0f%%",
-             (b.redis - a.redis) * 100 / seconds, self_name, (b.self - a.self) * 100 / seconds);
+    char buf[160];
+    int n = snprintf(buf, sizeof buf, "CPU: redis %.0f%% of a core",
+                     (b.redis - a.redis) * 100 / seconds);
+    if (b.replicas > 0)
+        n += snprintf(buf + n, sizeof buf - size_t(n), ", replicas %.0f%%",
+                      (b.replicas - a.replicas) * 100 / seconds);
+    snprintf(buf + n, sizeof buf - size_t(n), ", %s %.0f%%", self_name,
+             (b.self - a.self) * 100 / seconds);
     return buf;
 }
 
 // "Redis X us, client Y us" per item between two readings.
 inline std::string cpu_per_item(const Cpu &a, const Cpu &b, double items, const char *self_name) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "CPU per item: redis %.1f us, %s %.1f us",
-             (b.redis - a.redis) * 1e6 / items, self_name, (b.self - a.self) * 1e6 / items);
+    char buf[160];
+    int n =
+        snprintf(buf, sizeof buf, "CPU per item: redis %.1f us", (b.redis - a.redis) * 1e6 / items);
+    if (b.replicas > 0)
+        n += snprintf(buf + n, sizeof buf - size_t(n), ", replicas %.1f us",
+                      (b.replicas - a.replicas) * 1e6 / items);
+    snprintf(buf + n, sizeof buf - size_t(n), ", %s %.1f us", self_name,
+             (b.self - a.self) * 1e6 / items);
     return buf;
 }
 
@@ -330,8 +341,10 @@ inline void print_commandstats(const keywatch::RedisProcess &rp, const char *wha
     while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
         size_t end = info.find_first_of("\r\n", pos);
         std::string line = info.substr(pos + 8, end - pos - 8);
-        size_t rej = line.find(",rejected_calls");
-        if (rej != std::string::npos) line = line.substr(0, rej);
+        for (const char *zero : {",rejected_calls=0", ",failed_calls=0"}) {
+            size_t z = line.find(zero);
+            if (z != std::string::npos) line.erase(z, strlen(zero));
+        }
         printf("        %s\n", line.c_str());
         pos = end;
     }

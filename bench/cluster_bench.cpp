@@ -205,6 +205,7 @@ struct Cluster {
     RedisCluster::Options opts;
     std::unique_ptr<RedisCluster> rc;
     std::vector<RedisProcess *> masters;
+    std::vector<RedisProcess *> replicas;
     std::vector<int> ports;               // of the masters, ascending
     std::vector<uint8_t> master_of_slot;  // index into masters
     std::string seed;                     // a node's URL for keywatch
@@ -229,6 +230,7 @@ struct Cluster {
     Cpu cpu() const {
         Cpu c;
         for (auto *m : masters) c.redis += redis_cpu_s(*m);
+        for (auto *r : replicas) c.replicas += redis_cpu_s(*r);
         c.self = self_cpu_s();
         return c;
     }
@@ -240,6 +242,9 @@ std::unique_ptr<Cluster> start_cluster(const std::string &notify) {
     c->rc = std::make_unique<RedisCluster>(c->opts);
     c->rc->start();
     for (size_t i : c->rc->masters()) c->masters.push_back(&c->rc->node(i));
+    for (size_t i = 0; i < c->rc->size(); i++)
+        if (std::find(c->masters.begin(), c->masters.end(), &c->rc->node(i)) == c->masters.end())
+            c->replicas.push_back(&c->rc->node(i));
     std::sort(c->masters.begin(), c->masters.end(),
               [](RedisProcess *a, RedisProcess *b) { return a->port() < b->port(); });
     if (c->masters.size() != size_t(c->opts.masters))
