@@ -108,6 +108,15 @@ void Sweeper::connect() {
 
 void Sweeper::on_ready() {
     attempt_ = 0;
+    // Load our scripts before anything else is sent on this connection, so that the
+    // first EVALSHAs find them. Without it, the sweep of a burst sends thousands of
+    // EVALSHAs at once that all fail with NOSCRIPT and come back as EVALs, each carrying
+    // and hashing the whole body. The EVAL fallback stays for a cache emptied later
+    // (SCRIPT FLUSH).
+    for (const Script *s :
+         {&scripts::kClaimDue, &scripts::kClaimLive, &scripts::kAck, &scripts::kFail,
+          &scripts::kRelease, &scripts::kRenew, &scripts::kForget})
+        conn_.command({"SCRIPT", "LOAD", s->body}, [](redisReply *) {});
     if (claiming_) {
         for (auto &kv : queues_) sweep(kv.second);
         // Cluster: what arrived while we were away is found by a full scan.
