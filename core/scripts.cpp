@@ -9,48 +9,48 @@ namespace keywatch {
 namespace scripts {
 
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
-#define KW_LUA_PRELUDE                                                                      \
-    "local t = redis.call('TIME')\n"                                                        \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"               \
-    "local SENTINEL = string.rep('k', 72)\n"                                                \
-    "local function parse_meta(m)\n"                                                        \
-    "  if not m then return 0, nil, nil end\n"                                              \
-    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                             \
-    "  return tonumber(a), tonumber(d), o\n"                                                \
-    "end\n"                                                                                 \
-    "local function unstamp(p, d)\n"                                                        \
-    "  if not p then return false end\n"                                                    \
-    "  local bar = string.find(p, '|', 1, true)\n"                                          \
-    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n"      \
-    "  return string.sub(p, bar + 1)\n"                                                     \
-    "end\n"                                                                                 \
-    "local function prefixed(prefix, ids)\n"                                                \
-    "  local out = {}\n"                                                                    \
-    "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                             \
-    "  return out\n"                                                                        \
-    "end\n"                                                                                 \
-    "local function ids_from(first)\n"                                                      \
-    "  local ids = {}\n"                                                                    \
-    "  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end\n"                               \
-    "  return ids\n"                                                                        \
-    "end\n"                                                                                 \
-    "-- The ids `owner` holds (in flight, its name in the meta record), with their metas\n" \
-    "-- and meta field names.\n"                                                            \
-    "local function held_by(owner, ids)\n"                                                  \
-    "  local mf = prefixed('m:', ids)\n"                                                    \
-    "  local metas = redis.call('HMGET', KEYS[3], unpack(mf))\n"                            \
-    "  local held = redis.call('ZMSCORE', KEYS[2], unpack(ids))\n"                          \
-    "  local suffix = ':' .. owner\n"                                                       \
-    "  local from = -#suffix\n"                                                             \
-    "  local mine, mine_metas, mine_fields = {}, {}, {}\n"                                  \
-    "  for i, id in ipairs(ids) do\n"                                                       \
-    "    local m = metas[i]\n"                                                              \
-    "    if m and held[i] and string.find(m, suffix, from, true) then\n"                    \
-    "      local j = #mine + 1\n"                                                           \
-    "      mine[j], mine_metas[j], mine_fields[j] = id, m, mf[i]\n"                         \
-    "    end\n"                                                                             \
-    "  end\n"                                                                               \
-    "  return mine, mine_metas, mine_fields\n"                                              \
+#define KW_LUA_PRELUDE                                                                        \
+    "local t = redis.call('TIME')\n"                                                          \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                 \
+    "local SENTINEL = string.rep('k', 72)\n"                                                  \
+    "local function parse_meta(m)\n"                                                          \
+    "  if not m then return 0, nil, nil end\n"                                                \
+    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                               \
+    "  return tonumber(a), tonumber(d), o\n"                                                  \
+    "end\n"                                                                                   \
+    "local function unstamp(p, d)\n"                                                          \
+    "  if not p then return false end\n"                                                      \
+    "  local bar = string.find(p, '|', 1, true)\n"                                            \
+    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n"        \
+    "  return string.sub(p, bar + 1)\n"                                                       \
+    "end\n"                                                                                   \
+    "local function prefixed(prefix, ids)\n"                                                  \
+    "  local out = {}\n"                                                                      \
+    "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                               \
+    "  return out\n"                                                                          \
+    "end\n"                                                                                   \
+    "local function ids_from(first)\n"                                                        \
+    "  local ids = {}\n"                                                                      \
+    "  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end\n"                                 \
+    "  return ids\n"                                                                          \
+    "end\n"                                                                                   \
+    "-- The ids `owner` holds, with their metas and meta field names: its name is in their\n" \
+    "-- meta record, which only a claim writes (fail and release clear the name when an\n"    \
+    "-- item goes back to due, ack deletes the record).\n"                                    \
+    "local function held_by(owner, ids)\n"                                                    \
+    "  local mf = prefixed('m:', ids)\n"                                                      \
+    "  local metas = redis.call('HMGET', KEYS[3], unpack(mf))\n"                              \
+    "  local suffix = ':' .. owner\n"                                                         \
+    "  local from = -#suffix\n"                                                               \
+    "  local mine, mine_metas, mine_fields = {}, {}, {}\n"                                    \
+    "  for i, id in ipairs(ids) do\n"                                                         \
+    "    local m = metas[i]\n"                                                                \
+    "    if m and string.find(m, suffix, from, true) then\n"                                  \
+    "      local j = #mine + 1\n"                                                             \
+    "      mine[j], mine_metas[j], mine_fields[j] = id, m, mf[i]\n"                           \
+    "    end\n"                                                                               \
+    "  end\n"                                                                                 \
+    "  return mine, mine_metas, mine_fields\n"                                                \
     "end\n"
 
 // Claim ids (due at scores) for `owner` until now + lease: attempts counted, the deadline
@@ -62,7 +62,6 @@ namespace scripts {
 #define KW_LUA_TAKE                                                                          \
     "local function take_all(ids, scores, source, is_keys, out)\n"                           \
     "  if #ids == 0 then return end\n"                                                       \
-    "  redis.call('HSETNX', KEYS[3], '~', SENTINEL)\n"                                       \
     "  local n = #ids\n"                                                                     \
     "  local f = {}\n"                                                                       \
     "  for i, id in ipairs(ids) do f[i] = 'm:' .. id; f[n + i] = 'p:' .. id end\n"           \
@@ -92,6 +91,7 @@ namespace scripts {
     "    k = k + 5\n"                                                                        \
     "  end\n"                                                                                \
     "  redis.call('ZADD', KEYS[2], unpack(z))\n"                                             \
+    "  h[2 * n + 1], h[2 * n + 2] = '~', SENTINEL\n"                                         \
     "  redis.call('HSET', KEYS[3], unpack(h))\n"                                             \
     "end\n"                                                                                  \
     "local function reschedule(id, old, exp)\n"                                              \
@@ -191,46 +191,77 @@ local limit = tonumber(ARGV[1])
 local is_keys = ARGV[4] == '1'
 local out = {}
 local untracked, moved = 0, 0
--- Leases that ran out first: their holders crashed or hung.
-local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now, 'LIMIT', 0, limit)
-local stale_scores = {}
-for i = 1, #stale do stale_scores[i] = now end
-take_all(stale, stale_scores, 'L', is_keys, out)
-local room = limit - #stale
+-- The earliest lease end: past now means leases ran out (their holders crashed or hung).
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local next_lease = -1
+local relook = false
+if first[2] then
+  next_lease = tonumber(first[2])
+  if next_lease < now then
+    local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. now, 'LIMIT', 0, limit)
+    local stale_scores = {}
+    for i = 1, #stale do stale_scores[i] = now end
+    take_all(stale, stale_scores, 'L', is_keys, out)
+    relook = true
+  end
+end
+local room = limit - #out / 5
+local next_due = -1
 if room > 0 then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'WITHSCORES', 'LIMIT', 0, room)
-  local fire, scores = {}, {}
+  -- The room lowest items and one more: what is due, and the next deadline after it.
+  local due = redis.call('ZRANGE', KEYS[1], 0, room, 'WITHSCORES')
+  local ids, scores = {}, {}
   for i = 1, #due, 2 do
-    local id, score = due[i], tonumber(due[i + 1])
-    local exp = -2
-    -- The key decides: a later expiry reschedules, no TTL untracks, only a key that is
-    -- really gone fires. The lookup makes Redis delete an overdue key now.
-    if is_keys then exp = redis.call('PEXPIRETIME', id) end
-    if exp == -1 then
-      untrack(id)
-      untracked = untracked + 1
-    elseif exp >= 0 then
-      reschedule(id, score, exp)
-      moved = moved + 1
-    else
-      fire[#fire + 1] = id
-      scores[#scores + 1] = due[i + 1]
+    local score = tonumber(due[i + 1])
+    if score >= now or i > 2 * room then
+      next_due = score
+      break
+    end
+    ids[#ids + 1] = due[i]
+    scores[#scores + 1] = due[i + 1]
+  end
+  local fire, fscores = ids, scores
+  -- The key decides: a later expiry reschedules, no TTL untracks, only a key that is
+  -- really gone fires. The lookup makes Redis delete an overdue key now. One EXISTS
+  -- answers for all when they are all gone, as they usually are.
+  if is_keys and #ids > 0 and redis.call('EXISTS', unpack(ids)) > 0 then
+    fire, fscores = {}, {}
+    for i, id in ipairs(ids) do
+      local exp = redis.call('PEXPIRETIME', id)
+      if exp == -1 then
+        untrack(id)
+        untracked = untracked + 1
+      elseif exp >= 0 then
+        reschedule(id, tonumber(scores[i]), exp)
+        moved = moved + 1
+        if next_due < 0 or exp < next_due then next_due = exp end
+      else
+        fire[#fire + 1] = id
+        fscores[#fscores + 1] = scores[i]
+      end
     end
   end
   if #fire > 0 then
     redis.call('ZREM', KEYS[1], unpack(fire))
-    take_all(fire, scores, 'S', is_keys, out)
+    take_all(fire, fscores, 'S', is_keys, out)
+    if not relook and (next_lease < 0 or now + lease < next_lease) then next_lease = now + lease end
   end
+else
+  local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if d[2] then next_due = tonumber(d[2]) end
 end
--- The next deadline, the next lease end, and how many items are in flight (a caller that
--- holds them all need not watch their leases).
-local next_due, next_lease = -1, -1
-local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if d[2] then next_due = tonumber(d[2]) end
-local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-if f[2] then next_lease = tonumber(f[2]) end
-if is_keys then redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[5])) end
-return {now, next_due, untracked, moved, out, next_lease, redis.call('ZCARD', KEYS[2])}
+if relook then
+  local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if f[2] then next_lease = tonumber(f[2]) end
+end
+if is_keys and ARGV[5] ~= '0' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[5]))
+end
+-- How many items are in flight (a caller that holds them all need not watch their
+-- leases): only what this call took, if nothing was in flight before.
+local inflight = #out / 5
+if first[2] then inflight = redis.call('ZCARD', KEYS[2]) end
+return {now, next_due, untracked, moved, out, next_lease, inflight}
 )lua",
                           false};
 
@@ -372,7 +403,8 @@ if delay > cap then delay = cap end
 delay = math.floor(delay / 2 + delay / 2 * jitter)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[1], now + delay, id)
-redis.call('HSET', KEYS[3], 'e:' .. id, err)
+-- The owner's name leaves the meta record: only a claim makes an item someone's.
+redis.call('HSET', KEYS[3], 'e:' .. id, err, 'm:' .. id, a .. ':' .. d .. ':')
 return 1
 )lua",
                       false};

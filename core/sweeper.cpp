@@ -313,9 +313,17 @@ void Sweeper::sweep(Queue &q) {
     q.sweeping = true;
     q.again = false;
     counters_->sweep_calls.fetch_add(1, std::memory_order_relaxed);
+    // The `done` record is pruned by a claim at most once per tenth of its window, not on
+    // every claim (it only has to stay near the window's size).
+    bool prune = false;
+    if (q.is_keys) {
+        int64_t t = now_ms();
+        prune = q.done_pruned_ms < 0 || t - q.done_pruned_ms >= opts_.done_window_ms / 10;
+        if (prune) q.done_pruned_ms = t;
+    }
     eval(scripts::kClaimDue, q,
          {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
-          std::to_string(opts_.done_window_ms)},
+          prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
          [this, &q, limit](redisReply *r) {
              q.sweeping = false;
              // Live events that came in while this claim was on its way: those about items

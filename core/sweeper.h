@@ -115,6 +115,7 @@ class Sweeper {
         bool sweeping = false, again = false;
         bool peeking = false;                     // cluster: a ZRANGE peek in flight
         int64_t next_due = -1;                    // the next deadline the last claim saw
+        int64_t done_pruned_ms = -1;              // keys: when a claim last pruned `done`
         std::vector<Event> deferred;              // live events awaiting a claim in flight
         std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
         std::unordered_set<std::string> held;     // claimed by us, not yet completed

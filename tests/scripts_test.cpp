@@ -1,0 +1,221 @@
+// The queue scripts (core/scripts.cpp) called directly on a real redis-server: what a claim
+// takes and reports, and who may ack. The engine-level tests (queue_test.cpp) cover the same
+// paths end to end; these pin the rules the sweeper relies on.
+#include <hiredis/hiredis.h>
+
+#include <memory>
+
+#include "core/queue.h"
+#include "core/scripts.h"
+#include "redis_fixture.h"
+
+namespace kwtest {
+namespace {
+
+using keywatch::QueueKeys;
+using keywatch::Script;
+namespace scripts = keywatch::scripts;
+
+struct ReplyFree {
+    void operator()(redisReply *r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+// A claimed item as claim_due returns it.
+struct Item {
+    std::string id;
+    int64_t deadline, attempt;
+    std::string source;
+};
+
+struct Claim {
+    int64_t now, next_due, untracked, moved, next_lease, inflight;
+    std::vector<Item> items;
+};
+
+class ScriptTest : public RedisTest {
+  protected:
+    void SetUp() override {
+        RedisTest::SetUp();
+        ctx_ = redisConnect(redis().host().c_str(), redis().port());
+        ASSERT_TRUE(ctx_ && !ctx_->err);
+        c_ = client();
+    }
+    void TearDown() override {
+        if (ctx_) redisFree(ctx_);
+        RedisTest::TearDown();
+    }
+
+    Reply eval(const Script &s, const QueueKeys &k, const std::vector<std::string> &argv) {
+        std::vector<std::string> args = {"EVAL",     s.body, "5",    k.due,
+                                         k.inflight, k.data, k.dead, k.done};
+        args.insert(args.end(), argv.begin(), argv.end());
+        std::vector<const char *> v;
+        std::vector<size_t> l;
+        for (auto &a : args) {
+            v.push_back(a.data());
+            l.push_back(a.size());
+        }
+        Reply r(static_cast<redisReply *>(
+            redisCommandArgv(ctx_, static_cast<int>(v.size()), v.data(), l.data())));
+        EXPECT_TRUE(r) << ctx_->errstr;
+        if (r && r->type == REDIS_REPLY_ERROR) ADD_FAILURE() << s.name << ": " << r->str;
+        return r;
+    }
+
+    Claim claim(const QueueKeys &k, const std::string &owner, int limit, bool is_keys = false,
+                const std::string &prune = "0") {
+        Reply r = eval(scripts::kClaimDue, k,
+                       {std::to_string(limit), "30000", owner, is_keys ? "1" : "0", prune});
+        Claim c{};
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+            ADD_FAILURE() << "claim_due: unexpected reply";
+            return c;
+        }
+        c.now = r->element[0]->integer;
+        c.next_due = r->element[1]->integer;
+        c.untracked = r->element[2]->integer;
+        c.moved = r->element[3]->integer;
+        c.next_lease = r->element[5]->integer;
+        c.inflight = r->element[6]->integer;
+        const redisReply *out = r->element[4];
+        for (size_t i = 0; i + keywatch::kClaimedFields <= out->elements;
+             i += keywatch::kClaimedFields)
+            c.items.push_back({std::string(out->element[i]->str, out->element[i]->len),
+                               out->element[i + 1]->integer, out->element[i + 2]->integer,
+                               std::string(out->element[i + 4]->str, out->element[i + 4]->len)});
+        return c;
+    }
+
+    int64_t ack(const QueueKeys &k, const std::string &owner, std::vector<std::string> ids,
+                bool is_keys = false) {
+        ids.insert(ids.begin(), {owner, is_keys ? "1" : "0"});
+        Reply r = eval(scripts::kAck, k, ids);
+        return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99;
+    }
+
+    int64_t redis_now() {
+        std::string t = c_->command({"TIME"});
+        size_t nl = t.find('\n');
+        return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000;
+    }
+
+    redisContext *ctx_ = nullptr;
+    std::unique_ptr<RedisClient> c_;
+    QueueKeys tasks_ = QueueKeys::make("kw", "jobs", "0");
+    QueueKeys keys_ = QueueKeys::make("kw", "keys", "0");
+};
+
+TEST_F(ScriptTest, ClaimTakesWhatIsDueAndReportsTheNextDeadlineAndLease) {
+    int64_t now = redis_now();
+    std::string later = std::to_string(now + 60000);
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a", std::to_string(now - 50), "b",
+                 later, "c"});
+    Claim c = claim(tasks_, "A", 10);
+    ASSERT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.items[0].id, "a");
+    EXPECT_EQ(c.items[0].deadline, now - 100);
+    EXPECT_EQ(c.items[0].attempt, 1);
+    EXPECT_EQ(c.items[0].source, "S");
+    EXPECT_EQ(c.items[1].id, "b");
+    EXPECT_EQ(c.next_due, now + 60000) << "the next deadline is c's";
+    EXPECT_EQ(c.next_lease, c.now + 30000) << "the leases just given";
+    EXPECT_EQ(c.inflight, 2);
+
+    // A limit smaller than what is due: the next deadline is the first one left behind.
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 20), "d", std::to_string(now - 10), "e"});
+    c = claim(tasks_, "B", 1);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "d");
+    EXPECT_EQ(c.next_due, now - 10) << "e is due too: the caller must sweep again";
+    EXPECT_EQ(c.inflight, 3) << "a and b (owner A) and d (owner B)";
+
+    // Nothing due: nothing taken, the next deadline and the earliest lease reported.
+    c = claim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 1u) << "e";
+    c = claim(tasks_, "B", 10);
+    EXPECT_TRUE(c.items.empty());
+    EXPECT_EQ(c.next_due, now + 60000);
+    EXPECT_GT(c.next_lease, now);
+    EXPECT_EQ(c.inflight, 4);
+}
+
+TEST_F(ScriptTest, ALeaseThatRanOutIsTakenByTheNextClaimerWithTheAttemptCounted) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a"});
+    ASSERT_EQ(claim(tasks_, "A", 10).items.size(), 1u);
+    // A's lease runs out (as if A hung).
+    c_->command({"ZADD", tasks_.inflight, "XX", "1", "a"});
+    Claim c = claim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "a");
+    EXPECT_EQ(c.items[0].source, "L");
+    EXPECT_EQ(c.items[0].attempt, 2);
+    EXPECT_EQ(c.items[0].deadline, now - 100) << "the first deadline is kept";
+    EXPECT_EQ(c.next_lease, c.now + 30000);
+    EXPECT_EQ(c.inflight, 1);
+    EXPECT_EQ(ack(tasks_, "A", {"a"}), 0) << "A no longer holds a";
+    EXPECT_EQ(ack(tasks_, "B", {"a"}), 1);
+}
+
+TEST_F(ScriptTest, AnAckCountsOnlyItemsItsOwnerStillHolds) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 30), "a", std::to_string(now - 20), "b",
+                 std::to_string(now - 10), "c"});
+    ASSERT_EQ(claim(tasks_, "A", 10).items.size(), 3u);
+    // a goes back to due for a retry; b's lease runs out and B takes it.
+    Reply f =
+        eval(scripts::kFail, tasks_, {"A", "0", "a", "boom", "0", "5", "60000", "60000", "0"});
+    ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(f->integer, 1) << "retry";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "1:" + std::to_string(now - 30) + ":")
+        << "a waiting for its retry is nobody's";
+    c_->command({"ZADD", tasks_.inflight, "XX", "1", "b"});
+    ASSERT_EQ(claim(tasks_, "B", 10).items.size(), 1u);
+
+    EXPECT_EQ(ack(tasks_, "A", {"a", "b", "c"}), 1) << "only c is still A's";
+    EXPECT_EQ(ack(tasks_, "A", {"c"}), 0) << "acked once";
+    Reply renew = eval(scripts::kRenew, tasks_, {"A", "30000", "a", "b"});
+    ASSERT_TRUE(renew && renew->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(renew->integer, 0) << "A renews nothing it does not hold";
+    EXPECT_EQ(ack(tasks_, "B", {"b"}), 1);
+    EXPECT_GE(std::stoll(c_->command({"ZSCORE", tasks_.due, "a"})), now + 30000)
+        << "a stays due for its retry (backoff 60 s, jitter 0: half of it)";
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+}
+
+TEST_F(ScriptTest, ATrackedKeyFiresOnlyWhenItIsGone) {
+    int64_t now = redis_now();
+    std::string due = std::to_string(now - 10);
+    // gone: never written (or expired); later: its TTL was moved; forever: its TTL removed.
+    c_->command({"SET", "later", "v", "PXAT", std::to_string(now + 5000)});
+    c_->command({"SET", "forever", "v"});
+    c_->command({"ZADD", keys_.due, due, "gone", due, "later", due, "forever"});
+    Claim c = claim(keys_, "A", 10, true);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "gone");
+    EXPECT_EQ(c.moved, 1);
+    EXPECT_EQ(c.untracked, 1);
+    EXPECT_EQ(c.next_due, now + 5000) << "later's new deadline";
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "later"}), std::to_string(now + 5000));
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "forever"}), "(nil)");
+
+    // All gone: all fire.
+    c_->command({"ZADD", keys_.due, due, "x", due, "y"});
+    c = claim(keys_, "A", 10, true);
+    EXPECT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.next_due, now + 5000);
+    EXPECT_EQ(ack(keys_, "A", {"gone", "x", "y"}, true), 3);
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "3") << "handled keys are remembered";
+}
+
+TEST_F(ScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {
+    c_->command({"ZADD", keys_.done, "1", "old"});
+    claim(keys_, "A", 10, true, "0");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "1");
+    claim(keys_, "A", 10, true, "10000");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "0");
+}
+
+}  // namespace
+}  // namespace kwtest
