@@ -60,6 +60,7 @@ void Fanout::start() {
         return;
     }
     for (auto &m : opts_.topology.masters) add(m.host, m.port);
+    index_sweepers();
     if (opts_.topology.uncovered() > 0)
         log(KW_LOG_WARN, std::to_string(opts_.topology.uncovered()) +
                              " of 16384 slots have no master now: events of keys in them "
@@ -99,15 +100,24 @@ void Fanout::shutdown() {
         if (kv.second.sweeper) kv.second.sweeper->shutdown();
 }
 
+void Fanout::index_sweepers() {
+    const auto &masters = opts_.topology.masters;
+    sweeper_of_master_.assign(masters.size(), nullptr);
+    for (size_t i = 0; i < masters.size(); i++) {
+        auto it = nodes_by_endpoint_.find(masters[i].endpoint());
+        if (it != nodes_by_endpoint_.end()) sweeper_of_master_[i] = it->second.sweeper.get();
+    }
+}
+
 Sweeper *Fanout::route(const std::string &id) {
     if (!opts_.cluster) {
         auto it = nodes_by_endpoint_.begin();
         return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
     }
-    const ClusterNode *m = opts_.topology.master_for_slot(key_slot(id));
-    if (!m) return nullptr;
-    auto it = nodes_by_endpoint_.find(m->endpoint());
-    return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
+    int16_t m = opts_.topology.slot_owner[static_cast<size_t>(key_slot(id))];
+    return m < 0 || static_cast<size_t>(m) >= sweeper_of_master_.size()
+               ? nullptr
+               : sweeper_of_master_[static_cast<size_t>(m)];
 }
 
 namespace {
@@ -122,7 +132,7 @@ std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Id id_of, Rout
 
 void Fanout::claim_live(std::vector<Event> &&events) {
     auto parts = split(
-        std::move(events), [](const Event &e) { return e.key; },
+        std::move(events), [](const Event &e) -> const std::string & { return e.key; },
         [this](const std::string &id) { return route(id); });
     for (auto &kv : parts) {
         if (kv.first)
@@ -134,7 +144,7 @@ void Fanout::claim_live(std::vector<Event> &&events) {
 
 void Fanout::forget(std::vector<std::string> &&keys) {
     auto parts = split(
-        std::move(keys), [](const std::string &k) { return k; },
+        std::move(keys), [](const std::string &k) -> const std::string & { return k; },
         [this](const std::string &id) { return route(id); });
     for (auto &kv : parts)
         if (kv.first) kv.first->forget(std::move(kv.second));
@@ -142,7 +152,7 @@ void Fanout::forget(std::vector<std::string> &&keys) {
 
 void Fanout::untracked(std::vector<Event> &&events) {
     auto parts = split(
-        std::move(events), [](const Event &e) { return e.key; },
+        std::move(events), [](const Event &e) -> const std::string & { return e.key; },
         [this](const std::string &id) { return route(id); });
     for (auto &kv : parts) {
         if (kv.first)
@@ -156,7 +166,7 @@ void Fanout::complete(std::vector<Completion> &&done) {
     // An item whose slot has no master now is not acked: its lease runs out and it is
     // redelivered, as after a crash.
     auto parts = split(
-        std::move(done), [](const Completion &c) { return c.id; },
+        std::move(done), [](const Completion &c) -> const std::string & { return c.id; },
         [this](const std::string &id) { return route(id); });
     for (auto &kv : parts)
         if (kv.first) kv.first->complete(std::move(kv.second));
@@ -329,6 +339,7 @@ void Fanout::apply(const Topology &t) {
         log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint());
         add(m.host, m.port);
     }
+    index_sweepers();
     nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
     update_worst();
 }

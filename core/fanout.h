@@ -82,6 +82,8 @@ class Fanout : private SubscriberSink {
 
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
     Sweeper *route(const std::string &id);
+    // Rebuilds sweeper_of_master_ after the nodes or the topology changed.
+    void index_sweepers();
     Node &make_node(const RedisUrl &url);
     void add(const std::string &host, int port);
     void refresh();
@@ -93,9 +95,10 @@ class Fanout : private SubscriberSink {
     Options opts_;
     SubscriberSink *sink_;
     std::map<std::string, Node> nodes_by_endpoint_;
-    std::vector<Node> retired_;         // shut down; freed at the next refresh
-    std::set<std::string> names_;       // interned node names: events point at them
-    std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
+    std::vector<Sweeper *> sweeper_of_master_;  // cluster: by index in opts_.topology.masters
+    std::vector<Node> retired_;                 // shut down; freed at the next refresh
+    std::set<std::string> names_;               // interned node names: events point at them
+    std::unique_ptr<RedisConn> probe_;          // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology

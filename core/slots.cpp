@@ -2,14 +2,29 @@
 
 namespace keywatch {
 
+namespace {
+
+// CRC16/XMODEM (polynomial 0x1021, initial 0), one table lookup per byte.
+struct Crc16Table {
+    uint16_t t[256];
+    constexpr Crc16Table() : t{} {
+        for (int b = 0; b < 256; b++) {
+            uint16_t crc = static_cast<uint16_t>(b << 8);
+            for (int i = 0; i < 8; i++)
+                crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                                     : static_cast<uint16_t>(crc << 1);
+            t[b] = crc;
+        }
+    }
+};
+constexpr Crc16Table kCrc16;
+
+}  // namespace
+
 uint16_t crc16(std::string_view data) {
     uint16_t crc = 0;
-    for (unsigned char byte : data) {
-        crc ^= static_cast<uint16_t>(byte) << 8;
-        for (int i = 0; i < 8; i++)
-            crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
-                                 : static_cast<uint16_t>(crc << 1);
-    }
+    for (unsigned char byte : data)
+        crc = static_cast<uint16_t>((crc << 8) ^ kCrc16.t[((crc >> 8) ^ byte) & 0xff]);
     return crc;
 }
 

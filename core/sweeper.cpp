@@ -49,6 +49,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       rng_(std::random_device{}()) {
     if (opts_.track_keys) served_.insert(kKeysQueue);
+    keys_by_slot_.assign(opts_.cluster ? kSlotCount : 1, nullptr);
     served_.insert(opts_.task_queues.begin(), opts_.task_queues.end());
     // Standalone: every served queue has its one slot tag, swept from the start.
     if (!opts_.cluster)
@@ -70,8 +71,15 @@ Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) 
     return &q;
 }
 
-std::string Sweeper::tag_for(const std::string &id) const {
-    return opts_.cluster ? SlotTags::instance().tag_for_key(id) : opts_.tag;
+Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id) {
+    int slot = opts_.cluster ? key_slot(id) : 0;
+    auto tag = [&]() -> const std::string & {
+        return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
+    };
+    if (name != kKeysQueue || !opts_.track_keys) return queue(name, tag());
+    Queue *&q = keys_by_slot_[static_cast<size_t>(slot)];
+    if (!q) q = queue(name, tag());
+    return q;
 }
 
 Sweeper::~Sweeper() = default;
@@ -436,7 +444,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     // Per slot queue (one in standalone).
     std::map<Queue *, std::vector<Event>> ask;
     for (auto &ev : events) {
-        Queue *q = queue(kKeysQueue, tag_for(ev.key));
+        Queue *q = queue_of(kKeysQueue, ev.key);
         // Our own claims make Redis publish `expired` too: no need to ask about those.
         if (q->held.count(ev.key) || recently_done(ev.key)) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
@@ -522,7 +530,7 @@ void Sweeper::forget(std::vector<std::string> &&keys) {
     if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready)
         return;  // the sweep checks later
     std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &k : keys) by_queue[queue(kKeysQueue, tag_for(k))].push_back(std::move(k));
+    for (auto &k : keys) by_queue[queue_of(kKeysQueue, k)].push_back(std::move(k));
     for (auto &kv : by_queue) {
         Queue *q = kv.first;
         for_chunks(kv.second, [this, q](auto begin, auto end) {
@@ -576,7 +584,7 @@ void Sweeper::untracked(std::vector<Event> &&events) {
 }
 
 void Sweeper::started(const std::string &name, const std::string &id) {
-    if (Queue *q = queue(name, tag_for(id))) q->waiting.erase(id);
+    if (Queue *q = queue_of(name, id)) q->waiting.erase(id);
 }
 
 void Sweeper::complete(std::vector<Completion> &&done) {
@@ -590,7 +598,7 @@ void Sweeper::send_completions() {
     all.swap(completions_);
     std::map<Queue *, std::vector<std::string>> acks, releases;
     for (auto &c : all) {
-        Queue *qp = queue(c.queue, tag_for(c.id));
+        Queue *qp = queue_of(c.queue, c.id);
         if (!qp) continue;
         Queue &q = *qp;
         q.held.erase(c.id);

@@ -30,6 +30,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -127,8 +128,8 @@ class Sweeper {
     // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
     // (null otherwise).
     Queue *queue(const std::string &name, const std::string &tag);
-    // The tag of the slot an item id lives in.
-    std::string tag_for(const std::string &id) const;
+    // The queue `name` of the slot item `id` lives in (see queue()).
+    Queue *queue_of(const std::string &name, const std::string &id);
     // Cluster redirections: true if the reply was one (and it was dealt with).
     bool redirected(Queue &q, const redisReply *r);
     void scan(const std::string &cursor);
@@ -161,8 +162,10 @@ class Sweeper {
     SweeperCounters *counters_;
     RedisConn conn_;
     std::string endpoint_;
-    std::map<std::string, Queue> queues_;  // by due key
-    std::set<std::string> served_;         // names of the queues served
+    std::unordered_map<std::string, Queue> queues_;  // by due key
+    // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
+    std::vector<Queue *> keys_by_slot_;
+    std::set<std::string> served_;  // names of the queues served
     Timer retry_timer_, renew_timer_, scan_timer_, dirty_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
