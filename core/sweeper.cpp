@@ -404,7 +404,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
 }
 
 Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
-    q.held.insert(item.id);
+    q.held.emplace(item.id, live != nullptr);
     q.waiting.insert(item.id);
     return make_event(q, item, live);
 }
@@ -446,7 +446,9 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     for (auto &ev : events) {
         Queue *q = queue_of(kKeysQueue, ev.key);
         // Our own claims make Redis publish `expired` too: no need to ask about those.
-        if (q->held.count(ev.key) || recently_done(ev.key)) {
+        auto h = q->held.find(ev.key);
+        if (h != q->held.end() || recently_done(ev.key)) {
+            if (h != q->held.end()) h->second = true;
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
@@ -601,19 +603,22 @@ void Sweeper::send_completions() {
         Queue *qp = queue_of(c.queue, c.id);
         if (!qp) continue;
         Queue &q = *qp;
-        q.held.erase(c.id);
+        // A handled key is remembered for a while, so that its late `expired`
+        // notification is recognised without asking Redis; not if that already came.
+        auto h = q.held.find(c.id);
+        bool notified = h != q.held.end() && h->second;
+        if (h != q.held.end()) q.held.erase(h);
         q.waiting.erase(c.id);
         if (c.result == kRelease) {
-            releases[qp].push_back(c.id);
-            continue;
-        }
-        if (c.result == KW_RESULT_ACK) {
-            acks[qp].push_back(c.id);
-            if (q.is_keys) remember_done(c.id);
+            releases[qp].push_back(std::move(c.id));
             continue;
         }
         bool reject = c.result != KW_RESULT_RETRY;
-        if (q.is_keys && reject) remember_done(c.id);
+        if (q.is_keys && reject && !notified) remember_done(c.id);
+        if (c.result == KW_RESULT_ACK) {
+            acks[qp].push_back(std::move(c.id));
+            continue;
+        }
         std::uniform_real_distribution<double> jitter(0.0, 1.0);
         eval(scripts::kFail, q,
              {opts_.owner, q.is_keys ? "1" : "0", c.id,

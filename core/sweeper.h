@@ -119,8 +119,10 @@ class Sweeper {
         int64_t done_pruned_ms = -1;              // keys: when a claim last pruned `done`
         std::vector<Event> deferred;              // live events awaiting a claim in flight
         std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
-        std::unordered_set<std::string> held;     // claimed by us, not yet completed
-        bool dirty = false;                       // cluster: touched since the last sweep
+        // Claimed by us, not yet completed; true once its `expired` notification came
+        // (none is to be expected after that).
+        std::unordered_map<std::string, bool> held;
+        bool dirty = false;  // cluster: touched since the last sweep
         bool moved = false;  // cluster: the slot is served by another master now
     };
     using ReplyFn = std::function<void(redisReply *)>;
