@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -42,9 +43,19 @@ class Dispatcher {
     bool stop(int64_t deadline_ms, std::vector<Event> *abandoned);
 
     size_t queued() const;
+    // The claimed items (tracked events) still queued, not yet taken by a worker, as
+    // (queue, id): their leases are renewed while they wait. Any thread.
+    std::vector<std::pair<std::string, std::string>> queued_tracked() const;
 
   private:
-    void work();
+    // A worker's current take: the events it took from the queue, and how many of them
+    // it has started (the rest still wait, and their leases are renewed).
+    struct Take {
+        std::vector<Event> events;  // changed by its worker only while holding mu_
+        std::atomic<size_t> started{0};
+    };
+
+    void work(Take &take);
 
     const size_t capacity_;
     const int nworkers_;
@@ -60,6 +71,7 @@ class Dispatcher {
     bool wake_pending_ = false;               // a notify went out and no worker woke yet
     bool stopping_ = false;
     std::vector<std::thread> threads_;
+    std::vector<std::unique_ptr<Take>> takes_;  // one per worker
 };
 
 }  // namespace keywatch

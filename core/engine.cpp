@@ -12,8 +12,6 @@ namespace {
 // A read from Redis yields a few hundred events at most; hand them to the workers in one
 // batch when the read is done, or earlier if a batch grows this large.
 constexpr size_t kMaxPending = 1024;
-// A worker's note that it started a claimed item (so its lease is no longer renewed).
-constexpr int kStarted = -1;
 
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -229,13 +227,22 @@ int Engine::start() {
         set_error(message);
         return status;
     }
-    if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
+    if (queues_)
+        loop_->run_sync([this] {
+            fanout_->start_sweepers();
+            renew_timer_ = std::make_unique<Timer>(loop_->base(), [this] { renew(); });
+            renew_timer_->arm(renew_interval_ms());
+        });
     running_ = true;
     return KW_OK;
 }
 
 void Engine::teardown() {
-    if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
+    if (loop_ && fanout_)
+        loop_->run_sync([this] {
+            renew_timer_.reset();
+            fanout_->shutdown();
+        });
     if (dispatcher_) {
         std::vector<Event> abandoned;
         dispatcher_->stop(0, &abandoned);
@@ -283,7 +290,10 @@ int Engine::stop(int64_t timeout_ms) {
             if (outstanding > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
     }
-    loop_->run_sync([this] { fanout_->shutdown(); });
+    loop_->run_sync([this] {
+        renew_timer_.reset();
+        fanout_->shutdown();
+    });
     loop_->stop();
     fanout_.reset();
     if (!finished) {
@@ -391,8 +401,6 @@ void Engine::handle(Event &ev) {
         int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
         while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
         }
-        std::lock_guard<std::mutex> lock(completion_mu_);
-        completions_.push_back({ev.queue, ev.key, kStarted, ""});
     }
     // Several handlers may match: the item is acked only if all ack; any REJECT sends it
     // to the dead letters, else any RETRY retries it.
@@ -436,6 +444,18 @@ void Engine::on_completions(evutil_socket_t, short, void *arg) {
     static_cast<Engine *>(arg)->drain_completions();
 }
 
+int64_t Engine::renew_interval_ms() const {
+    return std::max<int64_t>(config_.lease_ms / 3, 1);
+}
+
+void Engine::renew() {
+    // Leases of claimed items still queued for a worker; a running handler has the rest of
+    // its lease.
+    renew_timer_->arm(renew_interval_ms());
+    auto waiting = dispatcher_->queued_tracked();
+    if (!waiting.empty()) fanout_->renew(std::move(waiting));
+}
+
 void Engine::drain_completions() {
     std::vector<Completion> all;
     {
@@ -444,14 +464,7 @@ void Engine::drain_completions() {
         completions_signalled_ = false;
     }
     if (!queues_ || all.empty()) return;
-    std::vector<Completion> done;
-    for (auto &c : all) {
-        if (c.result == kStarted)
-            fanout_->started(c.queue, c.id);
-        else
-            done.push_back(std::move(c));
-    }
-    if (!done.empty()) fanout_->complete(std::move(done));
+    fanout_->complete(std::move(all));
 }
 
 void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {

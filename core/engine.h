@@ -71,6 +71,8 @@ class Engine : private SubscriberSink, private SweeperSink {
     void handle(Event &ev);    // worker thread
     void flush();              // loop thread: what on_event gathered -> sweeper / workers
     void drain_completions();  // loop thread
+    void renew();              // loop thread, every lease/3
+    int64_t renew_interval_ms() const;
     static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
@@ -94,7 +96,8 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Fanout> fanout_;
-    bool queues_ = false;  // the engine serves queues (has sweepers)
+    std::unique_ptr<Timer> renew_timer_;  // loop thread: lease renewals of queued items
+    bool queues_ = false;                 // the engine serves queues (has sweepers)
     EventPtr flush_ev_, completion_ev_;
     // Loop thread: events read and not yet passed on.
     std::vector<Event> pending_, live_claims_;

@@ -172,8 +172,15 @@ void Fanout::complete(std::vector<Completion> &&done) {
         if (kv.first) kv.first->complete(std::move(kv.second));
 }
 
-void Fanout::started(const std::string &queue, const std::string &id) {
-    if (Sweeper *s = route(id)) s->started(queue, id);
+void Fanout::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
+    auto parts = split(
+        std::move(waiting),
+        [](const std::pair<std::string, std::string> &w) -> const std::string & {
+            return w.second;
+        },
+        [this](const std::string &id) { return route(id); });
+    for (auto &kv : parts)
+        if (kv.first) kv.first->renew(std::move(kv.second));
 }
 
 void Fanout::on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) {

@@ -44,7 +44,6 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       conn_(loop.base(), url, "queue", /*select_db=*/true),
       endpoint_(url.endpoint()),
       retry_timer_(loop.base(), [this] { connect(); }),
-      renew_timer_(loop.base(), [this] { renew(); }),
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       rng_(std::random_device{}()) {
@@ -88,7 +87,6 @@ void Sweeper::start() {
     down_ = false;
     claiming_ = true;
     connect();
-    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
 }
 
 void Sweeper::stop_claiming() {
@@ -102,7 +100,6 @@ void Sweeper::shutdown() {
     down_ = true;
     stop_claiming();
     retry_timer_.cancel();
-    renew_timer_.cancel();
     conn_.close();
     outstanding_ = 0;
 }
@@ -405,7 +402,6 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
 
 Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
     q.held.emplace(item.id, live != nullptr);
-    q.waiting.insert(item.id);
     return make_event(q, item, live);
 }
 
@@ -585,10 +581,6 @@ void Sweeper::untracked(std::vector<Event> &&events) {
     }
 }
 
-void Sweeper::started(const std::string &name, const std::string &id) {
-    if (Queue *q = queue_of(name, id)) q->waiting.erase(id);
-}
-
 void Sweeper::complete(std::vector<Completion> &&done) {
     for (auto &c : done) completions_.push_back(std::move(c));
     if (conn_.state() == RedisConn::State::Ready) send_completions();
@@ -608,7 +600,6 @@ void Sweeper::send_completions() {
         auto h = q.held.find(c.id);
         bool notified = h != q.held.end() && h->second;
         if (h != q.held.end()) q.held.erase(h);
-        q.waiting.erase(c.id);
         if (c.result == kRelease) {
             releases[qp].push_back(std::move(c.id));
             continue;
@@ -672,17 +663,18 @@ void Sweeper::send_completions() {
     }
 }
 
-void Sweeper::renew() {
-    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
     if (conn_.state() != RedisConn::State::Ready) return;
-    for (auto &kv : queues_) {
-        Queue &q = kv.second;
-        if (q.waiting.empty()) continue;
-        std::vector<std::string> ids(q.waiting.begin(), q.waiting.end());
-        for_chunks(ids, [&](auto begin, auto end) {
+    std::map<Queue *, std::vector<std::string>> by_queue;
+    for (auto &w : waiting) {
+        Queue *q = queue_of(w.first, w.second);
+        if (q && q->held.count(w.second)) by_queue[q].push_back(std::move(w.second));
+    }
+    for (auto &kv : by_queue) {
+        for_chunks(kv.second, [&](auto begin, auto end) {
             std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
             argv.insert(argv.end(), begin, end);
-            eval(scripts::kRenew, q, std::move(argv), [](redisReply *) {});
+            eval(scripts::kRenew, *kv.first, std::move(argv), [](redisReply *) {});
         });
     }
 }

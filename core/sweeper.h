@@ -103,9 +103,10 @@ class Sweeper {
     // Cluster: a keyspace notification on a due key of this node (new items, a slot
     // migrated in): sweep that slot queue soon.
     void touched(const std::string &due_key, const std::string &event);
-    // Items handed to a worker stop having their leases renewed: the lease bounds how
-    // long a handler may take before another instance redelivers the item.
-    void started(const std::string &queue, const std::string &id);
+    // Extends the leases of claimed items (queue, id) still waiting for a worker. Items
+    // handed to a worker are not renewed: the lease bounds how long a handler may take
+    // before another instance redelivers the item.
+    void renew(std::vector<std::pair<std::string, std::string>> &&waiting);
 
   private:
     struct Queue {
@@ -114,11 +115,10 @@ class Sweeper {
         bool is_keys;
         std::unique_ptr<Timer> timer;
         bool sweeping = false, again = false;
-        bool peeking = false;                     // cluster: a ZRANGE peek in flight
-        int64_t next_due = -1;                    // the next deadline the last claim saw
-        int64_t done_pruned_ms = -1;              // keys: when a claim last pruned `done`
-        std::vector<Event> deferred;              // live events awaiting a claim in flight
-        std::unordered_set<std::string> waiting;  // claimed, not yet handed to a worker
+        bool peeking = false;         // cluster: a ZRANGE peek in flight
+        int64_t next_due = -1;        // the next deadline the last claim saw
+        int64_t done_pruned_ms = -1;  // keys: when a claim last pruned `done`
+        std::vector<Event> deferred;  // live events awaiting a claim in flight
         // Claimed by us, not yet completed; true once its `expired` notification came
         // (none is to be expected after that).
         std::unordered_map<std::string, bool> held;
@@ -145,13 +145,12 @@ class Sweeper {
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
-    // A claimed item becomes ours (held, waiting for a worker) and an event.
+    // A claimed item becomes ours (held) and an event.
     Event hold(Queue &q, const ClaimedItem &item, const Event *live);
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
     void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();
-    void renew();
     void connect();
     void on_ready();
     void on_lost(const RedisConn::Failure &f);
@@ -168,7 +167,7 @@ class Sweeper {
     // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
     std::vector<Queue *> keys_by_slot_;
     std::set<std::string> served_;  // names of the queues served
-    Timer retry_timer_, renew_timer_, scan_timer_, dirty_timer_;
+    Timer retry_timer_, scan_timer_, dirty_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;

@@ -372,6 +372,31 @@ TEST_F(QueueTest, FullDispatchQueueLosesNoTrackedItem) {
     EXPECT_EQ(keys.size(), 500u);
 }
 
+TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
+    // One worker, 300 ms per task, a 600 ms lease: the last of six tasks waits about 1.5 s
+    // for the worker, far beyond its first lease. Renewals keep it ours; without them
+    // the sweeper would take it back when the lease ran out and deliver it again.
+    EventSink sink;
+    sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(300)); };
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("queues", "slow");
+    e->set("workers", "1");
+    e->set("lease", "600ms");
+    e->set("sweep.interval", "20ms");
+    e->add(&sink, {{"events", "task"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    for (int i = 0; i < 6; i++)
+        ASSERT_EQ(c.schedule("slow", "t" + std::to_string(i), "p", 0), KW_OK);
+    ASSERT_TRUE(sink.wait_count(6, milliseconds(10000))) << sink.describe();
+    std::this_thread::sleep_for(milliseconds(800));  // a redelivery would come by now
+    auto events = sink.events();
+    EXPECT_EQ(events.size(), 6u) << sink.describe();
+    for (auto &ev : events) EXPECT_EQ(ev.attempt, 1) << ev.key;
+    EXPECT_EQ(e->stat("items.lease_expired"), 0);
+    EXPECT_EQ(e->stat("items.acked"), 6);
+}
+
 TEST_F(QueueTest, UntrackedEventsAreDeduplicatedAcrossEnginesWhenAsked) {
     EventSink a, b;
     Engine ea(redis().url()), eb(redis().url());
