@@ -15,6 +15,8 @@ constexpr size_t kChunk = 500;
 // Live claims kept while the queue connection is down; beyond that they are dropped (a
 // tracked key among them is still swept, an untracked one is lost, as documented).
 constexpr size_t kMaxBacklog = 100000;
+// Queue::mine values of claimed items (handled keys hold the time they were handled).
+constexpr int64_t kClaimed = -1, kNotified = -2;
 
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -46,6 +48,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       retry_timer_(loop.base(), [this] { connect(); }),
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
+      prune_timer_(loop.base(), [this] { prune_done(); }),
       rng_(std::random_device{}()) {
     if (opts_.track_keys) served_.insert(kKeysQueue);
     keys_by_slot_.assign(opts_.cluster ? kSlotCount : 1, nullptr);
@@ -356,7 +359,7 @@ void Sweeper::sweep(Queue &q) {
              on_claimed(q, r->element[4]);
              // Leases matter only if someone else holds items: ours are acked (or, if we
              // die, found by the others' scans).
-             bool others_hold = inflight > static_cast<int64_t>(q.held.size());
+             bool others_hold = inflight > static_cast<int64_t>(q.holding);
              int64_t next = next_due;
              if (next_lease >= 0 && (others_hold || !opts_.cluster) &&
                  (next < 0 || next_lease < next))
@@ -401,7 +404,14 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
 }
 
 Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
-    q.held.emplace(item.id, live != nullptr);
+    auto [m, fresh] = q.mine.try_emplace(item.id, kClaimed);
+    if (fresh) {
+        q.holding++;
+    } else if (m->second >= 0) {  // remembered as handled: ours again
+        q.holding++;
+        remembered_--;
+    }
+    m->second = live ? kNotified : kClaimed;
     return make_event(q, item, live);
 }
 
@@ -439,12 +449,14 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
     // Per slot queue (one in standalone).
     std::map<Queue *, std::vector<Event>> ask;
+    int64_t now = now_ms();
     for (auto &ev : events) {
         Queue *q = queue_of(kKeysQueue, ev.key);
-        // Our own claims make Redis publish `expired` too: no need to ask about those.
-        auto h = q->held.find(ev.key);
-        if (h != q->held.end() || recently_done(ev.key)) {
-            if (h != q->held.end()) h->second = true;
+        // Our own claims make Redis publish `expired` too, and so do keys we handled a
+        // moment ago: no need to ask about those.
+        auto m = q->mine.find(ev.key);
+        if (m != q->mine.end() && (m->second < 0 || now - m->second <= opts_.done_window_ms)) {
+            if (m->second == kClaimed) m->second = kNotified;
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
@@ -591,21 +603,29 @@ void Sweeper::send_completions() {
     std::vector<Completion> all;
     all.swap(completions_);
     std::map<Queue *, std::vector<std::string>> acks, releases;
+    int64_t now = now_ms();
     for (auto &c : all) {
         Queue *qp = queue_of(c.queue, c.id);
         if (!qp) continue;
         Queue &q = *qp;
-        // A handled key is remembered for a while, so that its late `expired`
+        // A handled key stays in `mine` for a while, so that its late `expired`
         // notification is recognised without asking Redis; not if that already came.
-        auto h = q.held.find(c.id);
-        bool notified = h != q.held.end() && h->second;
-        if (h != q.held.end()) q.held.erase(h);
+        bool reject = c.result != KW_RESULT_RETRY && c.result != kRelease;
+        auto m = q.mine.find(c.id);
+        if (m != q.mine.end() && m->second < 0) {
+            q.holding--;
+            if (q.is_keys && reject && m->second == kClaimed) {
+                m->second = now;
+                if (remembered_++ == 0)
+                    prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
+            } else {
+                q.mine.erase(m);
+            }
+        }
         if (c.result == kRelease) {
             releases[qp].push_back(std::move(c.id));
             continue;
         }
-        bool reject = c.result != KW_RESULT_RETRY;
-        if (q.is_keys && reject && !notified) remember_done(c.id);
         if (c.result == KW_RESULT_ACK) {
             acks[qp].push_back(std::move(c.id));
             continue;
@@ -668,7 +688,9 @@ void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) 
     std::map<Queue *, std::vector<std::string>> by_queue;
     for (auto &w : waiting) {
         Queue *q = queue_of(w.first, w.second);
-        if (q && q->held.count(w.second)) by_queue[q].push_back(std::move(w.second));
+        if (!q) continue;
+        auto m = q->mine.find(w.second);
+        if (m != q->mine.end() && m->second < 0) by_queue[q].push_back(std::move(w.second));
     }
     for (auto &kv : by_queue) {
         for_chunks(kv.second, [&](auto begin, auto end) {
@@ -679,17 +701,20 @@ void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) 
     }
 }
 
-void Sweeper::remember_done(const std::string &id) {
-    int64_t now = now_ms();
-    while (!done_order_.empty() && done_order_.front().first < now - opts_.done_window_ms) {
-        done_set_.erase(done_order_.front().second);
-        done_order_.pop_front();
+void Sweeper::prune_done() {
+    int64_t oldest = now_ms() - opts_.done_window_ms;
+    for (auto &kv : queues_) {
+        auto &mine = kv.second.mine;
+        for (auto it = mine.begin(); it != mine.end();) {
+            if (it->second >= 0 && it->second < oldest) {
+                it = mine.erase(it);
+                remembered_--;
+            } else {
+                ++it;
+            }
+        }
     }
-    if (done_set_.insert(id).second) done_order_.emplace_back(now, id);
-}
-
-bool Sweeper::recently_done(const std::string &id) const {
-    return done_set_.count(id) != 0;
+    if (remembered_ > 0) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 
 }  // namespace keywatch

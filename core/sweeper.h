@@ -23,7 +23,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,7 +30,6 @@
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/event.h"
@@ -119,9 +117,12 @@ class Sweeper {
         int64_t next_due = -1;        // the next deadline the last claim saw
         int64_t done_pruned_ms = -1;  // keys: when a claim last pruned `done`
         std::vector<Event> deferred;  // live events awaiting a claim in flight
-        // Claimed by us, not yet completed; true once its `expired` notification came
-        // (none is to be expected after that).
-        std::unordered_map<std::string, bool> held;
+        // Items of ours: claimed and not completed (kClaimed; kNotified once their
+        // `expired` notification came, as no other is to be expected), or, tracked keys
+        // only, handled at that time (ms) and remembered for track.done_window, so that
+        // a late notification is recognised without asking Redis.
+        std::unordered_map<std::string, int64_t> mine;
+        size_t holding = 0;  // entries of `mine` that are claimed
         bool dirty = false;  // cluster: touched since the last sweep
         bool moved = false;  // cluster: the slot is served by another master now
     };
@@ -154,8 +155,8 @@ class Sweeper {
     void connect();
     void on_ready();
     void on_lost(const RedisConn::Failure &f);
-    void remember_done(const std::string &id);
-    bool recently_done(const std::string &id) const;
+    // Forgets handled keys older than track.done_window.
+    void prune_done();
 
     EventLoop &loop_;
     Options opts_;
@@ -167,7 +168,7 @@ class Sweeper {
     // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
     std::vector<Queue *> keys_by_slot_;
     std::set<std::string> served_;  // names of the queues served
-    Timer retry_timer_, scan_timer_, dirty_timer_;
+    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
@@ -175,8 +176,7 @@ class Sweeper {
     size_t outstanding_ = 0;
     std::vector<Event> live_backlog_;      // live claims waiting for the connection
     std::vector<Completion> completions_;  // waiting for the connection
-    std::deque<std::pair<int64_t, std::string>> done_order_;  // local memory of acks
-    std::unordered_set<std::string> done_set_;
+    size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`
     std::mt19937_64 rng_;
 };
 
