@@ -271,7 +271,7 @@ int Engine::stop(int64_t timeout_ms) {
         // (or the next start), instead of waiting for their leases to run out.
         std::vector<Completion> back;
         for (auto &ev : abandoned)
-            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, ""});
+            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot});
         if (!back.empty()) {
             std::lock_guard<std::mutex> lock(completion_mu_);
             for (auto &c : back) completions_.push_back(std::move(c));
@@ -433,7 +433,9 @@ void Engine::handle(Event &ev) {
     bool wake;
     {
         std::lock_guard<std::mutex> lock(completion_mu_);
-        completions_.push_back({ev.queue, ev.key, combined, ev.error});
+        // The event is finished with: its strings move into the completion.
+        completions_.push_back(
+            {std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error), ev.slot});
         wake = !completions_signalled_;  // one wake-up per drain
         completions_signalled_ = true;
     }

@@ -21,6 +21,7 @@ struct kw_event_s {
     std::string queue;                  // "" for untracked live events
     mutable std::string id;             // built on first request
     mutable std::string error;          // kw_event_set_error, for retries and dead letters
+    int slot = -1;                      // cluster: the key's slot once computed (-1: not yet)
 
     bool tracked() const { return !queue.empty(); }
 };

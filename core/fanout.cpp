@@ -109,31 +109,31 @@ void Fanout::index_sweepers() {
     }
 }
 
-Sweeper *Fanout::route(const std::string &id) {
+Sweeper *Fanout::route(const std::string &id, int *slot) {
     if (!opts_.cluster) {
         auto it = nodes_by_endpoint_.begin();
         return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
     }
-    int16_t m = opts_.topology.slot_owner[static_cast<size_t>(key_slot(id))];
+    if (*slot < 0) *slot = key_slot(id);
+    int16_t m = opts_.topology.slot_owner[static_cast<size_t>(*slot)];
     return m < 0 || static_cast<size_t>(m) >= sweeper_of_master_.size()
                ? nullptr
                : sweeper_of_master_[static_cast<size_t>(m)];
 }
 
 namespace {
-// Splits items by the sweeper their id routes to; items with no sweeper go to `orphan`.
-template <typename T, typename Id, typename Route>
-std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Id id_of, Route route) {
+// Splits items by the sweeper their id routes to (route(item) gives it); items with no
+// sweeper go to the null key.
+template <typename T, typename Route>
+std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Route route) {
     std::map<Sweeper *, std::vector<T>> out;
-    for (auto &item : items) out[route(id_of(item))].push_back(std::move(item));
+    for (auto &item : items) out[route(item)].push_back(std::move(item));
     return out;
 }
 }  // namespace
 
 void Fanout::claim_live(std::vector<Event> &&events) {
-    auto parts = split(
-        std::move(events), [](const Event &e) -> const std::string & { return e.key; },
-        [this](const std::string &id) { return route(id); });
+    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->claim_live(std::move(kv.second));
@@ -143,17 +143,16 @@ void Fanout::claim_live(std::vector<Event> &&events) {
 }
 
 void Fanout::forget(std::vector<std::string> &&keys) {
-    auto parts = split(
-        std::move(keys), [](const std::string &k) -> const std::string & { return k; },
-        [this](const std::string &id) { return route(id); });
+    auto parts = split(std::move(keys), [this](const std::string &k) {
+        int slot = -1;
+        return route(k, &slot);
+    });
     for (auto &kv : parts)
         if (kv.first) kv.first->forget(std::move(kv.second));
 }
 
 void Fanout::untracked(std::vector<Event> &&events) {
-    auto parts = split(
-        std::move(events), [](const Event &e) -> const std::string & { return e.key; },
-        [this](const std::string &id) { return route(id); });
+    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->untracked(std::move(kv.second));
@@ -165,20 +164,16 @@ void Fanout::untracked(std::vector<Event> &&events) {
 void Fanout::complete(std::vector<Completion> &&done) {
     // An item whose slot has no master now is not acked: its lease runs out and it is
     // redelivered, as after a crash.
-    auto parts = split(
-        std::move(done), [](const Completion &c) -> const std::string & { return c.id; },
-        [this](const std::string &id) { return route(id); });
+    auto parts = split(std::move(done), [this](Completion &c) { return route(c.id, &c.slot); });
     for (auto &kv : parts)
         if (kv.first) kv.first->complete(std::move(kv.second));
 }
 
 void Fanout::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
-    auto parts = split(
-        std::move(waiting),
-        [](const std::pair<std::string, std::string> &w) -> const std::string & {
-            return w.second;
-        },
-        [this](const std::string &id) { return route(id); });
+    auto parts = split(std::move(waiting), [this](const std::pair<std::string, std::string> &w) {
+        int slot = -1;
+        return route(w.second, &slot);
+    });
     for (auto &kv : parts)
         if (kv.first) kv.first->renew(std::move(kv.second));
 }

@@ -81,7 +81,8 @@ class Fanout : private SubscriberSink {
     void on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) override;
 
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
-    Sweeper *route(const std::string &id);
+    // `*slot`: the id's slot if known (-1: computed here, and stored).
+    Sweeper *route(const std::string &id, int *slot);
     // Rebuilds sweeper_of_master_ after the nodes or the topology changed.
     void index_sweepers();
     Node &make_node(const RedisUrl &url);

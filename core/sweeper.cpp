@@ -69,12 +69,17 @@ Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) 
     q.tag = tag;
     q.keys = keys;
     q.is_keys = name == kKeysQueue;
+    q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
     q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
+    if (q.is_keys) keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
     return &q;
 }
 
-Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id) {
-    int slot = opts_.cluster ? key_slot(id) : 0;
+Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id, int slot) {
+    if (!opts_.cluster)
+        slot = 0;
+    else if (slot < 0)
+        slot = key_slot(id);
     auto tag = [&]() -> const std::string & {
         return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
     };
@@ -382,6 +387,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     Event ev;
     ev.queue = q.name;
     ev.key = item.id;
+    ev.slot = q.slot;
     ev.has_value = item.has_payload;
     if (item.has_payload) ev.value = item.payload;
     ev.deadline_ms = item.deadline_ms;
@@ -438,7 +444,7 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
 
 void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
     std::vector<Completion> back;
-    for (auto &ev : items) back.push_back({q.name, ev.key, kRelease, ""});
+    for (auto &ev : items) back.push_back({q.name, ev.key, kRelease, "", q.slot});
     if (!back.empty()) complete(std::move(back));
 }
 
@@ -451,7 +457,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     std::map<Queue *, std::vector<Event>> ask;
     int64_t now = now_ms();
     for (auto &ev : events) {
-        Queue *q = queue_of(kKeysQueue, ev.key);
+        Queue *q = queue_of(kKeysQueue, ev.key, ev.slot);
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
         auto m = q->mine.find(ev.key);
@@ -605,7 +611,7 @@ void Sweeper::send_completions() {
     std::map<Queue *, std::vector<std::string>> acks, releases;
     int64_t now = now_ms();
     for (auto &c : all) {
-        Queue *qp = queue_of(c.queue, c.id);
+        Queue *qp = queue_of(c.queue, c.id, c.slot);
         if (!qp) continue;
         Queue &q = *qp;
         // A handled key stays in `mine` for a while, so that its late `expired`

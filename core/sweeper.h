@@ -45,6 +45,7 @@ struct Completion {
     std::string queue, id;
     int result;
     std::string error;
+    int slot = -1;  // cluster: the id's slot if known
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
 inline constexpr int kRelease = -2;
@@ -109,6 +110,7 @@ class Sweeper {
   private:
     struct Queue {
         std::string name, tag;
+        int slot = 0;  // of the tag (standalone: 0)
         QueueKeys keys;
         bool is_keys;
         std::unique_ptr<Timer> timer;
@@ -131,8 +133,9 @@ class Sweeper {
     // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
     // (null otherwise).
     Queue *queue(const std::string &name, const std::string &tag);
-    // The queue `name` of the slot item `id` lives in (see queue()).
-    Queue *queue_of(const std::string &name, const std::string &id);
+    // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
+    // slot if known (cluster), else -1.
+    Queue *queue_of(const std::string &name, const std::string &id, int slot = -1);
     // Cluster redirections: true if the reply was one (and it was dealt with).
     bool redirected(Queue &q, const redisReply *r);
     void scan(const std::string &cursor);
