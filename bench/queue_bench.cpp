@@ -141,7 +141,10 @@ std::unique_ptr<keywatch::RedisProcess> fresh_server() {
 }
 
 Cpu cpu_now(const keywatch::RedisProcess &rp) {
-    return {redis_cpu_s(rp), self_cpu_s()};
+    Cpu c;
+    c.redis = redis_cpu_s(rp);
+    c.self = self_cpu_s();
+    return c;
 }
 
 // `count` keys with 1 h TTLs and 16-byte values: the crowd the sampling expiry has to sift.
