@@ -31,6 +31,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         Sweeper::Options sw = opts_.sweep;
         sw.node_name = name;
         sw.cluster = opts_.cluster;
+        sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] {
             if (!down_ && !soon_timer_.pending()) soon_timer_.arm(50);
         };

@@ -97,6 +97,7 @@ class Fanout : private SubscriberSink {
     SubscriberSink *sink_;
     std::map<std::string, Node> nodes_by_endpoint_;
     std::vector<Sweeper *> sweeper_of_master_;  // cluster: by index in opts_.topology.masters
+    int claims_in_flight_ = 0;                  // all sweepers' (acks wait for them)
     std::vector<Node> retired_;                 // shut down; freed at the next refresh
     std::set<std::string> names_;               // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;          // asks for the topology; one per refresh

@@ -17,6 +17,9 @@ constexpr size_t kChunk = 500;
 constexpr size_t kMaxBacklog = 100000;
 // Queue::mine values of claimed items (handled keys hold the time they were handled).
 constexpr int64_t kClaimed = -1, kNotified = -2;
+// Acks wait while claims are on their way, at most this long (and a quarter of the
+// lease), looking again this often.
+constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
 
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -49,7 +52,9 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       prune_timer_(loop.base(), [this] { prune_done(); }),
+      ack_timer_(loop.base(), [this] { send_completions(); }),
       rng_(std::random_device{}()) {
+    if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
     if (opts_.track_keys) served_.insert(kKeysQueue);
     keys_by_slot_.assign(opts_.cluster ? kSlotCount : 1, nullptr);
     served_.insert(opts_.task_queues.begin(), opts_.task_queues.end());
@@ -108,8 +113,11 @@ void Sweeper::shutdown() {
     down_ = true;
     stop_claiming();
     retry_timer_.cancel();
+    ack_timer_.cancel();
     conn_.close();
     outstanding_ = 0;
+    *opts_.claims_in_flight -= claims_out_;
+    claims_out_ = 0;
 }
 
 void Sweeper::connect() {
@@ -143,6 +151,8 @@ void Sweeper::on_ready() {
 
 void Sweeper::on_lost(const RedisConn::Failure &f) {
     outstanding_ = 0;
+    *opts_.claims_in_flight -= claims_out_;  // their answers will not come
+    claims_out_ = 0;
     scanning_ = false;
     for (auto &kv : queues_) {
         Queue &q = kv.second;
@@ -164,7 +174,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
     retry_timer_.arm(delay);
 }
 
-void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
+bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
     // Kept for the rare NOSCRIPT retry, shared rather than copied into the callback.
     const QueueKeys &k = q.keys;  // the five KEYS, in QueueKeys::keys() order
     auto args = std::make_shared<std::vector<std::string>>(std::initializer_list<std::string>{
@@ -188,6 +198,7 @@ void Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
         fn(r);
     });
     if (!sent) outstanding_--;
+    return sent;
 }
 
 bool Sweeper::redirected(Queue &q, const redisReply *r) {
@@ -334,53 +345,59 @@ void Sweeper::sweep(Queue &q) {
         prune = q.done_pruned_ms < 0 || t - q.done_pruned_ms >= opts_.done_window_ms / 10;
         if (prune) q.done_pruned_ms = t;
     }
-    eval(scripts::kClaimDue, q,
-         {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
-          prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
-         [this, &q, limit](redisReply *r) {
-             q.sweeping = false;
-             // Live events that came in while this claim was on its way: those about items
-             // it claimed are ours now (held); the rest are claimed live.
-             std::vector<Event> deferred;
-             deferred.swap(q.deferred);
-             struct Later {
-                 Sweeper *s;
-                 std::vector<Event> &evs;
-                 ~Later() {
-                     if (!evs.empty()) s->claim_live(std::move(evs));
-                 }
-             } later{this, deferred};
-             if (redirected(q, r)) return;
-             if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
-                 sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
-                                              " failed: " + reply_to_string(r) + "; retrying");
-                 q.timer->arm(opts_.interval_ms);
-                 return;
-             }
-             int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
-             int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
-             size_t claimed = r->element[4]->elements / kClaimedFields;
-             q.next_due = next_due;
-             on_claimed(q, r->element[4]);
-             // Leases matter only if someone else holds items: ours are acked (or, if we
-             // die, found by the others' scans).
-             bool others_hold = inflight > static_cast<int64_t>(q.holding);
-             int64_t next = next_due;
-             if (next_lease >= 0 && (others_hold || !opts_.cluster) &&
-                 (next < 0 || next_lease < next))
-                 next = next_lease;
-             // An item is due once now is past its deadline: wake 1 ms after it.
-             int64_t delay = next < 0 ? opts_.interval_ms
-                                      : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
-             if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
-             // Cluster: an idle slot queue waits for a notification or the next scan; one
-             // with items waits for its next deadline (new earlier items notify us).
-             if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
-                 if (next < 0) return;
-                 delay = std::max<int64_t>(next - now + 1, 0);
-             }
-             q.timer->arm(delay);
-         });
+    bool sent = eval(
+        scripts::kClaimDue, q,
+        {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
+         prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
+        [this, &q, limit](redisReply *r) {
+            q.sweeping = false;
+            claim_answered();
+            // Live events that came in while this claim was on its way: those about items
+            // it claimed are ours now (held); the rest are claimed live.
+            std::vector<Event> deferred;
+            deferred.swap(q.deferred);
+            struct Later {
+                Sweeper *s;
+                std::vector<Event> &evs;
+                ~Later() {
+                    if (!evs.empty()) s->claim_live(std::move(evs));
+                }
+            } later{this, deferred};
+            if (redirected(q, r)) return;
+            if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+                sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
+                                             " failed: " + reply_to_string(r) + "; retrying");
+                q.timer->arm(opts_.interval_ms);
+                return;
+            }
+            int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
+            int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
+            size_t claimed = r->element[4]->elements / kClaimedFields;
+            q.next_due = next_due;
+            on_claimed(q, r->element[4]);
+            // Leases matter only if someone else holds items: ours are acked (or, if we
+            // die, found by the others' scans).
+            bool others_hold = inflight > static_cast<int64_t>(q.holding);
+            int64_t next = next_due;
+            if (next_lease >= 0 && (others_hold || !opts_.cluster) &&
+                (next < 0 || next_lease < next))
+                next = next_lease;
+            // An item is due once now is past its deadline: wake 1 ms after it.
+            int64_t delay = next < 0 ? opts_.interval_ms
+                                     : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
+            if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
+            // Cluster: an idle slot queue waits for a notification or the next scan; one
+            // with items waits for its next deadline (new earlier items notify us).
+            if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
+                if (next < 0) return;
+                delay = std::max<int64_t>(next - now + 1, 0);
+            }
+            q.timer->arm(delay);
+        });
+    if (sent)
+        claim_sent();
+    else
+        q.sweeping = false;
 }
 
 Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *live) {
@@ -504,7 +521,8 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     for (auto &ev : events) argv.push_back(ev.key);
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     Queue *qp = &q;
-    eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
+    bool sent = eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
+        claim_answered();
         if (redirected(*qp, r)) {
             // The slot moved: its new master's sweeper finds the keys by its own sweep.
             return;
@@ -540,6 +558,7 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
         if (!tracked.empty()) sink_->deliver_tracked(tracked);
         if (!plain.empty()) untracked(std::move(plain));
     });
+    if (sent) claim_sent();
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
@@ -599,13 +618,33 @@ void Sweeper::untracked(std::vector<Event> &&events) {
     }
 }
 
+void Sweeper::claim_sent() {
+    claims_out_++;
+    (*opts_.claims_in_flight)++;
+}
+
+void Sweeper::claim_answered() {
+    claims_out_--;
+    (*opts_.claims_in_flight)--;
+}
+
 void Sweeper::complete(std::vector<Completion> &&done) {
+    if (completions_.empty()) completions_since_ms_ = now_ms();
     for (auto &c : done) completions_.push_back(std::move(c));
-    if (conn_.state() == RedisConn::State::Ready) send_completions();
+    send_completions();
 }
 
 void Sweeper::send_completions() {
     if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
+    // Deliveries first: while claims are on their way (to any master: they share the
+    // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
+    // items stay leased to us meanwhile. Not once claiming has stopped.
+    int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
+    if (claiming_ && *opts_.claims_in_flight > 0 && now_ms() - completions_since_ms_ < hold) {
+        if (!ack_timer_.pending()) ack_timer_.arm(kAckPollMs);
+        return;
+    }
+    ack_timer_.cancel();
     std::vector<Completion> all;
     all.swap(completions_);
     std::map<Queue *, std::vector<std::string>> acks, releases;

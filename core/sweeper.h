@@ -81,6 +81,9 @@ class Sweeper {
         bool cluster = false;
         int64_t scan_interval_ms = 30000;  // cluster: full SCAN for queue keys
         std::function<void()> on_moved;    // cluster: a slot is served elsewhere now
+        // Claims on their way from all the engine's sweepers (one counter they share on
+        // the loop thread; null: this sweeper's own).
+        int *claims_in_flight = nullptr;
     };
 
     Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
@@ -143,7 +146,8 @@ class Sweeper {
     // Cluster: a touched queue with a known next deadline: sweep only if new items are
     // due earlier.
     void peek(Queue &q);
-    void eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+    // False if it could not be sent (fn is not called then).
+    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
     void sweep(Queue &q);
     void on_claimed(Queue &q, redisReply *r);
     // Items claimed after stop_claiming(): given back at once.
@@ -155,6 +159,9 @@ class Sweeper {
     void keep_for_later(Event &&ev);
     void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();
+    // A claim script went out / was answered (see Options::claims_in_flight).
+    void claim_sent();
+    void claim_answered();
     void connect();
     void on_ready();
     void on_lost(const RedisConn::Failure &f);
@@ -171,14 +178,17 @@ class Sweeper {
     // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
     std::vector<Queue *> keys_by_slot_;
     std::set<std::string> served_;  // names of the queues served
-    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_;
+    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
     int attempt_ = 0;
     size_t outstanding_ = 0;
     std::vector<Event> live_backlog_;      // live claims waiting for the connection
-    std::vector<Completion> completions_;  // waiting for the connection
+    std::vector<Completion> completions_;  // waiting for the connection, or for claims
+    int64_t completions_since_ms_ = 0;     // when the oldest of them came
+    int claims_out_ = 0;                   // this sweeper's claims on their way
+    int own_claims_in_flight_ = 0;         // when Options::claims_in_flight is null
     size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`
     std::mt19937_64 rng_;
 };
