@@ -8,7 +8,8 @@
 // Sub-benchmarks (--only lateness,idle,burst,track,e2e,failover; all by default)
 //  lateness  N tracked keys (--keys) named "k:<deadline>:<i>", so spread over every master
 //            by key name, whose deadlines are spread evenly over 10 s, starting about 2 s
-//            after the writing ends (4 client threads, pipelines of 100). keywatch: one
+//            after the writing ends (4 client threads, pipelines of 100), with --background
+//            other keys (1 h TTLs, default 0) on the masters meanwhile. keywatch: one
 //            engine (default configuration, seeded with one node's URL), one handler for
 //            "expired" recording (handler start - kw_event_deadline_ms) for first attempts of
 //            queue "keys". Baseline "native": the same workload as plain SET PXAT keys
@@ -112,6 +113,7 @@ struct Options {
     int rounds = 3;
     std::set<std::string> only = {std::begin(kAll), std::end(kAll)};
     uint64_t keys = 30000;
+    uint64_t background = 0;  // lateness: keys with 1 h TTLs present meanwhile
     int threads = 4;
     int batch = 100;
     uint64_t track_ops = 300000;
@@ -140,6 +142,8 @@ void usage(FILE *out) {
             "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
             "  --track-ops N     commands per variant in the track benchmark (default 300000)\n"
             "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
+            "  --background N    lateness: other keys with 1 h TTLs present meanwhile,\n"
+            "                    spread over every master (default 0; issue 3's: 1000000)\n"
             "  --wait-ms MS      lateness, burst: arrivals awaited this long after the last\n"
             "                    deadline (default 30000)\n"
             "  --idle-ms MS      idle: length of each measuring window (default 10000)\n"
@@ -161,6 +165,8 @@ bool parse_args(int argc, char **argv, Options *o) {
                 return parse_only(value, kAll, &o->only);
             else if (arg == "--keys")
                 good = parse_uint(value, 100, 100000000ull, &o->keys);
+            else if (arg == "--background")
+                good = parse_uint(value, 0, 100000000ull, &o->background);
             else if (arg == "--threads")
                 good = parse_uint(value, 1, 64, &n) && (o->threads = int(n), true);
             else if (arg == "--batch")
@@ -453,8 +459,29 @@ double estimate_track_seconds(const Cluster &c, int threads, uint64_t n) {
     return s * double(n) / double(sample);
 }
 
+// `count` keys "bg:<i>" with 1 h TTLs and 16-byte values, each on its slot's master: the
+// crowd Redis's sampling expiry has to sift. Returns the seconds it took.
+double write_background(const Cluster &c, uint64_t count) {
+    RoutedPipe pipe(c);
+    char key[32];
+    static const char kValue[] = "bbbbbbbbbbbbbbbb";
+    const char *argv[5] = {"SET", key, kValue, "PX", "3600000"};
+    size_t lens[5] = {3, 0, 16, 2, 7};
+    double t0 = mono_s();
+    for (uint64_t i = 0; i < count; i++) {
+        lens[1] =
+            size_t(snprintf(key, sizeof key, "bg:%013llu", static_cast<unsigned long long>(i)));
+        pipe.append(key, lens[1], 5, argv, lens);
+        if ((i + 1) % 1000 == 0 || i + 1 == count) pipe.finish(true);
+    }
+    return mono_s() - t0;
+}
+
 Delivery lateness_keywatch(const Options &o, const Cluster &c, Idle *idle, bool wave) {
     c.flushall_masters();
+    if (o.background > 0)
+        printf("    keywatch: %s background keys written in %.1f s\n",
+               with_commas(double(o.background)).c_str(), write_background(c, o.background));
     uint64_t n = o.keys;
     double est = estimate_track_seconds(c, o.threads, n);
     Recorder rec(n);
@@ -566,6 +593,9 @@ Delivery native_run(const Options &o, const Cluster &c, uint64_t n, int64_t lead
     double est =
         write_native(c, sample, true, [&](uint64_t) { return far; }) * double(n) / double(sample);
     c.flushall_masters();
+    if (!burst && o.background > 0)
+        printf("    native: %s background keys written in %.1f s\n",
+               with_commas(double(o.background)).c_str(), write_background(c, o.background));
     std::vector<std::unique_ptr<NativeSubscriber>> subs;
     for (int port : c.ports) {
         subs.push_back(std::make_unique<NativeSubscriber>(port, n));
