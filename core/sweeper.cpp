@@ -107,6 +107,7 @@ void Sweeper::stop_claiming() {
     scan_timer_.cancel();
     dirty_timer_.cancel();
     for (auto &kv : queues_) kv.second.timer->cancel();
+    send_completions();  // acks held back for claims go out now
 }
 
 void Sweeper::shutdown() {
