@@ -467,7 +467,10 @@ void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
 }
 
 void Sweeper::claim_live(std::vector<Event> &&events) {
-    if (!served_.count(kKeysQueue) || !claiming_) {
+    // Asked even once claiming has stopped (events read just before a stop): only Redis
+    // can tell a tracked key from an untracked one, and a tracked key claimed now is given
+    // back at once rather than delivered a second time as an untracked event.
+    if (!served_.count(kKeysQueue)) {
         untracked(std::move(events));
         return;
     }
