@@ -152,6 +152,7 @@ int Client::connect() {
                              &seed_, &cluster_, &topology_, &why);
         if (rc != KW_OK) return fail(rc, why);
         seed_endpoint_ = seed_.endpoint();
+        index_masters();
         topology_known_ = true;
     }
     // Standalone: the one server must answer. Cluster: masters are reached when needed.
@@ -170,6 +171,7 @@ int Client::refresh_topology() {
         if (probe_topology(url_at(seed_, endpoint), config_.connect_timeout_ms, "cluster",
                            &is_cluster, &t, &why) == KW_OK) {
             topology_ = std::move(t);
+            index_masters();
             return KW_OK;
         }
     }
@@ -184,10 +186,18 @@ std::vector<std::string> Client::masters() const {
     return out;
 }
 
-std::string Client::endpoint_for_slot(int slot) const {
+void Client::index_masters() {
+    master_endpoints_.clear();
+    for (auto &m : topology_.masters) master_endpoints_.push_back(m.endpoint());
+}
+
+const std::string &Client::endpoint_for_slot(int slot) const {
+    static const std::string none;
     if (!cluster_) return seed_endpoint_;
-    const ClusterNode *m = topology_.master_for_slot(slot);
-    return m ? m->endpoint() : "";
+    int16_t m = topology_.slot_owner[static_cast<size_t>(slot)];
+    return m < 0 || static_cast<size_t>(m) >= master_endpoints_.size()
+               ? none
+               : master_endpoints_[static_cast<size_t>(m)];
 }
 
 ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
@@ -274,34 +284,59 @@ const QueueKeys &Client::queue_keys(const std::string &name, const std::string &
 
 Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
                                  int slot, const std::string *key,
-                                 const std::vector<std::string> &argv) {
-    const QueueKeys &q = queue_keys(name, tag);
-    std::vector<std::string> keys =
-        s.key_script ? std::vector<std::string>{q.due, q.data, key ? *key : std::string()}
-                     : q.keys();
+                                 std::vector<std::string> &&argv) {
+    const QueueKeys *q;
+    if (name == kKeysQueue) {
+        // Every kw_track looks these up: by slot, without building a string.
+        if (keys_queue_by_slot_.empty())
+            keys_queue_by_slot_.assign(cluster_ ? kSlotCount : 1, nullptr);
+        const QueueKeys *&k = keys_queue_by_slot_[static_cast<size_t>(cluster_ ? slot : 0)];
+        if (!k) k = &queue_keys(name, tag);
+        q = k;
+    } else {
+        q = &queue_keys(name, tag);
+    }
     Call c;
     c.script = &s;
     c.slot = slot;
     c.endpoint = endpoint_for_slot(slot);
-    c.args = {"EVALSHA", s.sha(), std::to_string(keys.size())};
-    c.args.insert(c.args.end(), keys.begin(), keys.end());
-    c.args.insert(c.args.end(), argv.begin(), argv.end());
+    c.args.reserve(3 + 5 + argv.size());
+    c.args.push_back("EVALSHA");
+    c.args.push_back(s.sha());
+    if (s.key_script) {
+        c.args.push_back("3");
+        c.args.push_back(q->due);
+        c.args.push_back(q->data);
+        c.args.push_back(key ? *key : std::string());
+    } else {
+        c.args.push_back("5");
+        for (auto &k : q->keys()) c.args.push_back(k);
+    }
+    for (auto &a : argv) c.args.push_back(std::move(a));
     return c;
 }
 
 int Client::run(const Script &s, const std::string &name, const std::string &id,
-                const std::string *key, const std::vector<std::string> &argv, Decode decode) {
+                const std::string *key, std::vector<std::string> &&argv, Decode decode, int slot) {
     if (int rc = connect(); rc != KW_OK) return rc;
-    int slot = cluster_ ? key_slot(id) : 0;
+    if (!cluster_)
+        slot = 0;
+    else if (slot < 0)
+        slot = key_slot(id);
     Call c = script_call(s, name, cluster_ ? SlotTags::instance().tag(slot) : kStandaloneTag, slot,
-                         key, argv);
+                         key, std::move(argv));
     c.decode = std::move(decode);
     if (pipelining_) {
         redisContext *ctx = c.endpoint.empty() ? nullptr : node(c.endpoint);
         if (ctx) {
-            std::vector<size_t> lens;
-            auto cargv = argv_of(c.args, &lens);
-            redisAppendCommandArgv(ctx, static_cast<int>(cargv.size()), cargv.data(), lens.data());
+            argv_scratch_.clear();
+            lens_scratch_.clear();
+            for (auto &a : c.args) {
+                argv_scratch_.push_back(a.data());
+                lens_scratch_.push_back(a.size());
+            }
+            redisAppendCommandArgv(ctx, static_cast<int>(argv_scratch_.size()),
+                                   argv_scratch_.data(), lens_scratch_.data());
         } else {
             c.endpoint.clear();  // sent on its own at the end
         }
@@ -355,22 +390,22 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     // The deadline on the key's server clock: the key gets it as PXAT and the queue as its
     // score, so both agree to the millisecond.
     if (int rc = connect(); rc != KW_OK) return rc;
+    int slot = cluster_ ? key_slot(key) : 0;
     int64_t now = 0;
-    if (int rc = redis_now(endpoint_for_slot(cluster_ ? key_slot(key) : 0), &now); rc != KW_OK)
-        return rc;
-    return run(scripts::kTrack, kKeysQueue, key, &key,
-               {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
-               [this, deadline, mode](const redisReply *r) {
-                   if (r->type != REDIS_REPLY_INTEGER)
-                       return fail(KW_ERR_INTERNAL, "track: bad reply");
-                   if (r->integer < 0)
-                       return fail(KW_ERR_CONDITION,
-                                   "track " + mode + ": the key " +
-                                       (mode == "NX" ? "exists" : "does not exist") +
-                                       "; nothing was written");
-                   if (deadline) *deadline = r->integer;
-                   return static_cast<int>(KW_OK);
-               });
+    if (int rc = redis_now(endpoint_for_slot(slot), &now); rc != KW_OK) return rc;
+    return run(
+        scripts::kTrack, kKeysQueue, key, &key,
+        {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+        [this, deadline, mode](const redisReply *r) {
+            if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
+            if (r->integer < 0)
+                return fail(KW_ERR_CONDITION, "track " + mode + ": the key " +
+                                                  (mode == "NX" ? "exists" : "does not exist") +
+                                                  "; nothing was written");
+            if (deadline) *deadline = r->integer;
+            return static_cast<int>(KW_OK);
+        },
+        slot);
 }
 
 int Client::untrack(const std::string &key, bool delete_key) {
@@ -592,7 +627,7 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
 Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
                                 const std::vector<std::string> &argv) {
     Call c = script_call(s, ref.name, ref.tag, cluster_ ? key_slot("{" + ref.tag + "}") : 0,
-                         nullptr, argv);
+                         nullptr, std::vector<std::string>(argv));
     c.endpoint = ref.endpoint;
     return c;
 }

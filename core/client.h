@@ -82,11 +82,12 @@ class Client {
     int check_value(const std::string &value, const char *what);
     int check_queue(const std::string &queue);
     // Runs (or, in a pipeline, queues) a script on the queue `name` of the item `id`.
+    // `slot`: the id's slot if known (cluster), else -1.
     int run(const Script &s, const std::string &name, const std::string &id, const std::string *key,
-            const std::vector<std::string> &argv, Decode decode);
+            std::vector<std::string> &&argv, Decode decode, int slot = -1);
     int finish(Call &call, ReplyPtr reply);
     Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
-                     const std::string *key, const std::vector<std::string> &argv);
+                     const std::string *key, std::vector<std::string> &&argv);
     Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);
     // One command on one node; null (with call_status_ and error_ set) on failure.
     ReplyPtr call(const std::string &endpoint, const std::vector<std::string> &args);
@@ -94,7 +95,10 @@ class Client {
     // loading a script on NOSCRIPT.
     ReplyPtr exec(Call &call);
     redisContext *node(const std::string &endpoint);
-    std::string endpoint_for_slot(int slot) const;
+    // "" when no master serves the slot now.
+    const std::string &endpoint_for_slot(int slot) const;
+    // After topology_ changed: the masters' endpoints, by index.
+    void index_masters();
     std::vector<std::string> masters() const;
     int refresh_topology();
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name);
@@ -111,6 +115,11 @@ class Client {
     std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
     bool cluster_ = false, topology_known_ = false;
     Topology topology_;
+    std::vector<std::string> master_endpoints_;  // by index in topology_.masters
+    // The `keys` queue's keys per slot (standalone: [0]), pointing into keys_cache_.
+    std::vector<const QueueKeys *> keys_queue_by_slot_;
+    std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
+    std::vector<size_t> lens_scratch_;
     std::map<std::string, redisContext *> nodes_;
     int call_status_ = 0;  // status of the last call() that returned null
     std::string error_;
