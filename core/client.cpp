@@ -286,8 +286,10 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
                                  int slot, const std::string *key,
                                  std::vector<std::string> &&argv) {
     const QueueKeys *q;
-    if (name == kKeysQueue) {
-        // Every kw_track looks these up: by slot, without building a string.
+    if (name == kKeysQueue &&
+        (cluster_ ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
+        // Every kw_track looks these up: by slot, without building a string. (Only the
+        // standard tag of the slot: inspect and replay may name queues found by a scan.)
         if (keys_queue_by_slot_.empty())
             keys_queue_by_slot_.assign(cluster_ ? kSlotCount : 1, nullptr);
         const QueueKeys *&k = keys_queue_by_slot_[static_cast<size_t>(cluster_ ? slot : 0)];

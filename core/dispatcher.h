@@ -44,7 +44,9 @@ class Dispatcher {
 
     size_t queued() const;
     // The claimed items (tracked events) still queued, not yet taken by a worker, as
-    // (queue, id): their leases are renewed while they wait. Any thread.
+    // (queue, id): their leases are renewed while they wait. Any thread. Reads the queue
+    // and key of events a worker has taken but not started, so a handler must not change
+    // those two fields of its event (nor of any other).
     std::vector<std::pair<std::string, std::string>> queued_tracked() const;
 
   private:

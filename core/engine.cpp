@@ -271,7 +271,7 @@ int Engine::stop(int64_t timeout_ms) {
         // (or the next start), instead of waiting for their leases to run out.
         std::vector<Completion> back;
         for (auto &ev : abandoned)
-            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot});
+            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot, ev.ts_ms});
         if (!back.empty()) {
             std::lock_guard<std::mutex> lock(completion_mu_);
             for (auto &c : back) completions_.push_back(std::move(c));
@@ -433,9 +433,10 @@ void Engine::handle(Event &ev) {
     bool wake;
     {
         std::lock_guard<std::mutex> lock(completion_mu_);
-        // The event is finished with: its strings move into the completion.
+        // queue and key are copied, not moved: Dispatcher::queued_tracked() may be reading
+        // them on the loop thread (it saw this event as not started a moment ago).
         completions_.push_back(
-            {std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error), ev.slot});
+            {ev.queue, ev.key, combined, std::move(ev.error), ev.slot, ev.ts_ms});
         wake = !completions_signalled_;  // one wake-up per drain
         completions_signalled_ = true;
     }

@@ -76,7 +76,10 @@ Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) 
     q.is_keys = name == kKeysQueue;
     q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
     q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
-    if (q.is_keys) keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
+    // The slot index holds the standard queue of each slot only (a stray due key with
+    // another tag that hashes to the same slot, found by a scan, is swept on its own).
+    if (q.is_keys && tag == (opts_.cluster ? SlotTags::instance().tag(q.slot) : opts_.tag))
+        keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
     return &q;
 }
 
@@ -499,8 +502,14 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
     if (ask.empty()) return;
     if (conn_.state() != RedisConn::State::Ready) {
-        for (auto &kv : ask)
-            for (auto &ev : kv.second) keep_for_later(std::move(ev));
+        for (auto &kv : ask) {
+            // Stopping: nobody will ask later; hand them over as untracked (what they
+            // most likely are, as a tracked key is swept anyway).
+            if (!claiming_)
+                untracked(std::move(kv.second));
+            else
+                for (auto &ev : kv.second) keep_for_later(std::move(ev));
+        }
         return;
     }
     for (auto &kv : ask) {
@@ -633,8 +642,14 @@ void Sweeper::claim_answered() {
 }
 
 void Sweeper::complete(std::vector<Completion> &&done) {
-    if (completions_.empty()) completions_since_ms_ = now_ms();
-    for (auto &c : done) completions_.push_back(std::move(c));
+    if (completions_.empty()) {
+        completions_since_ms_ = now_ms();
+        oldest_claim_ms_ = completions_since_ms_;
+    }
+    for (auto &c : done) {
+        oldest_claim_ms_ = std::min(oldest_claim_ms_, c.claimed_ms > 0 ? c.claimed_ms : 0);
+        completions_.push_back(std::move(c));
+    }
     send_completions();
 }
 
@@ -642,9 +657,13 @@ void Sweeper::send_completions() {
     if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
     // Deliveries first: while claims are on their way (to any master: they share the
     // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
-    // items stay leased to us meanwhile. Not once claiming has stopped.
+    // items stay leased to us meanwhile. Not once claiming has stopped, and not for an
+    // item claimed half a lease ago or earlier (its ack must beat the lease's end; an
+    // unknown claim time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
-    if (claiming_ && *opts_.claims_in_flight > 0 && now_ms() - completions_since_ms_ < hold) {
+    int64_t t = now_ms();
+    if (claiming_ && *opts_.claims_in_flight > 0 && t - completions_since_ms_ < hold &&
+        t - oldest_claim_ms_ < opts_.lease_ms / 2) {
         if (!ack_timer_.pending()) ack_timer_.arm(kAckPollMs);
         return;
     }

@@ -45,7 +45,8 @@ struct Completion {
     std::string queue, id;
     int result;
     std::string error;
-    int slot = -1;  // cluster: the id's slot if known
+    int slot = -1;           // cluster: the id's slot if known
+    int64_t claimed_ms = 0;  // when the item was claimed (local clock; 0: unknown)
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
 inline constexpr int kRelease = -2;
@@ -187,6 +188,7 @@ class Sweeper {
     std::vector<Event> live_backlog_;      // live claims waiting for the connection
     std::vector<Completion> completions_;  // waiting for the connection, or for claims
     int64_t completions_since_ms_ = 0;     // when the oldest of them came
+    int64_t oldest_claim_ms_ = 0;          // the earliest claim among them
     int claims_out_ = 0;                   // this sweeper's claims on their way
     int own_claims_in_flight_ = 0;         // when Options::claims_in_flight is null
     size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`

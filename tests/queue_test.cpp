@@ -397,6 +397,34 @@ TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
     EXPECT_EQ(e->stat("items.acked"), 6);
 }
 
+TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
+    // 2000 tasks claimed at once, four workers at 1 ms each: the last wait about half a
+    // second, over three 150 ms leases, so renewals (every 50 ms) must keep them ours
+    // while the workers start and finish others around them (the reads renewals make of
+    // the workers' takes are what the TSan runs of this test exercise).
+    EventSink sink;
+    sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(1)); };
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("queues", "busy");
+    e->set("workers", "4");
+    e->set("lease", "150ms");
+    e->set("sweep.interval", "5ms");
+    e->add(&sink, {{"events", "task"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
+    for (int i = 0; i < 2000; i++) c.schedule("busy", "b" + std::to_string(i), "p", 0);
+    size_t n = 0;
+    ASSERT_EQ(kw_client_pipeline_end(c.get(), nullptr, 0, &n), KW_OK) << c.error();
+    ASSERT_EQ(n, 2000u);
+    ASSERT_TRUE(sink.wait_count(2000, milliseconds(30000))) << sink.size();
+    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 2000; }))
+        << e->stat("items.acked");
+    std::this_thread::sleep_for(milliseconds(300));  // a redelivery would come by now
+    EXPECT_EQ(sink.size(), 2000u) << "no item delivered twice";
+    EXPECT_EQ(e->stat("items.lease_expired"), 0);
+}
+
 TEST_F(QueueTest, StopAcksEveryHandledItemEvenWhileClaimsAreOnTheirWay) {
     // Keys fall due all the time, so claims are nearly always on their way and acks wait
     // for them; stopping in the middle must still ack everything handled and give back
