@@ -105,6 +105,19 @@ class QueueTest : public RedisTest {
         return e;
     }
 
+    // An engine serving task queue `queue` only, with `workers` workers and `lease`.
+    std::unique_ptr<Engine> task_engine(EventSink *sink, const std::string &queue,
+                                        const std::string &workers, const std::string &lease,
+                                        const std::string &interval) {
+        auto e = std::make_unique<Engine>(redis().url());
+        e->set("queues", queue);
+        e->set("workers", workers);
+        e->set("lease", lease);
+        e->set("sweep.interval", interval);
+        e->add(sink, {{"events", "task"}});
+        return e;
+    }
+
     std::string dir_;
 };
 
@@ -378,12 +391,7 @@ TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
     // the sweeper would take it back when the lease ran out and deliver it again.
     EventSink sink;
     sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(300)); };
-    auto e = std::make_unique<Engine>(redis().url());
-    e->set("queues", "slow");
-    e->set("workers", "1");
-    e->set("lease", "600ms");
-    e->set("sweep.interval", "20ms");
-    e->add(&sink, {{"events", "task"}});
+    auto e = task_engine(&sink, "slow", "1", "600ms", "20ms");
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
     for (int i = 0; i < 6; i++)
@@ -404,12 +412,7 @@ TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
     // the workers' takes are what the TSan runs of this test exercise).
     EventSink sink;
     sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(1)); };
-    auto e = std::make_unique<Engine>(redis().url());
-    e->set("queues", "busy");
-    e->set("workers", "4");
-    e->set("lease", "150ms");
-    e->set("sweep.interval", "5ms");
-    e->add(&sink, {{"events", "task"}});
+    auto e = task_engine(&sink, "busy", "4", "150ms", "5ms");
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
     ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
