@@ -297,30 +297,29 @@ struct Cpu {
     double redis = 0, replicas = 0, self = 0;
 };
 
-// "redis X% of a core, <self_name> Y%" between two readings `seconds` apart.
-inline std::string cpu_util(const Cpu &a, const Cpu &b, double seconds, const char *self_name) {
-    char buf[160];
-    int n = snprintf(buf, sizeof buf, "CPU: redis %.0f%% of a core",
-                     (b.redis - a.redis) * 100 / seconds);
-    if (b.replicas > 0)
-        n += snprintf(buf + n, sizeof buf - size_t(n), ", replicas %.0f%%",
-                      (b.replicas - a.replicas) * 100 / seconds);
-    snprintf(buf + n, sizeof buf - size_t(n), ", %s %.0f%%", self_name,
-             (b.self - a.self) * 100 / seconds);
-    return buf;
+// The CPU used between two readings, per process group: "redis R<redis_suffix>[, replicas
+// P], <self_name> S", each difference times `scale` printed with `fmt` (one double, unit
+// included); replicas only on a cluster.
+inline std::string cpu_parts(const Cpu &a, const Cpu &b, double scale, const char *fmt,
+                             const char *redis_suffix, const char *self_name) {
+    auto val = [&](double d) {
+        char v[32];
+        snprintf(v, sizeof v, fmt, d * scale);
+        return std::string(v);
+    };
+    std::string out = "redis " + val(b.redis - a.redis) + redis_suffix;
+    if (b.replicas > 0) out += ", replicas " + val(b.replicas - a.replicas);
+    return out + ", " + self_name + " " + val(b.self - a.self);
 }
 
-// "Redis X us, client Y us" per item between two readings.
+// "CPU: redis X% of a core, <self_name> Y%" between two readings `seconds` apart.
+inline std::string cpu_util(const Cpu &a, const Cpu &b, double seconds, const char *self_name) {
+    return "CPU: " + cpu_parts(a, b, 100 / seconds, "%.0f%%", " of a core", self_name);
+}
+
+// "CPU per item: redis X us, <self_name> Y us" between two readings.
 inline std::string cpu_per_item(const Cpu &a, const Cpu &b, double items, const char *self_name) {
-    char buf[160];
-    int n =
-        snprintf(buf, sizeof buf, "CPU per item: redis %.1f us", (b.redis - a.redis) * 1e6 / items);
-    if (b.replicas > 0)
-        n += snprintf(buf + n, sizeof buf - size_t(n), ", replicas %.1f us",
-                      (b.replicas - a.replicas) * 1e6 / items);
-    snprintf(buf + n, sizeof buf - size_t(n), ", %s %.1f us", self_name,
-             (b.self - a.self) * 1e6 / items);
-    return buf;
+    return "CPU per item: " + cpu_parts(a, b, 1e6 / items, "%.1f us", "", self_name);
 }
 
 // usec_per_call of one command from INFO commandstats (0 if it was not called).
