@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "core/reply_error.h"
 #include "core/slots.h"
 #include "core/text.h"
 #include "keywatch.h"
@@ -17,11 +18,6 @@ namespace {
 
 bool is_error(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR;
-}
-
-bool error_starts(const redisReply *r, const char *prefix) {
-    size_t n = strlen(prefix);
-    return is_error(r) && r->len >= n && memcmp(r->str, prefix, n) == 0;
 }
 
 std::string text(const redisReply *r) {
@@ -39,13 +35,6 @@ void put_bytes(nlohmann::json &obj, const std::string &name, const std::string &
         obj[name] = bytes;
     else
         obj[name + "_b64"] = base64_encode(bytes);
-}
-
-// "-MOVED 3999 127.0.0.1:6381" / "-ASK 3999 127.0.0.1:6381": the node named last.
-std::string redirect_target(const redisReply *r) {
-    std::string e(r->str, r->len);
-    size_t sp = e.rfind(' ');
-    return sp == std::string::npos ? "" : e.substr(sp + 1);
 }
 
 std::vector<const char *> argv_of(const std::vector<std::string> &args, std::vector<size_t> *lens) {
@@ -212,7 +201,7 @@ ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string
         fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->errstr);
         return nullptr;
     }
-    if (error_starts(r.get(), "NOAUTH")) {
+    if (classify(r.get()) == ReplyError::Auth) {
         call_status_ = KW_ERR_AUTH;
         fail(KW_ERR_AUTH, password_required_message(seed_));
         return nullptr;
@@ -244,18 +233,19 @@ ReplyPtr Client::exec(Call &c) {
             return nullptr;
         }
         asking = false;
-        if (error_starts(r.get(), "NOSCRIPT")) {
+        const ReplyError kind = classify(r.get());
+        if (kind == ReplyError::NoScript) {
             c.args[0] = "EVAL";
             c.args[1] = c.script->body;
-        } else if (error_starts(r.get(), "MOVED")) {
+        } else if (kind == ReplyError::Moved) {
             refresh_topology();
             c.endpoint = redirect_target(r.get());
-        } else if (error_starts(r.get(), "ASK")) {
+        } else if (kind == ReplyError::Ask) {
             c.endpoint = redirect_target(r.get());
             asking = true;
-        } else if (error_starts(r.get(), "TRYAGAIN") || error_starts(r.get(), "CLUSTERDOWN")) {
+        } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
-            if (error_starts(r.get(), "CLUSTERDOWN")) refresh_topology();
+            if (kind == ReplyError::ClusterDown) refresh_topology();
             c.endpoint = endpoint_for_slot(c.slot);
         } else {
             return r;
@@ -590,9 +580,9 @@ int Client::pipeline_end(std::vector<int> *statuses) {
             continue;
         }
         ReplyPtr r(static_cast<redisReply *>(raw));
-        if (error_starts(r.get(), "NOSCRIPT") || error_starts(r.get(), "MOVED") ||
-            error_starts(r.get(), "ASK") || error_starts(r.get(), "TRYAGAIN") ||
-            error_starts(r.get(), "CLUSTERDOWN")) {
+        const ReplyError kind = classify(r.get());
+        if (kind == ReplyError::NoScript || kind == ReplyError::Moved || kind == ReplyError::Ask ||
+            kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
             again.push_back(i);
             continue;
         }

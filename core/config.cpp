@@ -282,6 +282,12 @@ int Config::set(const std::string &name, const std::string &value, std::string *
     return rc;
 }
 
+std::vector<std::string> Config::names() {
+    std::vector<std::string> out;
+    for (auto &kv : options()) out.push_back(kv.first);
+    return out;
+}
+
 int Config::get(const std::string &name, std::string *value) const {
     auto it = options().find(name);
     if (it == options().end()) return KW_ERR_UNKNOWN_CONF;

@@ -51,6 +51,8 @@ struct Config {
     int set(const std::string &name, const std::string &value, std::string *err);
     // Current value as text ("***" for a password). KW_ERR_UNKNOWN_CONF for a bad name.
     int get(const std::string &name, std::string *value) const;
+    // Every option name set() and get() accept, in sorted order.
+    static std::vector<std::string> names();
     // Checks combinations that single options cannot (e.g. reconnect.min <= max).
     int validate(std::string *err) const;
 

@@ -13,12 +13,6 @@ namespace {
 // batch when the read is done, or earlier if a batch grows this large.
 constexpr size_t kMaxPending = 1024;
 
-int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 std::string random_owner() {
     std::random_device rd;
     char buf[24];
@@ -319,7 +313,7 @@ bool Engine::is_internal_key(const std::string &key) const {
 void Engine::on_event(Event &&ev) {
     if (is_internal_key(ev.key)) return;
     // One clock read per read from Redis: events that arrived together share it.
-    if (!flush_scheduled_) batch_ts_ms_ = now_ms();
+    if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
     ev.ts_ms = batch_ts_ms_;
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     // A flood is mostly one event name: remember the last counter looked up.
@@ -397,7 +391,7 @@ void Engine::handle(Event &ev) {
     bool tracked = ev.tracked();
     if (tracked) {
         // Lateness of first deliveries: retries are late on purpose.
-        int64_t late = ev.attempt == 1 ? now_ms() - ev.deadline_ms : 0;
+        int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
         int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
         while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
         }

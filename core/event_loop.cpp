@@ -2,10 +2,17 @@
 
 #include <event2/thread.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <stdexcept>
 
 namespace keywatch {
+
+int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 EventLoop::EventLoop() {
     static std::once_flag threads_enabled;

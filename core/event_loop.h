@@ -6,6 +6,7 @@
 
 #include <event2/event.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,10 @@
 #include <vector>
 
 namespace keywatch {
+
+// The local wall clock in ms since the Unix epoch (event times, leases as this engine
+// sees them). Thread-safe.
+int64_t wall_ms();
 
 struct EventDeleter {
     void operator()(event *ev) const { event_free(ev); }

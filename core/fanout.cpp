@@ -35,6 +35,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.on_moved = [this] {
             if (!down_ && !soon_timer_.pending()) soon_timer_.arm(50);
         };
+        if (opts_.cluster)
+            sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
         n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, opts_.sweep_sink, opts_.counters);
     }
     nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
@@ -88,7 +90,7 @@ void Fanout::stop_claiming() {
 }
 
 size_t Fanout::outstanding() const {
-    size_t n = 0;
+    size_t n = parked_.size();
     for (auto &kv : nodes_by_endpoint_)
         if (kv.second.sweeper) n += kv.second.sweeper->outstanding();
     return n;
@@ -163,11 +165,34 @@ void Fanout::untracked(std::vector<Event> &&events) {
 }
 
 void Fanout::complete(std::vector<Completion> &&done) {
-    // An item whose slot has no master now is not acked: its lease runs out and it is
-    // redelivered, as after a crash.
     auto parts = split(std::move(done), [this](Completion &c) { return route(c.id, &c.slot); });
-    for (auto &kv : parts)
-        if (kv.first) kv.first->complete(std::move(kv.second));
+    for (auto &kv : parts) {
+        if (kv.first)
+            kv.first->complete(std::move(kv.second));
+        else
+            park(std::move(kv.second));  // no master known for the slot now
+    }
+}
+
+void Fanout::park(std::vector<Completion> &&done) {
+    int64_t now = wall_ms();
+    size_t late = 0;
+    for (auto &c : done) {
+        if (lease_surely_ended(c, now, opts_.sweep.lease_ms))
+            late++;
+        else
+            parked_.push_back(std::move(c));
+    }
+    if (late > 0 && opts_.counters) opts_.counters->late_acks.fetch_add(static_cast<int64_t>(late));
+    // The topology will say who serves their slots now; then they go there.
+    if (!parked_.empty() && !down_ && !soon_timer_.pending()) soon_timer_.arm(50);
+}
+
+void Fanout::route_parked() {
+    if (parked_.empty()) return;
+    std::vector<Completion> all;
+    all.swap(parked_);
+    complete(std::move(all));
 }
 
 void Fanout::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
@@ -333,7 +358,11 @@ void Fanout::apply(const Topology &t) {
                              " no longer serves slots as a master; "
                              "dropping its subscriber");
         it->second.sub->shutdown();
-        if (it->second.sweeper) it->second.sweeper->shutdown();
+        if (it->second.sweeper) {
+            // What it had not confirmed goes to the slots' new masters.
+            park(it->second.sweeper->take_completions());
+            it->second.sweeper->shutdown();
+        }
         retired_.push_back(std::move(it->second));
         it = nodes_by_endpoint_.erase(it);
     }
@@ -345,6 +374,7 @@ void Fanout::apply(const Topology &t) {
     index_sweepers();
     nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
     update_worst();
+    route_parked();
 }
 
 }  // namespace keywatch

@@ -80,6 +80,10 @@ class Fanout : private SubscriberSink {
     }
     void on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) override;
 
+    // Completions whose slot has no known master, or was refused with MOVED: kept (while
+    // their lease lasts) until the next topology says where they go; a refresh is asked.
+    void park(std::vector<Completion> &&done);
+    void route_parked();  // after a topology change
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
     // `*slot`: the id's slot if known (-1: computed here, and stored).
     Sweeper *route(const std::string &id, int *slot);
@@ -99,6 +103,7 @@ class Fanout : private SubscriberSink {
     std::vector<Sweeper *> sweeper_of_master_;  // cluster: by index in opts_.topology.masters
     int claims_in_flight_ = 0;                  // all sweepers' (acks wait for them)
     std::vector<Node> retired_;                 // shut down; freed at the next refresh
+    std::vector<Completion> parked_;            // see park()
     std::set<std::string> names_;               // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;          // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;

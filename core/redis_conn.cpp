@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "core/reply_error.h"
+
 namespace keywatch {
 namespace {
 
@@ -222,7 +224,7 @@ void RedisConn::select() {
         if (r->type == REDIS_REPLY_ERROR) {
             fail({"SELECT " + std::to_string(url_.db) + " failed on " + endpoint_ + ": " +
                       std::string(r->str, r->len) + "; check the db in redis.url",
-                  r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0});
+                  classify(r) == ReplyError::Auth});
             return;
         }
         become_ready();

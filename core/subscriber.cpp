@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/channel.h"
+#include "core/reply_error.h"
 
 namespace keywatch {
 namespace {
@@ -16,7 +17,7 @@ int64_t steady_ms() {
 }
 
 bool is_noauth(const redisReply *r) {
-    return r && r->type == REDIS_REPLY_ERROR && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0;
+    return classify(r) == ReplyError::Auth;
 }
 
 }  // namespace
@@ -49,9 +50,16 @@ std::string missing_notify_flags(const std::string &have, const std::string &nee
     return missing;
 }
 
+bool notify_flags_from_reply(const redisReply *r, std::string *flags) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return false;
+    flags->assign(r->element[1]->str, r->element[1]->len);
+    return true;
+}
+
 Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink)
-    : loop_(loop),
-      url_(std::move(url)),
+    : url_(std::move(url)),
       opts_(std::move(opts)),
       sink_(sink),
       endpoint_(url_.endpoint()),
@@ -124,8 +132,8 @@ void Subscriber::check_notify_config() {
             lost({password_required_message(url_), true});
             return;
         }
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-            r->element[1]->type != REDIS_REPLY_STRING) {
+        std::string have;
+        if (!notify_flags_from_reply(r, &have)) {
             sink_->log(KW_LOG_WARN, "cannot check notify-keyspace-events on " + endpoint_ +
                                         " (CONFIG GET answered: " + reply_to_string(r) +
                                         "); make sure it includes '" + need +
@@ -133,7 +141,6 @@ void Subscriber::check_notify_config() {
             connect_subscriber();
             return;
         }
-        std::string have(r->element[1]->str, r->element[1]->len);
         std::string missing = missing_notify_flags(have, need);
         if (missing.empty()) {
             connect_subscriber();

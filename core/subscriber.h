@@ -82,7 +82,6 @@ class Subscriber {
     void heartbeat();
     void set_state(kw_conn_state s, const std::string &detail);
 
-    EventLoop &loop_;
     RedisUrl url_;
     Options opts_;
     SubscriberSink *sink_;
@@ -105,5 +104,8 @@ class Subscriber {
 char notify_flag_for_event(const std::string &event);
 // The letters in `need` that `have` lacks ('A' counts as g$lshzxetd).
 std::string missing_notify_flags(const std::string &have, const std::string &need);
+// The flags in a reply to CONFIG GET notify-keyspace-events (["notify-keyspace-events",
+// "<flags>"]). False for any other shape (an error, a server that hides the option).
+bool notify_flags_from_reply(const redisReply *r, std::string *flags);
 
 }  // namespace keywatch

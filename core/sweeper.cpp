@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/reply_error.h"
 #include "core/slots.h"
 
 namespace keywatch {
@@ -20,16 +21,6 @@ constexpr int64_t kClaimed = -1, kNotified = -2;
 // Acks wait while claims are on their way, at most this long (and a quarter of the
 // lease), looking again this often.
 constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
-
-int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-bool is_noscript(const redisReply *r) {
-    return r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
-}
 
 template <typename T, typename F>
 void for_chunks(const std::vector<T> &all, F &&f) {
@@ -116,6 +107,10 @@ void Sweeper::stop_claiming() {
 void Sweeper::shutdown() {
     down_ = true;
     stop_claiming();
+    if (size_t left = store_.take_all().size())
+        sink_->log(KW_LOG_WARN, std::to_string(left) + " completions for " + endpoint_ +
+                                    " were not confirmed by Redis before the stop; those "
+                                    "items will be delivered again after their lease");
     retry_timer_.cancel();
     ack_timer_.cancel();
     conn_.close();
@@ -133,6 +128,8 @@ void Sweeper::connect() {
 
 void Sweeper::on_ready() {
     attempt_ = 0;
+    completion_backoff_ms_ = 0;  // a new connection: completions go out at once
+    ack_timer_.cancel();
     // Load our scripts before anything else is sent on this connection, so that the
     // first EVALSHAs find them. Without it, the sweep of a burst sends thousands of
     // EVALSHAs at once that all fail with NOSCRIPT and come back as EVALs, each carrying
@@ -155,6 +152,7 @@ void Sweeper::on_ready() {
 
 void Sweeper::on_lost(const RedisConn::Failure &f) {
     outstanding_ = 0;
+    store_.connection_lost();  // no answer will come: they wait for the next connection
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
     scanning_ = false;
@@ -188,7 +186,7 @@ bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
     outstanding_++;
     const Script *script = &s;
     bool sent = conn_.command(*args, [this, script, args, fn](redisReply *r) {
-        if (is_noscript(r)) {
+        if (classify(r) == ReplyError::NoScript) {
             // Empty script cache (restart, failover): EVAL loads it for next time.
             (*args)[0] = "EVAL";
             (*args)[1] = script->body;
@@ -206,16 +204,16 @@ bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
 }
 
 bool Sweeper::redirected(Queue &q, const redisReply *r) {
-    if (r->type != REDIS_REPLY_ERROR) return false;
-    std::string e(r->str, r->len);
-    if (e.rfind("MOVED", 0) == 0) {
+    const ReplyError kind = classify(r);
+    if (kind == ReplyError::Moved) {
         // The slot lives on another master now; its sweeper takes the queue over.
         q.moved = true;
         q.timer->cancel();
         if (opts_.on_moved) opts_.on_moved();
         return true;
     }
-    if (e.rfind("ASK", 0) == 0 || e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
+    if (kind == ReplyError::Ask || kind == ReplyError::TryAgain ||
+        kind == ReplyError::ClusterDown) {
         // Migrating or the cluster is settling: look again shortly.
         q.timer->arm(100);
         return true;
@@ -345,7 +343,7 @@ void Sweeper::sweep(Queue &q) {
     // every claim (it only has to stay near the window's size).
     bool prune = false;
     if (q.is_keys) {
-        int64_t t = now_ms();
+        int64_t t = wall_ms();
         prune = q.done_pruned_ms < 0 || t - q.done_pruned_ms >= opts_.done_window_ms / 10;
         if (prune) q.done_pruned_ms = t;
     }
@@ -413,7 +411,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     if (item.has_payload) ev.value = item.payload;
     ev.deadline_ms = item.deadline_ms;
     ev.attempt = item.attempt;
-    ev.ts_ms = live ? live->ts_ms : now_ms();
+    ev.ts_ms = live ? live->ts_ms : wall_ms();
     ev.db = conn_.url().db;
     ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
     // A tracked key that is gone at its deadline is "expired" whichever path found it; a
@@ -479,7 +477,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
     // Per slot queue (one in standalone).
     std::map<Queue *, std::vector<Event>> ask;
-    int64_t now = now_ms();
+    int64_t now = wall_ms();
     for (auto &ev : events) {
         Queue *q = queue_of(kKeysQueue, ev.key, ev.slot);
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
@@ -642,113 +640,172 @@ void Sweeper::claim_answered() {
 }
 
 void Sweeper::complete(std::vector<Completion> &&done) {
-    if (completions_.empty()) {
-        completions_since_ms_ = now_ms();
-        oldest_claim_ms_ = completions_since_ms_;
+    int64_t now = wall_ms();
+    if (!store_.has_waiting()) {
+        completions_since_ms_ = now;
+        oldest_claim_ms_ = now;
     }
     for (auto &c : done) {
+        if (c.done_ms == 0) {
+            c.done_ms = now;
+            note_completed(c, now);  // once, on intake (a rerouted one was noted before)
+        }
         oldest_claim_ms_ = std::min(oldest_claim_ms_, c.claimed_ms > 0 ? c.claimed_ms : 0);
-        completions_.push_back(std::move(c));
+        store_.add(std::move(c));
     }
     send_completions();
 }
 
+void Sweeper::note_completed(const Completion &c, int64_t now) {
+    Queue *qp = queue_of(c.queue, c.id, c.slot);
+    if (!qp) return;
+    Queue &q = *qp;
+    // A handled key stays in `mine` for a while, so that its late `expired` notification
+    // is recognised without asking Redis; not if that already came.
+    bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
+    auto m = q.mine.find(c.id);
+    if (m == q.mine.end() || m->second >= 0) return;
+    q.holding--;
+    if (q.is_keys && handled && m->second == kClaimed) {
+        m->second = now;
+        if (remembered_++ == 0) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
+    } else {
+        q.mine.erase(m);
+    }
+}
+
 void Sweeper::send_completions() {
-    if (completions_.empty() || conn_.state() != RedisConn::State::Ready) return;
+    if (!store_.has_waiting() || conn_.state() != RedisConn::State::Ready) return;
+    if (ack_timer_.pending() && completion_backoff_ms_ > 0) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
     // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
     // items stay leased to us meanwhile. Not once claiming has stopped, and not for an
     // item claimed half a lease ago or earlier (its ack must beat the lease's end; an
     // unknown claim time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
-    int64_t t = now_ms();
+    int64_t t = wall_ms();
     if (claiming_ && *opts_.claims_in_flight > 0 && t - completions_since_ms_ < hold &&
         t - oldest_claim_ms_ < opts_.lease_ms / 2) {
         if (!ack_timer_.pending()) ack_timer_.arm(kAckPollMs);
         return;
     }
     ack_timer_.cancel();
-    std::vector<Completion> all;
-    all.swap(completions_);
-    std::map<Queue *, std::vector<std::string>> acks, releases;
-    int64_t now = now_ms();
-    for (auto &c : all) {
+    if (size_t late = store_.drop_expired(t, opts_.lease_ms)) {
+        counters_->late_acks.fetch_add(static_cast<int64_t>(late));
+        sink_->log(KW_LOG_WARN, std::to_string(late) + " completions for " + endpoint_ +
+                                    " could not be written before their lease ended; those "
+                                    "items will be delivered again");
+    }
+    std::map<Queue *, std::vector<Completion>> acks, releases;
+    for (auto &c : store_.take_waiting()) {
         Queue *qp = queue_of(c.queue, c.id, c.slot);
         if (!qp) continue;
-        Queue &q = *qp;
-        // A handled key stays in `mine` for a while, so that its late `expired`
-        // notification is recognised without asking Redis; not if that already came.
-        bool reject = c.result != KW_RESULT_RETRY && c.result != kRelease;
-        auto m = q.mine.find(c.id);
-        if (m != q.mine.end() && m->second < 0) {
-            q.holding--;
-            if (q.is_keys && reject && m->second == kClaimed) {
-                m->second = now;
-                if (remembered_++ == 0)
-                    prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
-            } else {
-                q.mine.erase(m);
+        if (c.result == kRelease)
+            releases[qp].push_back(std::move(c));
+        else if (c.result == KW_RESULT_ACK)
+            acks[qp].push_back(std::move(c));
+        else
+            send_fail(*qp, std::move(c));
+    }
+    for (auto &kv : releases) send_ids(scripts::kRelease, *kv.first, std::move(kv.second));
+    for (auto &kv : acks) send_ids(scripts::kAck, *kv.first, std::move(kv.second));
+}
+
+void Sweeper::send_fail(Queue &q, Completion &&c) {
+    bool reject = c.result != KW_RESULT_RETRY;
+    std::uniform_real_distribution<double> jitter(0.0, 1.0);
+    std::vector<std::string> argv = {
+        opts_.owner,
+        q.is_keys ? "1" : "0",
+        c.id,
+        c.error.empty() ? (reject ? "rejected by the handler" : "the handler asked for a retry")
+                        : c.error,
+        reject ? "1" : "0",
+        std::to_string(opts_.max_attempts),
+        std::to_string(opts_.retry_base_ms),
+        std::to_string(opts_.retry_max_ms),
+        std::to_string(jitter(rng_))};
+    std::vector<Completion> batch;
+    batch.push_back(std::move(c));
+    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this](redisReply *r) {
+        if (r->type != REDIS_REPLY_INTEGER) {
+            sink_->log(KW_LOG_ERROR, "fail script: " + reply_to_string(r) +
+                                         "; the item will come back when its lease ends");
+            return;
+        }
+        if (r->integer == 1)
+            counters_->retried.fetch_add(1);
+        else if (r->integer == 2)
+            counters_->dead.fetch_add(1);
+        else
+            counters_->late_acks.fetch_add(1);
+    });
+}
+
+void Sweeper::send_ids(const Script &s, Queue &q, std::vector<Completion> &&all) {
+    const bool ack = &s == &scripts::kAck;
+    for (size_t i = 0; i < all.size(); i += kChunk) {
+        size_t end = std::min(all.size(), i + kChunk);
+        std::vector<std::string> argv = {opts_.owner};
+        if (ack) argv.push_back(q.is_keys ? "1" : "0");
+        std::vector<Completion> batch;
+        for (size_t j = i; j < end; j++) {
+            argv.push_back(all[j].id);
+            batch.push_back(std::move(all[j]));
+        }
+        int64_t sent = static_cast<int64_t>(end - i);
+        send_batch(s, q, std::move(argv), std::move(batch), [this, ack, sent](redisReply *r) {
+            if (r->type != REDIS_REPLY_INTEGER) {
+                sink_->log(KW_LOG_ERROR, std::string(ack ? "ack" : "release") +
+                                             " failed: " + reply_to_string(r) +
+                                             "; the items will be redelivered after their lease");
+                return;
             }
-        }
-        if (c.result == kRelease) {
-            releases[qp].push_back(std::move(c.id));
-            continue;
-        }
-        if (c.result == KW_RESULT_ACK) {
-            acks[qp].push_back(std::move(c.id));
-            continue;
-        }
-        std::uniform_real_distribution<double> jitter(0.0, 1.0);
-        eval(scripts::kFail, q,
-             {opts_.owner, q.is_keys ? "1" : "0", c.id,
-              c.error.empty()
-                  ? (reject ? "rejected by the handler" : "the handler asked for a retry")
-                  : c.error,
-              reject ? "1" : "0", std::to_string(opts_.max_attempts),
-              std::to_string(opts_.retry_base_ms), std::to_string(opts_.retry_max_ms),
-              std::to_string(jitter(rng_))},
-             [this](redisReply *r) {
-                 if (r->type != REDIS_REPLY_INTEGER) {
-                     sink_->log(KW_LOG_ERROR, "fail script: " + reply_to_string(r) +
-                                                  "; the item will come back when its lease ends");
-                     return;
-                 }
-                 if (r->integer == 1)
-                     counters_->retried.fetch_add(1);
-                 else if (r->integer == 2)
-                     counters_->dead.fetch_add(1);
-                 else
-                     counters_->late_acks.fetch_add(1);
-             });
-    }
-    for (auto &kv : releases) {
-        for_chunks(kv.second, [&](auto begin, auto end) {
-            std::vector<std::string> argv = {opts_.owner};
-            argv.insert(argv.end(), begin, end);
-            eval(scripts::kRelease, *kv.first, std::move(argv), [this](redisReply *r) {
-                if (r->type == REDIS_REPLY_INTEGER) counters_->released.fetch_add(r->integer);
-            });
+            if (!ack) {
+                counters_->released.fetch_add(r->integer);
+                return;
+            }
+            counters_->acked.fetch_add(r->integer);
+            // An ack for an item whose lease passed to another holder is refused.
+            counters_->late_acks.fetch_add(sent - r->integer);
         });
     }
-    for (auto &kv : acks) {
-        Queue &q = *kv.first;
-        for_chunks(kv.second, [&](auto begin, auto end) {
-            std::vector<std::string> argv = {opts_.owner, q.is_keys ? "1" : "0"};
-            argv.insert(argv.end(), begin, end);
-            int64_t sent = end - begin;
-            eval(scripts::kAck, q, std::move(argv), [this, sent](redisReply *r) {
-                if (r->type != REDIS_REPLY_INTEGER) {
-                    sink_->log(KW_LOG_ERROR,
-                               "ack failed: " + reply_to_string(r) +
-                                   "; the items will be redelivered after their lease");
-                    return;
-                }
-                counters_->acked.fetch_add(r->integer);
-                // An ack for an item whose lease passed to another holder is refused.
-                counters_->late_acks.fetch_add(sent - r->integer);
-            });
-        });
-    }
+}
+
+void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
+                         std::vector<Completion> &&batch, ReplyFn on_done) {
+    CompletionStore::Ticket ticket = store_.sent(std::move(batch));
+    bool sent = eval(s, q, std::move(argv), [this, ticket, on_done](redisReply *r) {
+        const ReplyError kind = classify(r);
+        if (is_transient(kind) || kind == ReplyError::Ask ||
+            (kind == ReplyError::Moved && !opts_.on_redirect)) {
+            // Loading, busy, a slot on the move: Redis did nothing; send it again.
+            store_.retry_later(ticket);
+            completions_wait(reply_to_string(r));
+            return;
+        }
+        if (kind == ReplyError::Moved) {
+            // The slot is served by another master now: route them there.
+            opts_.on_redirect(store_.take(ticket));
+            return;
+        }
+        store_.confirmed(ticket);
+        completion_backoff_ms_ = 0;
+        on_done(r);
+    });
+    if (!sent) store_.retry_later(ticket);  // the connection is down: on_ready sends them
+}
+
+void Sweeper::completions_wait(const std::string &why) {
+    int64_t previous = completion_backoff_ms_;
+    completion_backoff_ms_ =
+        previous == 0 ? opts_.reconnect_min_ms : std::min(previous * 2, opts_.reconnect_max_ms);
+    if (completion_backoff_ms_ != previous)
+        sink_->log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
+                                    "; sending them again in " +
+                                    std::to_string(completion_backoff_ms_) +
+                                    "ms (the items stay leased to us)");
+    ack_timer_.arm(completion_backoff_ms_);
 }
 
 void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
@@ -770,7 +827,7 @@ void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) 
 }
 
 void Sweeper::prune_done() {
-    int64_t oldest = now_ms() - opts_.done_window_ms;
+    int64_t oldest = wall_ms() - opts_.done_window_ms;
     for (auto &kv : queues_) {
         auto &mine = kv.second.mine;
         for (auto it = mine.begin(); it != mine.end();) {

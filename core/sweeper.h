@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/completion_store.h"
 #include "core/event.h"
 #include "core/event_loop.h"
 #include "core/queue.h"
@@ -39,17 +40,6 @@
 #include "core/scripts.h"
 
 namespace keywatch {
-
-// What became of a claimed item: a handler's kw_result, or kRelease.
-struct Completion {
-    std::string queue, id;
-    int result;
-    std::string error;
-    int slot = -1;           // cluster: the id's slot if known
-    int64_t claimed_ms = 0;  // when the item was claimed (local clock; 0: unknown)
-};
-// A claimed item this engine will not handle (it is stopping): due again for anyone.
-inline constexpr int kRelease = -2;
 
 struct SweeperCounters {
     std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
@@ -82,6 +72,9 @@ class Sweeper {
         bool cluster = false;
         int64_t scan_interval_ms = 30000;  // cluster: full SCAN for queue keys
         std::function<void()> on_moved;    // cluster: a slot is served elsewhere now
+        // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
+        // be routed to the slot's new master while their lease lasts. Null: retried here.
+        std::function<void(std::vector<Completion> &&)> on_redirect;
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
@@ -96,8 +89,12 @@ class Sweeper {
     void start();
     void stop_claiming();  // no new sweeps or live claims; acks still go out
     void shutdown();       // close the connection; nothing follows
-    // Replies still awaited (acks in particular): the owner waits for 0 before shutdown.
-    size_t outstanding() const { return outstanding_; }
+    // Replies still awaited and completions Redis has not confirmed yet: the owner waits
+    // for 0 before shutdown.
+    size_t outstanding() const { return outstanding_ + store_.size(); }
+    // Every completion not confirmed yet, taken out (this node is retired: the owner
+    // routes them to the slots' new masters).
+    std::vector<Completion> take_completions() { return store_.take_all(); }
 
     void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
@@ -160,6 +157,18 @@ class Sweeper {
     void keep_for_later(Event &&ev);
     void send_live(Queue &q, std::vector<Event> &&events);
     void send_completions();
+    // Intake of a completion: the item is no longer held (handled keys are remembered).
+    void note_completed(const Completion &c, int64_t now);
+    void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
+    // Acks or releases (s) of one queue, in calls of at most kChunk ids.
+    void send_ids(const Script &s, Queue &q, std::vector<Completion> &&all);
+    // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
+    // `on_done` gets the reply when it is not an error to retry or route elsewhere.
+    void send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
+                    std::vector<Completion> &&batch, ReplyFn on_done);
+    // A completion call met a transient error (or could not be sent): try again later,
+    // backing off; logged once per backoff step.
+    void completions_wait(const std::string &why);
     // A claim script went out / was answered (see Options::claims_in_flight).
     void claim_sent();
     void claim_answered();
@@ -185,13 +194,14 @@ class Sweeper {
     bool claiming_ = false, down_ = true;
     int attempt_ = 0;
     size_t outstanding_ = 0;
-    std::vector<Event> live_backlog_;      // live claims waiting for the connection
-    std::vector<Completion> completions_;  // waiting for the connection, or for claims
-    int64_t completions_since_ms_ = 0;     // when the oldest of them came
-    int64_t oldest_claim_ms_ = 0;          // the earliest claim among them
-    int claims_out_ = 0;                   // this sweeper's claims on their way
-    int own_claims_in_flight_ = 0;         // when Options::claims_in_flight is null
-    size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`
+    std::vector<Event> live_backlog_;    // live claims waiting for the connection
+    CompletionStore store_;              // completions until Redis confirms them
+    int64_t completion_backoff_ms_ = 0;  // after transient errors (0: none)
+    int64_t completions_since_ms_ = 0;   // when the oldest waiting one came
+    int64_t oldest_claim_ms_ = 0;        // the earliest claim among them
+    int claims_out_ = 0;                 // this sweeper's claims on their way
+    int own_claims_in_flight_ = 0;       // when Options::claims_in_flight is null
+    size_t remembered_ = 0;              // handled keys remembered in the queues' `mine`
     std::mt19937_64 rng_;
 };
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 
+#include "core/reply_error.h"
 #include "core/url.h"
 #include "keywatch.h"
 
@@ -31,11 +32,40 @@ std::map<std::string, const redisReply *> flat_map(const redisReply *r) {
     return m;
 }
 
-int add_master(Topology *t, ClusterNode node) {
+// The index of the master, added if new; -1 with *err for a port no node can have (a
+// corrupt or hostile reply must not send connections to port 0 or a truncated number).
+int add_master(Topology *t, ClusterNode node, long long port, std::string *err) {
+    if (port < 1 || port > 65535) {
+        *err = "node " + node.host + " is listed with port " + std::to_string(port) +
+               ", not a port from 1 to 65535";
+        return -1;
+    }
+    node.port = static_cast<int>(port);
     int idx = t->find(node.endpoint());
     if (idx >= 0) return idx;
+    if (t->masters.size() >= 16384) {
+        *err = "more masters listed than there are slots";
+        return -1;
+    }
     t->masters.push_back(std::move(node));
     return static_cast<int>(t->masters.size() - 1);
+}
+
+// Keeps only masters that serve a slot (a shard listed without ranges, or whose ranges a
+// later entry took over, serves nothing), renumbering the slot table.
+void drop_idle_masters(Topology *t) {
+    std::vector<int16_t> renumber(t->masters.size(), -1);
+    for (int16_t o : t->slot_owner)
+        if (o >= 0) renumber[static_cast<size_t>(o)] = 0;
+    std::vector<ClusterNode> kept;
+    for (size_t i = 0; i < t->masters.size(); i++) {
+        if (renumber[i] < 0) continue;
+        renumber[i] = static_cast<int16_t>(kept.size());
+        kept.push_back(std::move(t->masters[i]));
+    }
+    for (int16_t &o : t->slot_owner)
+        if (o >= 0) o = renumber[static_cast<size_t>(o)];
+    t->masters = std::move(kept);
 }
 
 bool assign(Topology *t, int idx, long long lo, long long hi, std::string *err) {
@@ -97,14 +127,16 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
         ClusterNode n;
         n.host = str(node["ip"]);
         if (n.host.empty() || n.host == "?") n.host = fallback_host;
-        n.port = static_cast<int>(num(node["port"]));
-        if (n.port <= 0) n.port = static_cast<int>(num(node["tls-port"]));
+        long long port = num(node["port"]);
+        if (port <= 0) port = num(node["tls-port"]);
         n.id = str(node["id"]);
-        int idx = add_master(&t, n);
+        int idx = add_master(&t, n, port, err);
+        if (idx < 0) return false;
         for (size_t j = 0; j + 1 < slots->elements; j += 2)
             if (!assign(&t, idx, num(slots->element[j]), num(slots->element[j + 1]), err))
                 return false;
     }
+    drop_idle_masters(&t);
     *out = std::move(t);
     return true;
 }
@@ -127,11 +159,12 @@ bool parse_cluster_slots(const redisReply *r, const std::string &fallback_host, 
         ClusterNode n;
         n.host = str(m->element[0]);
         if (n.host.empty() || n.host == "?") n.host = fallback_host;
-        n.port = static_cast<int>(num(m->element[1]));
         if (m->elements > 2) n.id = str(m->element[2]);
-        int idx = add_master(&t, n);
+        int idx = add_master(&t, n, num(m->element[1]), err);
+        if (idx < 0) return false;
         if (!assign(&t, idx, num(range->element[0]), num(range->element[1]), err)) return false;
     }
+    drop_idle_masters(&t);
     *out = std::move(t);
     return true;
 }
@@ -194,7 +227,7 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         return KW_ERR_TIMEOUT;
     }
     std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
-    if (e.rfind("NOAUTH", 0) == 0) {
+    if (classify(r.get()) == ReplyError::Auth) {
         *err = password_required_message(seed);
         return KW_ERR_AUTH;
     }

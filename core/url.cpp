@@ -135,6 +135,9 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
         size_t close = hostport.find(']');
         if (close == std::string::npos) return fail(err, text, "unclosed '[' in an IPv6 host");
         u.host = hostport.substr(1, close - 1);
+        if (u.host.find(':') == std::string::npos || u.host.find('[') != std::string::npos)
+            return fail(err, text,
+                        "'[" + u.host + "]' is not an IPv6 address (brackets hold only those)");
         std::string after = hostport.substr(close + 1);
         if (!after.empty()) {
             if (after[0] != ':') return fail(err, text, "junk after the IPv6 host");
@@ -150,7 +153,7 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
         }
     }
     if (u.host.empty()) return fail(err, text, "missing host");
-    if (u.host.find_first_of(" \t\r\n?#") != std::string::npos)
+    if (u.host.find_first_of(" \t\r\n?#[]") != std::string::npos)
         return fail(err, text, "the host contains a character a host cannot have");
     if (!portpart.empty()) {
         long port;

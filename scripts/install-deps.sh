@@ -13,6 +13,8 @@ packages=(
     libgtest-dev libgmock-dev googletest libbenchmark-dev
     pybind11-dev python3-pybind11 python3-pytest python3-setuptools python3-wheel
     clang-format
+    # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
+    clang-14 libclang-rt-14-dev
 )
 
 missing=()

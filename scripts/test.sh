@@ -1,38 +1,137 @@
 #!/usr/bin/env bash
 # The second command of the README: installs what is needed, builds everything and runs
-# every test (ctest) against real redis-servers that the tests start themselves.
-#   KW_SANITIZE=address   AddressSanitizer + UBSan, in build-asan/
-#   KW_SANITIZE=thread    ThreadSanitizer, in build-tsan/
-# Extra arguments go to ctest (e.g. -R cli. to run some tests).
+# every test against real redis-servers that the tests start themselves, in four stages,
+# each in its own build folder (reused when present):
+#   release  the whole suite, Release build            build/
+#   asan     the C++ and CLI suites, ASan + UBSan      build-asan/
+#   tsan     the threaded suites, ThreadSanitizer      build-tsan/
+#   fuzz     every fuzz target replays its corpus      build-fuzz/ (clang, libFuzzer)
+# Any failed test or sanitizer report fails the run (reports are shown at the end of their
+# stage); every stage runs, and the times of each are printed at the end.
+#
+#   KW_FAST=1              only the release stage (a quick local run)
+#   KW_STAGES="asan fuzz"  only these stages
+#   KW_SANITIZE=address    only the asan stage; KW_SANITIZE=thread only the tsan stage
+# Extra arguments go to every ctest call (e.g. -R cli. to run some tests).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-bash "$root/scripts/install-deps.sh"
-
+stages="release asan tsan fuzz"
 case "${KW_SANITIZE:-}" in
-    "")
-        build=build
-        flags=(-DCMAKE_BUILD_TYPE=Release)
-        ;;
-    address)
-        build="build-asan"
-        flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_ADDRESS=ON)
-        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-        ;;
-    thread)
-        build="build-tsan"
-        flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON)
-        export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-        ;;
+    "") ;;
+    address) stages=asan ;;
+    thread) stages=tsan ;;
     *)
         echo "test.sh: KW_SANITIZE must be 'address' or 'thread', not '$KW_SANITIZE'" >&2
         exit 2
         ;;
 esac
+[ -z "${KW_STAGES:-}" ] || stages=$KW_STAGES
+[ "${KW_FAST:-}" != 1 ] || stages=release
+for s in $stages; do
+    case $s in release | asan | tsan | fuzz) ;; *)
+        echo "test.sh: unknown stage '$s' in KW_STAGES (use release, asan, tsan, fuzz)" >&2
+        exit 2
+        ;;
+    esac
+done
 
-cmake -S "$root" -B "$root/$build" "${flags[@]}"
-cmake --build "$root/$build" -j"$(nproc)"
-cd "$root/$build"
-# Each test has its own timeout too; this one catches a test that forgot to set one.
-ctest --output-on-failure --no-tests=error --timeout 600 "$@"
+bash "$root/scripts/install-deps.sh"
+
+# The threaded suites: engine, queue, cluster, lifecycle and dispatcher tests (label
+# integration) and the CLI (label cli). Unit tests have no threads.
+tsan_labels='integration|cli'
+
+# Sanitizer reports go to files in $reports (from every process a test starts: the CLI,
+# worker processes), so none is lost in a child's stderr; any report fails the stage.
+sanitizer_env() {
+    local reports=$1
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=$reports/asan"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$reports/tsan"
+}
+
+configure_args() {
+    case $1 in
+        release) echo "-DCMAKE_BUILD_TYPE=Release" ;;
+        asan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_ADDRESS=ON -DKW_BUILD_BENCH=OFF" ;;
+        tsan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON -DKW_BUILD_BENCH=OFF" ;;
+        fuzz) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_BUILD_FUZZ=ON" \
+                   "-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14" ;;
+    esac
+}
+
+build_dir() {
+    case $1 in release) echo "$root/build" ;; *) echo "$root/build-$1" ;; esac
+}
+
+times=()
+failed=()
+passed_total=0 failed_total=0
+# With a test selection (-R ...), a stage may hold no matching test: that is not an error.
+no_tests=error
+[ $# -eq 0 ] || no_tests=ignore
+
+# Adds ctest's "N% tests passed, F tests failed out of T" to the totals.
+count_tests() {
+    local line t f
+    line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1 || true)
+    [ -n "$line" ] || return 0
+    f=$(sed -E 's/.*passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+    t=$(sed -E 's/.*passed, ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+    passed_total=$((passed_total + t - f))
+    failed_total=$((failed_total + f))
+}
+
+# run_stage NAME [ctest args...]: build, test, check for sanitizer reports.
+run_stage() {
+    local stage=$1 build t0 t1 t2 ok=1
+    shift
+    build=$(build_dir "$stage")
+    echo "==== test.sh: stage $stage ($build)"
+    t0=$(date +%s)
+    # shellcheck disable=SC2046
+    if ! { cmake -S "$root" -B "$build" $(configure_args "$stage") >/dev/null &&
+        cmake --build "$build" -j"$(nproc)"; }; then
+        failed+=("$stage (build)")
+        times+=("$stage: build failed after $(($(date +%s) - t0)) s")
+        return
+    fi
+    t1=$(date +%s)
+    local reports="$build/sanitizer-reports"
+    rm -rf "$reports" && mkdir -p "$reports"
+    local log="$build/ctest-output.log"
+    (
+        [ "$stage" = release ] || sanitizer_env "$reports"
+        cd "$build"
+        # Each test has its own timeout too; this one catches a test that forgot to set one.
+        ctest --output-on-failure --no-tests=$no_tests --timeout 600 "$@"
+    ) 2>&1 | tee "$log" || ok=0
+    t2=$(date +%s)
+    count_tests "$log"
+    if [ -n "$(find "$reports" -type f -size +0 2>/dev/null)" ]; then
+        echo "==== test.sh: stage $stage: sanitizer reports:" >&2
+        find "$reports" -type f -size +0 -exec sh -c 'echo "--- $1"; cat "$1"' _ {} \; >&2
+        ok=0
+    fi
+    [ "$ok" = 1 ] || failed+=("$stage")
+    times+=("$stage: build $((t1 - t0)) s, tests $((t2 - t1)) s")
+}
+
+for stage in $stages; do
+    case $stage in
+        tsan) run_stage tsan -L "$tsan_labels" "$@" ;;
+        *) run_stage "$stage" "$@" ;;
+    esac
+done
+
+echo "==== test.sh: times"
+printf '  %s\n' "${times[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "==== test.sh: FAILED: ${failed[*]}"
+    [ "$failed_total" -gt 0 ] || failed_total=1  # a build or a sanitizer report failed
+    echo "total: $passed_total passed, $failed_total failed"
+    exit 1
+fi
+echo "==== test.sh: every stage passed ($stages)"
+echo "total: $passed_total passed, $failed_total failed"

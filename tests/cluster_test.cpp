@@ -46,6 +46,38 @@ class ClusterTest : public ::testing::Test {
         ASSERT_EQ(node.command({"SET", key, "v", "PX", "30"}), "OK");
         ASSERT_TRUE(wait_until([&] { return node.command({"EXISTS", key}) == "0"; }));
     }
+    // Moves `slot` with every key in it to another master, step by step as
+    // `redis-cli --cluster reshard` does; returns the new owner's index.
+    size_t migrate_slot(int slot) {
+        size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
+        size_t to = 0;
+        for (size_t m : cluster_->masters())
+            if (m != from) to = m;
+        auto &src = cluster_->node(from), &dst = cluster_->node(to);
+        std::string src_id = src.command({"CLUSTER", "MYID"}),
+                    dst_id = dst.command({"CLUSTER", "MYID"});
+        std::string s = std::to_string(slot);
+        EXPECT_EQ(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src_id}), "OK");
+        EXPECT_EQ(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id}), "OK");
+        for (;;) {
+            std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+            if (listed.empty()) break;
+            std::vector<std::string> args = {
+                "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
+            std::istringstream lines(listed);
+            std::string k;
+            while (std::getline(lines, k)) args.push_back(k);
+            std::string migrated = src.command(args);
+            if (migrated != "OK") {
+                ADD_FAILURE() << "MIGRATE: " << migrated;
+                break;
+            }
+        }
+        for (size_t m : cluster_->masters())
+            cluster_->node(m).command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
+        EXPECT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
+        return to;
+    }
     std::unique_ptr<Engine> engine(EventSink *sink) {
         auto e = std::make_unique<Engine>(cluster_->seed_url());
         e->set("cluster.refresh", "500ms");
@@ -337,34 +369,44 @@ TEST_F(ClusterTest, ReshardedSlotIsDeliveredByItsNewOwner) {
     for (int i = 0; i < 20; i++) keys.push_back("{reshard}:" + std::to_string(i));
     int slot = keywatch::key_slot(keys[0]);
     c.track_all(keys, 4000);
-    size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
-    size_t to = 0;
-    for (size_t m : cluster_->masters())
-        if (m != from) to = m;
-    auto &src = cluster_->node(from), &dst = cluster_->node(to);
-    std::string src_id = src.command({"CLUSTER", "MYID"}),
-                dst_id = dst.command({"CLUSTER", "MYID"});
-    std::string s = std::to_string(slot);
-    ASSERT_EQ(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src_id}), "OK");
-    ASSERT_EQ(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id}), "OK");
-    for (;;) {
-        std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
-        if (listed.empty()) break;
-        std::vector<std::string> args = {
-            "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
-        std::istringstream lines(listed);
-        std::string k;
-        while (std::getline(lines, k)) args.push_back(k);
-        ASSERT_EQ(src.command(args), "OK");
-    }
-    for (size_t m : cluster_->masters())
-        cluster_->node(m).command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
-    ASSERT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
-    std::string dst_node = "127.0.0.1:" + std::to_string(dst.port());
+    size_t to = migrate_slot(slot);
+    std::string dst_node = "127.0.0.1:" + std::to_string(cluster_->node(to).port());
     ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.describe();
     auto seen = tally(sink);
     EXPECT_EQ(seen.size(), keys.size());
     for (auto &ev : sink.events()) EXPECT_EQ(ev.node, dst_node) << "the new owner delivers";
+}
+
+// Acks of items whose slot moved to another master while their handlers ran are refused
+// with MOVED by the old owner; they go to the new owner while the lease lasts, so nothing
+// is delivered twice (with the old code they were dropped and came back as attempt 2).
+TEST_F(ClusterTest, AcksRefusedWithMovedAfterAReshardAreRoutedToTheNewOwner) {
+    EventSink sink;
+    std::vector<std::string> keys;
+    for (int i = 0; i < 10; i++) keys.push_back("{ackmove}:" + std::to_string(i));
+    const int slot = keywatch::key_slot(keys[0]);
+    std::atomic<bool> moved{false};
+    // The first handler moves the slot (items, queue and all) before it returns.
+    sink.hook = [&](const Event &) {
+        if (!moved.exchange(true)) migrate_slot(slot);
+    };
+    auto e = engine(&sink);
+    e->set("lease", "4s");
+    e->set("sweep.scan_interval", "1s");  // a redelivery would show within the wait below
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    c.track_all(keys, 300);
+    ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.describe();
+    std::this_thread::sleep_for(milliseconds(8000));  // lease + scan: room for a redelivery
+    auto seen = tally(sink);
+    EXPECT_EQ(seen.size(), keys.size());
+    for (auto &kv : seen) EXPECT_EQ(kv.second, 1) << kv.first << " delivered twice";
+    for (auto &ev : sink.events()) EXPECT_EQ(ev.attempt, 1) << ev.key;
+    EXPECT_TRUE(wait_until([&] {
+        return contains(c.inspect(),
+                        "\"due\":0,\"due_now\":0,\"inflight\":0,"
+                        "\"oldest_overdue_ms\":-1,\"queue\":\"keys\"");
+    })) << c.inspect();
 }
 
 // A watcher process killed with claims in hand: on a cluster its slot queues hold only

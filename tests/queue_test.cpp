@@ -566,5 +566,40 @@ TEST_F(QueueAofTest, RedisRestartWithItemsDueAndInFlightLosesNothing) {
     for (int i = 0; i < 20; i++) EXPECT_TRUE(keys.count(hex("due:" + std::to_string(i))));
 }
 
+// Acks that reached a Redis which then died unanswered are sent again once it is back,
+// within the lease: the items this engine handled are not delivered a second time.
+TEST_F(QueueAofTest, AcksLostWithAKilledRedisAreSentAgainAndNothingIsDeliveredTwice) {
+    Client c(redis().url());
+    EventSink sink;
+    std::atomic<bool> paused{false};
+    // The first delivery stops Redis: the acks of what was claimed so far go into a socket
+    // nobody reads, and Redis is killed before it reads them.
+    sink.hook = [&](const Event &) {
+        if (!paused.exchange(true)) redis().pause();
+    };
+    auto e = engine(&sink);
+    e->set("lease", "3s");
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    constexpr int kKeys = 50;
+    for (int i = 0; i < kKeys; i++)
+        ASSERT_EQ(c.track("acked:" + std::to_string(i), "v", 300), KW_OK);
+    ASSERT_TRUE(sink.wait_count(1, milliseconds(10000)));
+    std::this_thread::sleep_for(milliseconds(500));  // the handlers finish, the acks go out
+    size_t before_kill = sink.size();
+    redis().kill9();
+    redis().start();
+    ASSERT_TRUE(sink.wait_count(kKeys, milliseconds(30000))) << sink.describe();
+    // Past the lease of everything claimed before the kill: a lost ack would show now as a
+    // second delivery (lease_expired, attempt 2).
+    std::this_thread::sleep_for(milliseconds(5000));
+    std::map<std::string, int> deliveries;
+    for (auto &ev : sink.events()) deliveries[ev.key]++;
+    EXPECT_EQ(deliveries.size(), static_cast<size_t>(kKeys));
+    for (auto &kv : deliveries) EXPECT_EQ(kv.second, 1) << kv.first << " delivered twice";
+    EXPECT_GE(before_kill, 1u);
+    EXPECT_EQ(c.inspect("keys", "inflight"), 0);
+    EXPECT_EQ(c.inspect("keys", "due"), 0);
+}
+
 }  // namespace
 }  // namespace kwtest

@@ -118,6 +118,35 @@ TEST(ParseClusterShards, RefusesABadShape) {
     EXPECT_NE(err.find("slot range"), std::string::npos) << err;
 }
 
+// Found by kw_fuzz_resp: a port outside 1..65535 was taken as given (and truncated to int).
+TEST(ParseClusterShards, RefusesANodeWithAPortNoNodeCanHave) {
+    for (long long port : {0LL, 65536LL, 4294967296LL + 7000}) {
+        Reply r = Reply::arr({shard({0, 16383}, {node("127.0.0.1", 7000, "master", "online")})});
+        // Rewrite the port field (index 3 of the node's flat map).
+        r.get()->element[0]->element[3]->element[0]->element[3]->integer = port;
+        Topology t;
+        std::string err;
+        EXPECT_FALSE(parse_cluster_shards(r.get(), "seed", &t, &err)) << port;
+        EXPECT_NE(err.find("not a port from 1 to 65535"), std::string::npos) << err;
+    }
+}
+
+// Found by kw_fuzz_resp: a master whose every slot a later entry took over stayed listed,
+// though the topology lists only masters that serve a slot.
+TEST(ParseClusterSlots, AMasterLeftWithoutSlotsIsNotListed) {
+    auto entry = [](long long lo, long long hi, int port) {
+        return Reply::arr({Reply::num(lo), Reply::num(hi),
+                           Reply::arr({Reply::str("127.0.0.1"), Reply::num(port)})});
+    };
+    Reply r = Reply::arr({entry(0, 100, 7000), entry(0, 16383, 7001)});
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_slots(r.get(), "seed", &t, &err)) << err;
+    ASSERT_EQ(t.masters.size(), 1u);
+    EXPECT_EQ(t.master_for_slot(0)->port, 7001);
+    EXPECT_EQ(t.master_for_slot(16383)->port, 7001);
+}
+
 TEST(ParseClusterSlots, ReadsRangesAndMasters) {
     auto entry = [](long long lo, long long hi, const std::string &ip, int port) {
         return Reply::arr({Reply::num(lo), Reply::num(hi),

@@ -161,6 +161,15 @@ TEST(ParseRedisUrl, RefusesUnclosedIpv6Bracket) {
     expect_refused("redis://[::1:6380", "]");
 }
 
+// Found by kw_fuzz_url: "redis://[[z]" gave the host "[z", which no URL can name again.
+TEST(ParseRedisUrl, RefusesBracketsAroundAnythingButAnIpv6Address) {
+    expect_refused("redis://[[z]", "not an IPv6 address");
+    expect_refused("redis://[localhost]:6379", "not an IPv6 address");
+    expect_refused("redis://a]b:6379", "a host cannot have");
+    expect_refused("redis://a[b", "a host cannot have");
+    EXPECT_EQ(parse_ok("redis://[fe80::1%25eth0]:7000").host, "fe80::1%25eth0");
+}
+
 TEST(ParseRedisUrl, RefusesUnixUrlWithoutPath) {
     expect_refused("unix://", "path");
     expect_refused("unix://relative.sock", "path");
