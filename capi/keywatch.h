@@ -325,6 +325,8 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   items.late_acks          acks refused because the lease had passed to another holder
  *   items.released           claimed items given back unhandled when the engine stopped
  *   events.suppressed        live expiry events of tracked keys another path handles
+ *   events.unrouted          cluster: live events dropped because no master was known for
+ *                            their slot and more than 100000 were waiting for one
  *   sweep.calls              claim_due script calls
  *   lateness.max_ms          largest handler start minus deadline seen (tracked/tasks)
  * Unknown names give KW_ERR_INVALID_ARG. Counters start at 0.

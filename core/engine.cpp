@@ -541,6 +541,8 @@ int Engine::stat(const std::string &name, int64_t *value) const {
         *value = load(sweeper_counters_.suppressed);
     else if (name == "items.released")
         *value = load(sweeper_counters_.released);
+    else if (name == "events.unrouted")
+        *value = load(sweeper_counters_.unrouted);
     else if (name == "sweep.calls")
         *value = load(sweeper_counters_.sweep_calls);
     else if (name == "lateness.max_ms")
@@ -567,7 +569,7 @@ std::string Engine::stats_json() const {
           "conn.nodes",      "dispatch.queued",   "items.claimed",       "items.acked",
           "items.retried",   "items.dead",        "items.lease_expired", "items.unhandled",
           "items.late_acks", "events.suppressed", "sweep.calls",         "items.released",
-          "lateness.max_ms"})
+          "events.unrouted", "lateness.max_ms"})
         add(n);
     for (auto &kv : counters_.per_event) add("events.received." + kv.first);
     return out + "}";

@@ -35,8 +35,10 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.on_moved = [this] {
             if (!down_ && !soon_timer_.pending()) soon_timer_.arm(50);
         };
-        if (opts_.cluster)
+        if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
+            sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
+        }
         n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, opts_.sweep_sink, opts_.counters);
     }
     nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
@@ -141,7 +143,7 @@ void Fanout::claim_live(std::vector<Event> &&events) {
         if (kv.first)
             kv.first->claim_live(std::move(kv.second));
         else
-            opts_.sweep_sink->deliver_untracked(kv.second);  // slot without a master now
+            park_live(std::move(kv.second));  // slot without a known master now
     }
 }
 
@@ -188,7 +190,31 @@ void Fanout::park(std::vector<Completion> &&done) {
     if (!parked_.empty() && !down_ && !soon_timer_.pending()) soon_timer_.arm(50);
 }
 
+void Fanout::park_live(std::vector<Event> &&events) {
+    size_t dropped = 0;
+    for (auto &ev : events) {
+        if (parked_live_.size() < kMaxParkedLive)
+            parked_live_.push_back(std::move(ev));
+        else
+            dropped++;
+    }
+    if (dropped > 0 && opts_.counters) {
+        int64_t before = opts_.counters->unrouted.fetch_add(static_cast<int64_t>(dropped));
+        if (before == 0)
+            log(KW_LOG_WARN, "cluster: live events whose slot has no known master overflow the " +
+                                 std::to_string(kMaxParkedLive) +
+                                 " kept for later; dropping them (tracked keys among them are "
+                                 "still swept; see the events.unrouted statistic)");
+    }
+    if (!parked_live_.empty() && !down_ && !soon_timer_.pending()) soon_timer_.arm(50);
+}
+
 void Fanout::route_parked() {
+    if (!parked_live_.empty()) {
+        std::vector<Event> live;
+        live.swap(parked_live_);
+        claim_live(std::move(live));
+    }
     if (parked_.empty()) return;
     std::vector<Completion> all;
     all.swap(parked_);

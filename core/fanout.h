@@ -83,6 +83,10 @@ class Fanout : private SubscriberSink {
     // Completions whose slot has no known master, or was refused with MOVED: kept (while
     // their lease lasts) until the next topology says where they go; a refresh is asked.
     void park(std::vector<Completion> &&done);
+    // Live events of tracked-key candidates whose slot has no known master, or whose
+    // claim met a slot on the move: kept (at most kMaxParkedLive, the rest dropped and
+    // counted as events.unrouted) until the next topology, then claimed there.
+    void park_live(std::vector<Event> &&events);
     void route_parked();  // after a topology change
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
     // `*slot`: the id's slot if known (-1: computed here, and stored).
@@ -104,8 +108,10 @@ class Fanout : private SubscriberSink {
     int claims_in_flight_ = 0;                  // all sweepers' (acks wait for them)
     std::vector<Node> retired_;                 // shut down; freed at the next refresh
     std::vector<Completion> parked_;            // see park()
-    std::set<std::string> names_;               // interned node names: events point at them
-    std::unique_ptr<RedisConn> probe_;          // asks for the topology; one per refresh
+    std::vector<Event> parked_live_;            // see park_live()
+    static constexpr size_t kMaxParkedLive = 100000;
+    std::set<std::string> names_;       // interned node names: events point at them
+    std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology

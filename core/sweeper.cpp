@@ -21,6 +21,9 @@ constexpr int64_t kClaimed = -1, kNotified = -2;
 // Acks wait while claims are on their way, at most this long (and a quarter of the
 // lease), looking again this often.
 constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
+// How long a slot queue whose keys were restored here is swept again while this master
+// still answers MOVED (a migration in progress; redis-cli moves a slot in well under it).
+constexpr int64_t kArrivalMs = 60000;
 
 template <typename T, typename F>
 void for_chunks(const std::vector<T> &all, F &&f) {
@@ -205,9 +208,18 @@ bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
 
 bool Sweeper::redirected(Queue &q, const redisReply *r) {
     const ReplyError kind = classify(r);
+    if (kind == ReplyError::Moved && q.where == Where::Arriving &&
+        wall_ms() - q.arriving_since_ms < kArrivalMs) {
+        // Migrating in: this master serves the slot once the migration's last step
+        // (SETSLOT NODE) is done, whatever order its keys came in. Look again soon.
+        if (q.arrival_retry_ms == 0 && opts_.on_moved) opts_.on_moved();
+        q.arrival_retry_ms = std::clamp<int64_t>(q.arrival_retry_ms * 2, 20, 1000);
+        q.timer->arm(q.arrival_retry_ms);
+        return true;
+    }
     if (kind == ReplyError::Moved) {
         // The slot lives on another master now; its sweeper takes the queue over.
-        q.moved = true;
+        q.where = Where::Moved;
         q.timer->cancel();
         if (opts_.on_moved) opts_.on_moved();
         return true;
@@ -229,13 +241,22 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
     if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
     Queue *q = queue(name, tag);
     if (!q) return;
-    q->moved = false;
+    // Its keys are on this node: served here, or on their way here (a slot importing,
+    // written to with ASKING or restored by MIGRATE).
+    if (q->where != Where::Here) arriving(*q);
     if (!q->dirty) {
         q->dirty = true;
         dirty_.push_back(q);
     }
     // Coalesce: a burst of writes to one slot queue costs one sweep.
     if (!dirty_timer_.pending()) dirty_timer_.arm(5);
+}
+
+void Sweeper::arriving(Queue &q) {
+    if (q.where == Where::Arriving) return;  // already: keep its start and back-off
+    q.where = Where::Arriving;
+    q.arriving_since_ms = wall_ms();
+    q.arrival_retry_ms = 0;
 }
 
 void Sweeper::sweep_dirty() {
@@ -245,7 +266,7 @@ void Sweeper::sweep_dirty() {
         q->dirty = false;
         // A queue whose next deadline we know needs a claim only if the new items are
         // due earlier: a plain ZRANGE tells (a claim script costs ten times as much).
-        if (q->next_due < 0 || q->moved)
+        if (q->next_due < 0 || q->where != Where::Here)
             sweep(*q);
         else
             peek(*q);
@@ -306,7 +327,8 @@ void Sweeper::scan(const std::string &cursor) {
                     !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
                     continue;
                 if (Queue *q = queue(name, tag)) {
-                    q->moved = false;
+                    // Found on this node: here, or on its way here (a migration).
+                    if (q->where != Where::Here) arriving(*q);
                     if (!q->sweeping) sweep(*q);
                 }
             }
@@ -324,7 +346,7 @@ void Sweeper::scan(const std::string &cursor) {
 }
 
 void Sweeper::sweep(Queue &q) {
-    if (!claiming_ || q.moved || conn_.state() != RedisConn::State::Ready) return;
+    if (!claiming_ || q.where == Where::Moved || conn_.state() != RedisConn::State::Ready) return;
     if (q.sweeping) {
         q.again = true;
         return;
@@ -366,6 +388,7 @@ void Sweeper::sweep(Queue &q) {
                 }
             } later{this, deferred};
             if (redirected(q, r)) return;
+            q.where = Where::Here;
             if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
                 sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
                                              " failed: " + reply_to_string(r) + "; retrying");
@@ -534,8 +557,14 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     Queue *qp = &q;
     bool sent = eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
         claim_answered();
+        const ReplyError kind = classify(r);
         if (redirected(*qp, r)) {
-            // The slot moved: its new master's sweeper finds the keys by its own sweep.
+            // The slot is on the move: the events go to whoever serves it once the topology
+            // says so (a tracked key among them is never handed over as untracked).
+            if (opts_.on_unrouted_live &&
+                (kind == ReplyError::Moved || kind == ReplyError::Ask ||
+                 kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown))
+                opts_.on_unrouted_live(std::move(*evs));
             return;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||

@@ -18,7 +18,9 @@
 // due keys (touched()) and from a SCAN every sweep.scan_interval (and after every
 // connect), and sweeps each such slot queue at its own earliest deadline: an empty slot
 // queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
-// topology refresh. Loop thread only.
+// topology refresh; a slot migrating in (its keys restored here, the importing master
+// answering MOVED until the migration ends) is swept again until it is served here.
+// Loop thread only.
 #pragma once
 
 #include <atomic>
@@ -43,7 +45,7 @@ namespace keywatch {
 
 struct SweeperCounters {
     std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
-        suppressed{0}, sweep_calls{0}, released{0};
+        suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
 };
 
 class SweeperSink {
@@ -75,6 +77,9 @@ class Sweeper {
         // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
         // be routed to the slot's new master while their lease lasts. Null: retried here.
         std::function<void(std::vector<Completion> &&)> on_redirect;
+        // Cluster: live events whose claim was refused because their slot is on the move
+        // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), to be asked of the slot's master later.
+        std::function<void(std::vector<Event> &&)> on_unrouted_live;
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
@@ -109,6 +114,14 @@ class Sweeper {
     void renew(std::vector<std::pair<std::string, std::string>> &&waiting);
 
   private:
+    // Cluster: where a slot queue is served, as far as this sweeper knows.
+    enum class Where {
+        Here,      // by this master
+        Arriving,  // its keys were restored here (a slot migrating in), but this master
+                   // still answers MOVED until the migration's last step: sweep again,
+                   // backing off, for at most kArrivalMs
+        Moved,     // by another master: swept again only when touched or found by a scan
+    };
     struct Queue {
         std::string name, tag;
         int slot = 0;  // of the tag (standalone: 0)
@@ -127,7 +140,9 @@ class Sweeper {
         std::unordered_map<std::string, int64_t> mine;
         size_t holding = 0;  // entries of `mine` that are claimed
         bool dirty = false;  // cluster: touched since the last sweep
-        bool moved = false;  // cluster: the slot is served by another master now
+        Where where = Where::Here;
+        int64_t arriving_since_ms = 0;  // Where::Arriving: when its keys began to arrive
+        int64_t arrival_retry_ms = 0;   // Where::Arriving: the next wait after MOVED
     };
     using ReplyFn = std::function<void(redisReply *)>;
 
@@ -140,6 +155,8 @@ class Sweeper {
     // Cluster redirections: true if the reply was one (and it was dealt with).
     bool redirected(Queue &q, const redisReply *r);
     void scan(const std::string &cursor);
+    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
+    void arriving(Queue &q);
     void sweep_dirty();
     // Cluster: a touched queue with a known next deadline: sweep only if new items are
     // due earlier.
