@@ -100,8 +100,11 @@ class ClusterTest : public ::testing::Test {
     enum class Order { AsListed, TrackedKeysFirst, QueueFirst };
 
     // Moves `slot` with every key in it to another master, step by step as
-    // `redis-cli --cluster reshard` does; returns the new owner's index.
-    size_t migrate_slot(int slot, Order order = Order::AsListed) {
+    // `redis-cli --cluster reshard` does, waiting `before_handover` between the last
+    // MIGRATE and SETSLOT NODE (a large slot, or many slots, take that long); returns the
+    // new owner's index.
+    size_t migrate_slot(int slot, Order order = Order::AsListed,
+                        milliseconds before_handover = milliseconds(0)) {
         size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
         size_t to = 0;
         for (size_t m : cluster_->masters())
@@ -135,6 +138,7 @@ class ClusterTest : public ::testing::Test {
                 break;
             }
         }
+        std::this_thread::sleep_for(before_handover);
         for (size_t m : cluster_->masters())
             cluster_->node(m).command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
         EXPECT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
@@ -164,7 +168,8 @@ class ClusterTest : public ::testing::Test {
         std::vector<std::string> keys;
         for (int i = 0; i < 10; i++) keys.push_back("{" + tag + "}:" + std::to_string(i));
         c.track_all(keys, 3000);
-        size_t to = migrate_slot(keywatch::key_slot(keys[0]), order);
+        // The new owner hears `restore` a second before the slot is handed over.
+        size_t to = migrate_slot(keywatch::key_slot(keys[0]), order, milliseconds(1000));
         std::string dst_node = "127.0.0.1:" + std::to_string(cluster_->node(to).port());
         ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.describe();
         std::this_thread::sleep_for(milliseconds(500));
