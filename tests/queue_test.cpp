@@ -641,5 +641,45 @@ TEST_F(QueueAofTest, RedisRestartWithItemsDueAndInFlightLosesNothing) {
     for (int i = 0; i < 20; i++) EXPECT_TRUE(keys.count(hex("due:" + std::to_string(i))));
 }
 
+// Redis's active expiry off (DEBUG SET-ACTIVE-EXPIRE 0): a key is deleted, and `expired`
+// published, only when something touches it. The test decides when that happens.
+class QueueNoActiveExpireTest : public QueueTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.extra = {"--enable-debug-command", "local"};
+        return o;
+    }
+};
+
+// A watcher that starts after a shortened TTL ran out, while Redis still holds the key
+// (its active expiry is slow under load), gets the key's `expired` notification when Redis
+// deletes it and delivers it then, not at the deadline the key was tracked with.
+TEST_F(QueueNoActiveExpireTest, TtlShortenedBeforeTheWatcherStartsIsDeliveredWhenRedisDeletesIt) {
+    auto raw = client();
+    ASSERT_EQ(raw->command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    Client c(redis().url());
+    ASSERT_EQ(c.track("shortened", "v", 3600 * 1000), KW_OK) << c.error();
+    ASSERT_EQ(raw->command({"PEXPIRE", "shortened", "200"}), "1");
+    int64_t expiry = std::stoll(raw->command({"PEXPIRETIME", "shortened"}));
+    // Wait on Redis's clock, without touching the key, until it is overdue.
+    ASSERT_TRUE(wait_until([&] {
+        std::string t = raw->command({"TIME"});
+        size_t nl = t.find('\n');
+        return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000 > expiry;
+    }));
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();  // subscribed when it returns
+    EXPECT_EQ(raw->command({"EXISTS", "shortened"}), "0") << "the touch deletes it now";
+    ASSERT_TRUE(sink.wait_for("expired", "shortened", -1, milliseconds(30000))) << sink.describe();
+    auto ev = sink.events().at(0);
+    EXPECT_EQ(ev.attempt, 1);
+    EXPECT_EQ(ev.source, KW_SOURCE_NOTIFICATION);
+    EXPECT_LT(ev.deadline_ms, expiry + 1800 * 1000) << "not the deadline it was tracked with";
+    EXPECT_EQ(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":" + hex("shortened"));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }));
+}
+
 }  // namespace
 }  // namespace kwtest
