@@ -184,7 +184,8 @@ KW_API const void *kw_event_value(const kw_event_t *ev, size_t *len);
 KW_API int kw_event_db(const kw_event_t *ev);
 /* When keywatch received the event (ms since the Unix epoch, local clock). */
 KW_API int64_t kw_event_ts_ms(const kw_event_t *ev);
-/* The deadline the item was due at (ms since the epoch, Redis clock), 0 if unknown. */
+/* The deadline the item was due at (ms since the epoch, Redis clock), 0 if unknown. For a
+ * tracked key whose TTL was shortened outside keywatch: when its expiry was claimed. */
 KW_API int64_t kw_event_deadline_ms(const kw_event_t *ev);
 /* Delivery attempt, 1 for the first. */
 KW_API int kw_event_attempt(const kw_event_t *ev);

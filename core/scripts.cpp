@@ -273,7 +273,11 @@ const Script kClaimLive = {"claim_live",
 -- writes them), or 'T' taken by someone, 'D' done recently, 'R' not expired after all
 -- (TTL moved, or tracked again), 'U' not tracked.
 -- ARGV[3] 'x': the ids come from `expired` events, so their keys are gone: an item past
--- its deadline fires, one with a later deadline was tracked again (no key lookup needed).
+-- its deadline fires with no key lookup (the usual case). One with a later deadline is
+-- looked at (contract point 4): a retry waiting for its backoff keeps its time; a key
+-- that is gone had its TTL shortened outside keywatch and fires now, with now as its
+-- deadline (its snapshot restamped); a key that exists again was tracked again or written
+-- again since it expired: a TTL keeps (or moves) its schedule, no TTL untracks it.
 -- 'e' (evictions): each key is looked at.
 local expired_events = ARGV[3] == 'x'
 local ids = ids_from(4)
@@ -299,10 +303,23 @@ for i, id in ipairs(ids) do
   if scores[i] then
     local score = tonumber(scores[i])
     local exp = -2
+    local fscore = scores[i]
     if not expired_events then
       exp = redis.call('PEXPIRETIME', id)
     elseif score >= now then
-      exp = score  -- a newer incarnation, due later
+      -- Not due by its score, yet its key expired. (Two calls, only on this path.)
+      local mp = redis.call('HMGET', KEYS[3], 'm:' .. id, 'p:' .. id)
+      if mp[1] then
+        exp = score  -- a retry waiting for its backoff
+      else
+        exp = redis.call('PEXPIRETIME', id)
+        if exp == -2 then
+          -- Its TTL was shortened outside keywatch: due now, whatever its score says.
+          fscore = tostring(now)
+          local v = unstamp(mp[2], score)
+          if v then redis.call('HSET', KEYS[3], 'p:' .. id, fscore .. '|' .. v) end
+        end
+      end
     end
     if exp == -1 then
       untrack(id)
@@ -312,7 +329,7 @@ for i, id in ipairs(ids) do
       res[i] = 'R'
     else
       fire[#fire + 1] = id
-      fscores[#fscores + 1] = scores[i]
+      fscores[#fscores + 1] = fscore
       slots[#slots + 1] = i
     end
   elseif held[id] then

@@ -350,6 +350,46 @@ TEST_F(ClusterTest, TrackedKeysOnEveryMasterAreDeliveredOnceBySlotLocalQueues) {
     })) << c.inspect();
 }
 
+// A TTL shortened outside keywatch on each master: the slot queue's live claim on that
+// master finds the key gone although its score is an hour ahead, and claims it now.
+TEST_F(ClusterTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ClusterClient c(cluster_->seed_url());
+    std::vector<std::string> keys;
+    for (size_t m : cluster_->masters())
+        keys.push_back(key_on(m, "shortened" + std::to_string(m) + ":"));
+    c.track_all(keys, 3600 * 1000);
+    for (auto &key : keys) {
+        auto &owner =
+            cluster_->node(static_cast<size_t>(cluster_->master_of_slot(keywatch::key_slot(key))));
+        ASSERT_EQ(owner.command({"PEXPIRE", key, "1000"}), "1");
+    }
+    for (auto &key : keys) {
+        auto &owner =
+            cluster_->node(static_cast<size_t>(cluster_->master_of_slot(keywatch::key_slot(key))));
+        // Touching the overdue key makes its master delete it and publish `expired`.
+        ASSERT_TRUE(wait_until(
+            [&] {
+                return owner.command({"EXISTS", key}) == "0";
+            },
+            milliseconds(30000)));
+        ASSERT_TRUE(sink.wait_for("expired", key, -1, milliseconds(30000))) << sink.describe();
+    }
+    int64_t soon = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count() +
+                   600 * 1000;
+    for (auto &ev : sink.events()) {
+        EXPECT_EQ(ev.attempt, 1) << ev.key;
+        EXPECT_LT(ev.deadline_ms, soon) << ev.key << ": due when it expired, not in an hour";
+        EXPECT_TRUE(contains(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":")) << ev.id;
+    }
+    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 3; })) << e->stat("items.acked");
+    EXPECT_EQ(sink.size(), 3u) << sink.describe();
+}
+
 TEST_F(ClusterTest, TasksRetriesAndDeadLettersWorkAcrossSlots) {
     EventSink sink;
     sink.decide = [](const Event &ev) {

@@ -223,6 +223,81 @@ TEST_F(QueueTest, TtlChangesOutsideKeywatchAreHonoured) {
     EXPECT_EQ(sink.count("expired", "deleted"), 0u);
 }
 
+// A tracked key whose TTL is shortened outside keywatch (PEXPIRE, or a new SET ... PX) is
+// due when its key expires, not at the deadline it was tracked with: the live claim of its
+// `expired` event looks at a key whose queue score is still in the future, and a key that
+// is gone fires now (contract points 3 and 4). An hour shortened to a second: nothing here
+// depends on timing.
+TEST_F(QueueTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    auto raw = client();
+    const int64_t hour = 3600 * 1000;
+    int64_t dl_pexpire = 0, dl_set = 0;
+    ASSERT_EQ(kw_track(c.get(), "shortened", 9, "v1", 2, hour, KW_TRACK_SNAPSHOT, &dl_pexpire),
+              KW_OK)
+        << c.error();
+    ASSERT_EQ(kw_track(c.get(), "rewritten", 9, "v1", 2, hour, 0, &dl_set), KW_OK) << c.error();
+    ASSERT_EQ(raw->command({"PEXPIRE", "shortened", "1000"}), "1");
+    ASSERT_EQ(raw->command({"SET", "rewritten", "v2", "PX", "1000"}), "OK");
+    // Touching an overdue key makes Redis delete it and publish `expired` at once.
+    ASSERT_TRUE(wait_until(
+        [&] {
+            return raw->command({"EXISTS", "shortened"}) == "0" &&
+                   raw->command({"EXISTS", "rewritten"}) == "0";
+        },
+        milliseconds(30000)));
+    ASSERT_TRUE(sink.wait_for("expired", "shortened", -1, milliseconds(30000))) << sink.describe();
+    ASSERT_TRUE(sink.wait_for("expired", "rewritten", -1, milliseconds(30000))) << sink.describe();
+    for (auto &ev : sink.events()) {
+        SCOPED_TRACE(ev.key);
+        EXPECT_EQ(ev.attempt, 1);
+        EXPECT_TRUE(ev.source == KW_SOURCE_NOTIFICATION || ev.source == KW_SOURCE_SWEEP);
+        int64_t tracked_deadline = ev.key == "shortened" ? dl_pexpire : dl_set;
+        EXPECT_LT(ev.deadline_ms, tracked_deadline - hour / 2)
+            << "due when the key expired, not at the deadline it was tracked with";
+        EXPECT_GT(ev.deadline_ms, 0);
+        EXPECT_EQ(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":" + hex(ev.key));
+    }
+    auto first = sink.events();
+    for (auto &ev : first)
+        if (ev.key == "shortened") {
+            EXPECT_TRUE(ev.has_value) << "the snapshot comes with it";
+            EXPECT_EQ(ev.value, "v1");
+        }
+    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 2; }));
+    EXPECT_EQ(c.inspect("keys", "due"), 0) << "nothing left for the old deadline";
+    EXPECT_EQ(c.inspect("keys", "inflight"), 0);
+    EXPECT_EQ(sink.size(), 2u) << sink.describe();
+}
+
+// The other way round: a TTL extended outside keywatch must not fire at the deadline the
+// key was tracked with. The sweeper finds the key alive there and moves the item to the
+// key's new expiry, which is what the test waits for (no timing involved).
+TEST_F(QueueTest, TtlExtendedOutsideKeywatchDoesNotFireEarly) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    auto raw = client();
+    ASSERT_EQ(c.track("extended", "v", 1000), KW_OK) << c.error();
+    ASSERT_EQ(raw->command({"PEXPIRE", "extended", std::to_string(3600 * 1000)}), "1");
+    std::string expiry = raw->command({"PEXPIRETIME", "extended"});
+    ASSERT_TRUE(wait_until(
+        [&] {
+            return raw->command({"ZSCORE", "kw:keys:{0}:due", "extended"}) == expiry;
+        },
+        milliseconds(30000)))
+        << "the sweep moves the item to the key's new expiry";
+    // A key that expired meanwhile would have been claimed by the same sweep.
+    EXPECT_EQ(raw->command({"EXISTS", "extended"}), "1");
+    EXPECT_EQ(sink.count("expired", "extended"), 0u) << sink.describe();
+    EXPECT_EQ(c.inspect("keys", "inflight"), 0);
+    EXPECT_EQ(c.inspect("keys", "due"), 1);
+}
+
 TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
     EventSink sink;
     std::atomic<bool> healthy{false};
@@ -599,6 +674,46 @@ TEST_F(QueueAofTest, AcksLostWithAKilledRedisAreSentAgainAndNothingIsDeliveredTw
     EXPECT_GE(before_kill, 1u);
     EXPECT_EQ(c.inspect("keys", "inflight"), 0);
     EXPECT_EQ(c.inspect("keys", "due"), 0);
+}
+
+// Redis's active expiry off (DEBUG SET-ACTIVE-EXPIRE 0): a key is deleted, and `expired`
+// published, only when something touches it. The test decides when that happens.
+class QueueNoActiveExpireTest : public QueueTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.extra = {"--enable-debug-command", "local"};
+        return o;
+    }
+};
+
+// A watcher that starts after a shortened TTL ran out, while Redis still holds the key
+// (its active expiry is slow under load), gets the key's `expired` notification when Redis
+// deletes it and delivers it then, not at the deadline the key was tracked with.
+TEST_F(QueueNoActiveExpireTest, TtlShortenedBeforeTheWatcherStartsIsDeliveredWhenRedisDeletesIt) {
+    auto raw = client();
+    ASSERT_EQ(raw->command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    Client c(redis().url());
+    ASSERT_EQ(c.track("shortened", "v", 3600 * 1000), KW_OK) << c.error();
+    ASSERT_EQ(raw->command({"PEXPIRE", "shortened", "200"}), "1");
+    int64_t expiry = std::stoll(raw->command({"PEXPIRETIME", "shortened"}));
+    // Wait on Redis's clock, without touching the key, until it is overdue.
+    ASSERT_TRUE(wait_until([&] {
+        std::string t = raw->command({"TIME"});
+        size_t nl = t.find('\n');
+        return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000 > expiry;
+    }));
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();  // subscribed when it returns
+    EXPECT_EQ(raw->command({"EXISTS", "shortened"}), "0") << "the touch deletes it now";
+    ASSERT_TRUE(sink.wait_for("expired", "shortened", -1, milliseconds(30000))) << sink.describe();
+    auto ev = sink.events().at(0);
+    EXPECT_EQ(ev.attempt, 1);
+    EXPECT_EQ(ev.source, KW_SOURCE_NOTIFICATION);
+    EXPECT_LT(ev.deadline_ms, expiry + 1800 * 1000) << "not the deadline it was tracked with";
+    EXPECT_EQ(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":" + hex("shortened"));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }));
 }
 
 }  // namespace

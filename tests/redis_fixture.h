@@ -171,7 +171,9 @@ struct Event {
     int attempt = 0;
     kw_source source = KW_SOURCE_NOTIFICATION;
     int64_t ts_ms = 0;
+    int64_t deadline_ms = 0;
     bool has_value = false;
+    std::string value;
 };
 
 // Collects the events a handler receives. Pass EventSink::handler with the sink as opaque.
@@ -192,7 +194,9 @@ class EventSink {
         const void *key = kw_event_key(ev, &len);
         if (key) e.key.assign(static_cast<const char *>(key), len);
         size_t vlen = 0;
-        e.has_value = kw_event_value(ev, &vlen) != nullptr;
+        const void *value = kw_event_value(ev, &vlen);
+        e.has_value = value != nullptr;
+        if (value) e.value.assign(static_cast<const char *>(value), vlen);
         e.db = kw_event_db(ev);
         const char *id = kw_event_id(ev);
         e.id = id ? id : "";
@@ -201,6 +205,7 @@ class EventSink {
         e.attempt = kw_event_attempt(ev);
         e.source = kw_event_source(ev);
         e.ts_ms = kw_event_ts_ms(ev);
+        e.deadline_ms = kw_event_deadline_ms(ev);
         self->in_handler_++;
         if (self->hook) self->hook(e);
         int result = self->decide ? self->decide(e) : KW_RESULT_ACK;

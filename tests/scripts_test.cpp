@@ -209,6 +209,52 @@ TEST_F(ScriptTest, ATrackedKeyFiresOnlyWhenItIsGone) {
     EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "3") << "handled keys are remembered";
 }
 
+// claim_live of `expired` events (mode 'x'): an item past its deadline fires without a key
+// lookup; one whose score is still in the future is looked at. Gone: its TTL was shortened
+// outside keywatch, so it fires now, with now as its deadline. Alive again: tracked again
+// (or written again) since it expired, so a TTL keeps or moves its schedule and no TTL
+// untracks it. A retry waiting for its backoff keeps its time.
+TEST_F(ScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone) {
+    int64_t now = redis_now();
+    std::string hour = std::to_string(now + 3600 * 1000), later = std::to_string(now + 7200 * 1000);
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "due", hour, "shortened", hour,
+                 "tracked-again", hour, "written-again", hour, "persisted", hour, "retrying"});
+    c_->command({"HSET", keys_.data, "p:shortened", hour + "|snap", "m:retrying", "1:123:"});
+    c_->command({"SET", "tracked-again", "v", "PXAT", hour});
+    c_->command({"SET", "written-again", "v", "PXAT", later});
+    c_->command({"SET", "persisted", "v"});
+    Reply r = eval(scripts::kClaimLive, keys_,
+                   {"30000", "A", "x", "due", "shortened", "tracked-again", "written-again",
+                    "persisted", "retrying"});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    int64_t at = r->element[0]->integer;
+    std::string answers;
+    for (size_t i = 0; i < r->element[1]->elements; i++)
+        answers += std::string(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+    EXPECT_EQ(answers, "CCRRUR");
+    const redisReply *out = r->element[2];
+    ASSERT_EQ(out->elements, 2 * keywatch::kClaimedFields);
+    keywatch::ClaimedItem item;
+    ASSERT_TRUE(keywatch::parse_claimed(out, 0, &item));
+    EXPECT_EQ(item.id, "due");
+    EXPECT_EQ(item.deadline_ms, now - 10) << "the usual case is as before";
+    ASSERT_TRUE(keywatch::parse_claimed(out, 1, &item));
+    EXPECT_EQ(item.id, "shortened");
+    EXPECT_EQ(item.deadline_ms, at) << "a key that is gone is due now";
+    EXPECT_EQ(item.attempt, 1);
+    EXPECT_EQ(item.source, 'N');
+    EXPECT_TRUE(item.has_payload);
+    EXPECT_EQ(item.payload, "snap") << "its snapshot comes along";
+    EXPECT_EQ(c_->command({"HGET", keys_.data, "m:shortened"}), "1:" + std::to_string(at) + ":A")
+        << "redeliveries keep the deadline (and the event id)";
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "shortened"}), "(nil)");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "tracked-again"}), hour);
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "written-again"}), later);
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "persisted"}), "(nil)");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "retrying"}), hour);
+    EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "2");
+}
+
 TEST_F(ScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {
     c_->command({"ZADD", keys_.done, "1", "old"});
     claim(keys_, "A", 10, true, "0");
