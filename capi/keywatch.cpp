@@ -13,6 +13,10 @@
 #include "core/engine.h"
 #include "core/event.h"
 #include "core/filter.h"
+#include "core/time_limit.h"
+
+// The header's documented limit is the one core checks.
+static_assert(KW_MAX_TIME_MS == keywatch::kMaxTimeMs, "KW_MAX_TIME_MS must match core");
 
 struct kw_conf_s {
     keywatch::Config config;

@@ -15,7 +15,7 @@
 #include "cli/redis_target.h"
 #include "cli/stop_signal.h"
 #include "cli/watcher.h"
-#include "core/duration.h"
+#include "cli/time_text.h"
 #include "core/url.h"
 
 namespace keywatch::cli {
@@ -162,8 +162,10 @@ int run_watch(const WatchArgs &a) {
         return kExitBadInput;
     }
     int64_t duration_ms = -1;
-    if (!a.duration.empty() && !keywatch::parse_duration_ms(a.duration, &duration_ms, &err)) {
-        fprintf(stderr, "keywatch watch: --duration: %s\n", err.c_str());
+    if (!a.duration.empty() &&
+        !parse_duration_option("--duration", a.duration, "give how long to watch, e.g. 30s",
+                               &duration_ms, &err)) {
+        fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }
     std::vector<std::pair<std::string, std::string>> conf;

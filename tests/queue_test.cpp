@@ -340,6 +340,54 @@ TEST_F(QueueTest, BadInputGetsClearErrorsAndWritesNothing) {
     EXPECT_EQ(raw->command({"EXISTS", "absent"}), "0");
 }
 
+// Every deadline is at most KW_MAX_TIME_MS (9999-12-31T23:59:59.999Z); past it a ZSET score
+// loses milliseconds and INT64 arithmetic overflows. Refused calls write nothing.
+TEST_F(QueueTest, DeadlinesAfterTheMaximumAreRefusedAndWriteNothing) {
+    Client c(redis().url());
+    auto raw = client();
+    const std::string max_text = "9999-12-31T23:59:59.999Z";
+    int64_t out = -7;
+    EXPECT_EQ(kw_track(c.get(), "k", 1, "v", 1, INT64_MAX, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(out, -7) << "no output on failure";
+    EXPECT_EQ(c.track("k", "v", KW_MAX_TIME_MS), KW_ERR_INVALID_ARG) << "now + ttl is checked";
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, INT64_MAX, 0, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, KW_MAX_TIME_MS + 1, 0, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, INT64_MAX, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, KW_MAX_TIME_MS, KW_SCHEDULE_NX, &out),
+              KW_ERR_INVALID_ARG);
+    // A key given a later expiry by someone else cannot be adopted.
+    raw->command({"SET", "far", "v", "PXAT", std::to_string(KW_MAX_TIME_MS + 1000)});
+    EXPECT_EQ(kw_adopt(c.get(), "far", 3, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing half-written";
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:due"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:data"}), "0");
+
+    // A waiting task keeps its time when a reschedule is refused.
+    ASSERT_EQ(kw_schedule(c.get(), "jobs", "y", 1, "p", 1, 0, 60000, 0, &out), KW_OK) << c.error();
+    const std::string score = raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"});
+    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, 0, INT64_MAX, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS + 1, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"}), score);
+    // The maximum itself is a valid time.
+    ASSERT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS, 0, &out), KW_OK) << c.error();
+    EXPECT_EQ(out, KW_MAX_TIME_MS);
+
+    // Duration options obey the same rule.
+    kw_conf_t *conf = kw_conf_new();
+    char err[512] = "";
+    EXPECT_EQ(kw_conf_set(conf, "lease", "106751991166d", err, sizeof err), KW_ERR_BAD_VALUE);
+    EXPECT_TRUE(contains(err, max_text)) << err;
+    kw_conf_free(conf);
+}
+
 TEST_F(QueueTest, AdoptTracksAKeyWrittenElsewhere) {
     EventSink sink;
     auto e = engine(&sink);

@@ -481,6 +481,38 @@ TEST_F(CliTest, ScheduleBadInputIsRefusedAndWritesNothing) {
     EXPECT_FALSE(inspect("jobs").listed);
 }
 
+// Every deadline is at most 9999-12-31T23:59:59.999Z: durations are checked as now + duration.
+TEST_F(CliTest, DeadlinesAfterTheMaximumAreBadInputAndWriteNothing) {
+    ASSERT_EQ(kw({"schedule", "jobs", "waiting", "p", "--in", "1h", "-q"}).status, 0);
+    const std::string score = server_.command({"ZSCORE", "kw:jobs:{0}:due", "waiting"});
+    const std::string limit = "after 9999-12-31T23:59:59.999Z";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"schedule", "jobs", "x", "p", "--in", "106751991166d"},
+         "--in: '106751991166d' .*" + limit},
+        {{"schedule", "jobs", "x", "p", "--in", "3000000d", "--nx"}, "--in: .*" + limit},
+        {{"schedule", "jobs", "x", "p", "--at", "253402300800000"}, "--at: .*later than 9999"},
+        {{"reschedule", "jobs", "waiting", "--in", "106751991166d"}, "--in: .*" + limit},
+        {{"reschedule", "jobs", "waiting", "--at", "253402300800000"}, "--at: .*later than 9999"},
+        {{"track", "k", "v", "--ttl", "106751991166d"}, "--ttl: '106751991166d' .*" + limit},
+        {{"track", "k", "v", "--ttl", "3000000d", "--snapshot"}, "--ttl: .*" + limit},
+        {{"track", "k", "v", "--ttl", "1s", "-c", "lease=106751991166d"},
+         "--conf lease: .*" + limit},
+        {{"watch", "--duration", "106751991166d"}, "--duration: .*" + limit},
+        {{"watch", "--duration", "1s", "-c", "retry.max=106751991166d"}, "--conf retry.max: "},
+    };
+    for (const auto &c : cases) {
+        const Result r = kw(c.first);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_TRUE(std::regex_search(r.err, std::regex(c.second))) << c.second << "\n"
+                                                                    << describe(r);
+        EXPECT_TRUE(r.out.empty()) << describe(r);
+    }
+    EXPECT_EQ(server_.command({"EXISTS", "k"}), "0") << "nothing written";
+    EXPECT_EQ(server_.command({"EXISTS", "kw:keys:{0}:due"}), "0");
+    EXPECT_EQ(server_.command({"ZCARD", "kw:jobs:{0}:due"}), "1") << "no task x";
+    EXPECT_EQ(server_.command({"ZSCORE", "kw:jobs:{0}:due", "waiting"}), score);
+}
+
 // ---- dead letters --------------------------------------------------------------------
 
 // An engine of the C API that rejects every task of queue `jobs` (so each goes to the
