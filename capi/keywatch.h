@@ -351,6 +351,9 @@ KW_API char *kw_engine_stats_json(kw_engine_t *engine);
  * again on Redis's clock by the script that would write it), is refused with
  * KW_ERR_INVALID_ARG and nothing is written. Duration options of kw_conf_set obey the same
  * rule (KW_ERR_BAD_VALUE).
+ *
+ * Flags arguments: a bit this release does not define is refused with KW_ERR_INVALID_ARG (the
+ * last error names the bits); nothing is done.
  */
 #define KW_MAX_TIME_MS INT64_C(253402300799999)
 typedef struct kw_client_s kw_client_t;
@@ -410,9 +413,20 @@ KW_API int kw_reschedule(kw_client_t *client, const char *queue, const void *id,
 KW_API int kw_client_pipeline_begin(kw_client_t *client);
 KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count);
 
-/* Per queue: {"queues":[{"queue":"keys","due":N,"due_now":N,"inflight":N,"dead":N,
- * "oldest_overdue_ms":N},...],"now_ms":N}. Allocated; release with kw_free. NULL on
- * failure (see kw_client_last_error). */
+/* Queue figures as one JSON object. Allocated; release with kw_free. NULL on failure (see
+ * kw_client_last_error). Fields:
+ *   now_ms             Redis's clock when the figures were read (ms since the epoch)
+ *   mode               "standalone" or "cluster"
+ *   queues             one object per queue, sorted by name: "keys" (tracked keys) always,
+ *                      each queue named in the `queues` option, and every queue that holds
+ *                      anything; summed over every master of a cluster
+ *   nodes              one object per master (standalone: the one server): "node" (its
+ *                      "host:port" or socket path) and "queues", that master's share of the
+ *                      queues it holds anything for, same objects as above
+ * A queue object: "queue" (name), "due" (items waiting, due or not), "due_now" (of those,
+ * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
+ * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's
+ * deadline passed; -1 when none is due now). */
 KW_API char *kw_client_inspect_json(kw_client_t *client);
 /* Dead letters of a queue, oldest first, at most limit: a JSON array of objects with
  * entry, id, attempts, deadline, error, failed_ms, and payload (or payload_b64 when not

@@ -388,6 +388,57 @@ TEST_F(QueueTest, DeadlinesAfterTheMaximumAreRefusedAndWriteNothing) {
     kw_conf_free(conf);
 }
 
+// Flag bits the API does not define are refused, never silently ignored.
+TEST_F(QueueTest, UnknownFlagBitsAreRefusedAndNamed) {
+    Client c(redis().url());
+    auto raw = client();
+    EXPECT_EQ(c.track("k", "v", 1000, 8), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "unknown flag bits 0x8")) << c.error();
+    EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_SNAPSHOT | 0x100), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "0x100")) << c.error();
+    EXPECT_EQ(c.track("k", "v", 1000, -1), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, 10, 2, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_schedule: unknown flag bits 0x2")) << c.error();
+    raw->command({"SET", "foreign", "v", "PX", "60000"});
+    EXPECT_EQ(kw_adopt(c.get(), "foreign", 7, KW_TRACK_NX, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_adopt: unknown flag bits 0x1")) << c.error();
+    EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing written";
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:due"}), "0");
+    EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_NX | KW_TRACK_SNAPSHOT), KW_OK) << c.error();
+}
+
+// Every field of kw_client_inspect_json is described in keywatch.h.
+TEST_F(QueueTest, InspectJsonFieldsAreTheDocumentedOnes) {
+    Client c(redis().url());
+    ASSERT_EQ(c.track("k", "v", 60000), KW_OK) << c.error();
+    char *json = kw_client_inspect_json(c.get());
+    ASSERT_NE(json, nullptr) << c.error();
+    const std::string text = json;
+    kw_free(json);
+    std::ifstream in(KW_HEADER_PATH);
+    std::stringstream header;
+    header << in.rdbuf();
+    const std::string doc = header.str();
+    const size_t from = doc.find("Queue figures as one JSON object");
+    const size_t to = doc.find("KW_API char *kw_client_inspect_json");
+    ASSERT_NE(from, std::string::npos);
+    ASSERT_NE(to, std::string::npos);
+    const std::string section = doc.substr(from, to - from);
+    // Every "name": of the reply.
+    size_t names = 0;
+    for (size_t at = text.find("\":"); at != std::string::npos; at = text.find("\":", at + 1)) {
+        const size_t start = text.rfind('"', at - 1) + 1;
+        const std::string name = text.substr(start, at - start);
+        EXPECT_TRUE(contains(section, "\"" + name + "\"") || contains(section, name + " "))
+            << "field '" << name << "' of " << text << " is not described in keywatch.h";
+        names++;
+    }
+    EXPECT_GE(names, 12u) << text;
+    for (const char *field : {"\"mode\":\"standalone\"", "\"nodes\":[", "\"now_ms\":"})
+        EXPECT_TRUE(contains(text, field)) << text;
+}
+
 TEST_F(QueueTest, AdoptTracksAKeyWrittenElsewhere) {
     EventSink sink;
     auto e = engine(&sink);
