@@ -574,6 +574,12 @@ TEST_F(CliTest, DeadLettersListReplayAndPurge) {
     f = inspect("jobs");
     EXPECT_EQ(f.dead, 0);
     EXPECT_EQ(f.due, 1);
+    // All replayed: nothing left to replay is a failure, like cancel finding nothing.
+    r = kw({"dead", "replay", "jobs", "--json"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    EXPECT_NE(r.err.find("queue 'jobs' has no dead letters"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("nothing was replayed"), std::string::npos) << describe(r);
     r = watch_until({"--queues", "jobs"}, 1);
     got = json_lines(r);
     ASSERT_EQ(got.size(), 1u) << describe(r);
@@ -636,8 +642,9 @@ TEST_F(CliTest, DeadLetterBadInputSaysWhatToDo) {
 
     Result r = kw({"dead", "replay", "nosuch"});
     EXPECT_EQ(r.status, 1) << describe(r);
-    EXPECT_NE(r.err.find("queue 'nosuch' has no dead letters (unknown queue, or none yet)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("queue 'nosuch' has no dead letters (unknown queue, none yet, or all replayed)"),
+        std::string::npos)
         << describe(r);
     EXPECT_NE(r.err.find("queues with dead letters: jobs (1)"), std::string::npos) << describe(r);
     r = kw({"dead", "replay", "jobs", "--entry", "1-0"});
