@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/client_session.h"
+#include "cli/empty_values.h"
 #include "cli/event_names.h"
 #include "cli/event_printer.h"
 #include "cli/exit_status.h"
@@ -169,9 +170,9 @@ int run_watch(const WatchArgs &a) {
         return kExitBadInput;
     }
     std::vector<std::pair<std::string, std::string>> conf;
-    if (!split_conf(a.conf, &conf, &err) ||
-        !Watcher::check(watch_options(a, events, a.redis, a.redis.empty(), !a.observe, conf),
-                        &err)) {
+    std::string url;  // empty: the private server
+    if (!split_conf(a.conf, &conf, &err) || !resolve_redis_url(a.redis, &conf, &url, &err) ||
+        !Watcher::check(watch_options(a, events, url, url.empty(), !a.observe, conf), &err)) {
         fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }
@@ -180,7 +181,9 @@ int run_watch(const WatchArgs &a) {
     StopSignal stop;
     EventPrinter printer(&stop);
     RedisTarget target;  // declared before the watcher: the server outlives the engine
-    if (!target.open(a.redis, &stop, &err)) {
+    if (url.empty() && !empty_env_note("KEYWATCH_REDIS_URL").empty())
+        printer.note(empty_env_note("KEYWATCH_REDIS_URL"));
+    if (!target.open(url, &stop, &err)) {
         printer.note(err);
         return kExitFailure;
     }

@@ -513,6 +513,80 @@ TEST_F(CliTest, DeadlinesAfterTheMaximumAreBadInputAndWriteNothing) {
     EXPECT_EQ(server_.command({"ZSCORE", "kw:jobs:{0}:due", "waiting"}), score);
 }
 
+// One rule: an empty option value is bad input; a variable set but empty counts as unset.
+TEST_F(CliTest, EmptyValuesAreBadInputAndAnEmptyVariableCountsAsUnset) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"watch", "--redis", ""}, "keywatch watch: --redis: the value is empty"},
+        {{"watch", "--redis="}, "keywatch watch: --redis: the value is empty"},
+        {{"watch", "--duration", "", "--redis", url_}, "--duration: the value is empty"},
+        {{"demo", "--redis", ""}, "keywatch demo: --redis: the value is empty"},
+        {{"track", "k", "v", "--ttl", "", "--redis", url_}, "--ttl: the value is empty"},
+        {{"track", "k", "v", "--ttl=", "--redis", url_},
+         "keywatch track: --ttl: the value is empty"},
+        {{"track", "k", "v", "--ttl", "1s", "--redis", ""}, "--redis: the value is empty"},
+        {{"schedule", "jobs", "j", "p", "--in", "", "--redis", url_}, "--in: the value is empty"},
+        {{"dead", "replay", "jobs", "--entry=", "--redis", url_},
+         "keywatch dead replay: --entry: the value is empty"},
+        {{"inspect", "--namespace", "", "--redis", url_}, "--namespace: the value is empty"},
+    };
+    int n = 0;
+    for (const auto &c : cases) {
+        Process p(KW_CLI_PATH, c.first, dir_, "empty" + std::to_string(n++), {});
+        const Result r = p.finish(30s, false);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_NE(r.err.find(c.second), std::string::npos) << c.second << "\n" << describe(r);
+    }
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "bad input must write nothing";
+
+    // KEYWATCH_REDIS_URL set but empty: as if unset (watch starts its private server).
+    Process::Options empty_env;
+    empty_env.env["KEYWATCH_REDIS_URL"] = "";
+    Process watch(KW_CLI_PATH, {"watch", "--duration", "200ms"}, dir_, "emptyenv", empty_env);
+    Result r = watch.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("KEYWATCH_REDIS_URL is set but empty: it counts as unset"),
+              std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.err.find("started a private redis-server"), std::string::npos) << describe(r);
+    // ... and does not conflict with --conf redis.url.
+    Process track(KW_CLI_PATH, {"track", "env:k", "v", "--ttl", "1h", "-c", "redis.url=" + url_},
+                  dir_, "emptyenv2", empty_env);
+    r = track.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"GET", "env:k"}), "v");
+}
+
+// --redis (or KEYWATCH_REDIS_URL) and --conf redis.url naming two servers is refused.
+TEST_F(CliTest, TwoServersForOneCommandAreRefused) {
+    const std::string other = "redis://u:secret@127.0.0.1:1";
+    for (const std::vector<std::string> &args :
+         {std::vector<std::string>{"watch", "--duration", "1s", "-c", "redis.url=" + other},
+          std::vector<std::string>{"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + other}}) {
+        const Result r = kw(args);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_NE(r.err.find("names " + url_ +
+                             " and --conf redis.url names "
+                             "redis://u:***@127.0.0.1:1: give the server once"),
+                  std::string::npos)
+            << describe(r);
+        EXPECT_EQ(r.err.find("secret"), std::string::npos) << describe(r);
+    }
+    Process::Options env;
+    env.env["KEYWATCH_REDIS_URL"] = other;
+    Process p(KW_CLI_PATH, {"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + url_}, dir_,
+              "envconflict", env);
+    Result r = p.finish(30s, false);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "nothing written";
+    // The same server twice is no conflict; --conf redis.url alone names the server.
+    EXPECT_EQ(kw({"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + url_}).status, 0);
+    Process alone(KW_CLI_PATH, {"track", "k2", "v", "--ttl", "1h", "-c", "redis.url=" + url_}, dir_,
+                  "alone", {});
+    r = alone.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"EXISTS", "k", "k2"}), "2");
+}
+
 // ---- dead letters --------------------------------------------------------------------
 
 // An engine of the C API that rejects every task of queue `jobs` (so each goes to the
