@@ -106,7 +106,14 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
     cmd->footer(
         "Runs until Ctrl-C or --duration. Tracked keys that come due, and tasks of --queues, "
         "are claimed, printed, then acknowledged: another engine of the same namespace does "
-        "not get them (use --observe to claim nothing).");
+        "not get them.\n\n"
+        "What watch promises: an item is acknowledged once its line was written to stdout. A "
+        "pipe cannot tell what its reader consumed: a reader that stops early (| head -3) or "
+        "crashes loses the lines already written to the pipe. So stdout is for people and "
+        "for scripts that read every line. To hand items to another program reliably, use "
+        "the C API (kw_engine_add_handler: ack only when the work is done); the exec and "
+        "stream handler plugins are planned. Use --observe to print live events without "
+        "claiming anything, beside the engines that do the work.");
     cmd->add_option("--redis", a->redis,
                     "redis://[user:password@]host:port[/db] or unix:///path/to.sock "
                     "(default: start a private redis-server)")

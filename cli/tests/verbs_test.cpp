@@ -781,6 +781,18 @@ TEST_F(CliTest, WatchThatCannotPrintHandsTheItemBack) {
     EXPECT_EQ(f.inflight, 0);
 }
 
+// A pipe cannot say what its reader consumed: watch --help says what watch promises, and
+// where reliable hand-off and look-only watching are.
+TEST_F(CliTest, WatchHelpSaysWhatItPromises) {
+    Process p(KW_CLI_PATH, {"watch", "--help"}, dir_, "help", {});
+    const Result r = p.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    for (const char *text : {"an item is acknowledged once its line was written to stdout",
+                             "A pipe cannot tell what its reader consumed", "(| head -3)",
+                             "use the C API (kw_engine_add_handler", "Use --observe to print"})
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << describe(r);
+}
+
 TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {
     ASSERT_EQ(kw({"track", "t:o", "v", "--ttl", "600ms", "-q"}).status, 0);
     auto watch = kw_background({"watch", "--observe", "--duration", "10s"});
