@@ -2,6 +2,7 @@
 // exception crosses this boundary.
 #include "keywatch.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <cstring>
@@ -13,6 +14,10 @@
 #include "core/engine.h"
 #include "core/event.h"
 #include "core/filter.h"
+#include "core/time_limit.h"
+
+// The header's documented limit is the one core checks.
+static_assert(KW_MAX_TIME_MS == keywatch::kMaxTimeMs, "KW_MAX_TIME_MS must match core");
 
 struct kw_conf_s {
     keywatch::Config config;
@@ -365,6 +370,21 @@ int client_call(kw_client_t *c, bool args_ok, const char *what, F &&f) {
     return guarded([&] { return f(c->client); });
 }
 
+// Flags outside `known` are refused, so that a flag this release does not know (a typo, or
+// one of a newer release) is never silently ignored.
+int check_flags(kw_client_t *c, const char *what, int flags, int known, const char *names) {
+    const unsigned bad = static_cast<unsigned>(flags) & ~static_cast<unsigned>(known);
+    if (bad == 0) return KW_OK;
+    char hex[16];
+    snprintf(hex, sizeof hex, "0x%x", bad);
+    c->error = std::string(what) + ": unknown flag bits " + hex + " in flags " +
+               std::to_string(flags) + " (known: " + names + "); nothing was done";
+    return KW_ERR_INVALID_ARG;
+}
+
+constexpr int kTrackFlags = KW_TRACK_NX | KW_TRACK_XX | KW_TRACK_SNAPSHOT;
+const char kTrackFlagNames[] = "KW_TRACK_NX, KW_TRACK_XX, KW_TRACK_SNAPSHOT";
+
 }  // namespace
 
 extern "C" {
@@ -406,6 +426,8 @@ const char *kw_client_last_error(kw_client_t *client) {
 int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
              size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms) {
     return client_call(client, key && (value || value_len == 0), "kw_track", [&](auto &c) {
+        if (int rc = check_flags(client, "kw_track", flags, kTrackFlags, kTrackFlagNames))
+            return rc;
         return c.track(bytes(key, key_len), bytes(value, value_len), ttl_ms, flags, deadline_ms);
     });
 }
@@ -417,18 +439,24 @@ int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_
 
 int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
              int64_t *deadline_ms) {
-    return client_call(client, key != nullptr, "kw_adopt",
-                       [&](auto &c) { return c.adopt(bytes(key, key_len), flags, deadline_ms); });
+    return client_call(client, key != nullptr, "kw_adopt", [&](auto &c) {
+        if (int rc = check_flags(client, "kw_adopt", flags, KW_TRACK_SNAPSHOT, "KW_TRACK_SNAPSHOT"))
+            return rc;
+        return c.adopt(bytes(key, key_len), flags, deadline_ms);
+    });
 }
 
 int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
                 const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms, int flags,
                 int64_t *at_out) {
-    return client_call(client, queue && id && (payload || payload_len == 0), "kw_schedule",
-                       [&](auto &c) {
-                           return c.schedule(queue, bytes(id, id_len), bytes(payload, payload_len),
-                                             at_ms, delay_ms, flags, at_out);
-                       });
+    return client_call(
+        client, queue && id && (payload || payload_len == 0), "kw_schedule", [&](auto &c) {
+            if (int rc =
+                    check_flags(client, "kw_schedule", flags, KW_SCHEDULE_NX, "KW_SCHEDULE_NX"))
+                return rc;
+            return c.schedule(queue, bytes(id, id_len), bytes(payload, payload_len), at_ms,
+                              delay_ms, flags, at_out);
+        });
 }
 
 int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len) {

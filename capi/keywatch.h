@@ -85,7 +85,8 @@ KW_API const char *kw_err_name(int status);
 
 /*
  * Configuration is a set of string name/value pairs, so that new options never change the
- * ABI. Durations accept "500ms", "30s", "5m", "1h" or a plain number of milliseconds;
+ * ABI. Durations accept "500ms", "30s", "5m", "1h" or a plain number of milliseconds, and
+ * must end (now + the duration) by KW_MAX_TIME_MS (see the client section);
  * booleans accept true/false, yes/no, on/off, 1/0.
  *
  *  redis.url              redis://[user:password@]host:port[/db] or unix:///path/to.sock
@@ -346,7 +347,18 @@ KW_API char *kw_engine_stats_json(kw_engine_t *engine);
  * MOVED/ASK redirections. Not thread-safe: use one client per thread. Every call records a message
  * for kw_client_last_error on failure. Times are ms since the Unix epoch on Redis's clock; TTLs and
  * delays are ms.
+ *
+ * The latest deadline keywatch accepts is KW_MAX_TIME_MS, 9999-12-31T23:59:59.999Z (a queue's
+ * score is a double, exact only up to 2^53 ms, and the deadline is part of the event id). A
+ * time after it, or a TTL or delay that ends after it (local clock now + duration, checked
+ * again on Redis's clock by the script that would write it), is refused with
+ * KW_ERR_INVALID_ARG and nothing is written. Duration options of kw_conf_set obey the same
+ * rule (KW_ERR_BAD_VALUE).
+ *
+ * Flags arguments: a bit this release does not define is refused with KW_ERR_INVALID_ARG (the
+ * last error names the bits); nothing is done.
  */
+#define KW_MAX_TIME_MS INT64_C(253402300799999)
 typedef struct kw_client_s kw_client_t;
 
 KW_API int kw_client_new(const kw_conf_t *conf, kw_client_t **out, char *errstr,
@@ -365,14 +377,16 @@ KW_API const char *kw_client_last_error(kw_client_t *client);
  * as the score, so the two agree to the millisecond. A handler gets event "expired" for it
  * once its deadline has passed: at least once, by one engine at a time, even if no watcher
  * ran at that moment. deadline_ms (may be NULL) receives the deadline.
- * KW_ERR_INVALID_ARG for ttl_ms <= 0, KW_ERR_TOO_LARGE past the limits. */
+ * KW_ERR_INVALID_ARG for ttl_ms <= 0, a deadline after KW_MAX_TIME_MS, NX with XX, or unknown
+ * flag bits; KW_ERR_TOO_LARGE past the limits. */
 KW_API int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
                     size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms);
 /* Stop tracking a key; with delete_key also DEL it (atomically). KW_ERR_NOT_FOUND if it
  * was not tracked (and, with delete_key, did not exist). */
 KW_API int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key);
 /* Track a key written elsewhere, at its current TTL. flags: KW_TRACK_SNAPSHOT (string keys
- * only). KW_ERR_NOT_FOUND if the key does not exist, KW_ERR_INVALID_ARG if it has no TTL. */
+ * only; other bits are refused). KW_ERR_NOT_FOUND if the key does not exist,
+ * KW_ERR_INVALID_ARG if it has no TTL or expires after KW_MAX_TIME_MS. */
 KW_API int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
                     int64_t *deadline_ms);
 
@@ -381,7 +395,8 @@ KW_API int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int fl
 /* Schedule a delayed task: delivered as event "task" at at_ms, or after delay_ms when
  * at_ms is 0. A time in the past means now (documented, not an error). An existing task
  * with the same id is replaced unless KW_SCHEDULE_NX. at_out (may be NULL) receives the
- * time it is due. */
+ * time it is due. KW_ERR_INVALID_ARG for a negative at_ms or delay_ms, a time after
+ * KW_MAX_TIME_MS, or unknown flag bits. */
 KW_API int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
                        const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms,
                        int flags, int64_t *at_out);
@@ -389,7 +404,7 @@ KW_API int kw_schedule(kw_client_t *client, const char *queue, const void *id, s
  * if it is being handled. */
 KW_API int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len);
 /* Move a waiting task to at_ms (or now + delay_ms when at_ms is 0). KW_ERR_NOT_FOUND,
- * KW_ERR_IN_FLIGHT as for kw_cancel. */
+ * KW_ERR_IN_FLIGHT as for kw_cancel; KW_ERR_INVALID_ARG as for kw_schedule. */
 KW_API int kw_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
                          int64_t at_ms, int64_t delay_ms, int64_t *at_out);
 
@@ -401,9 +416,20 @@ KW_API int kw_reschedule(kw_client_t *client, const char *queue, const void *id,
 KW_API int kw_client_pipeline_begin(kw_client_t *client);
 KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count);
 
-/* Per queue: {"queues":[{"queue":"keys","due":N,"due_now":N,"inflight":N,"dead":N,
- * "oldest_overdue_ms":N},...],"now_ms":N}. Allocated; release with kw_free. NULL on
- * failure (see kw_client_last_error). */
+/* Queue figures as one JSON object. Allocated; release with kw_free. NULL on failure (see
+ * kw_client_last_error). Fields:
+ *   now_ms             Redis's clock when the figures were read (ms since the epoch)
+ *   mode               "standalone" or "cluster"
+ *   queues             one object per queue, sorted by name: "keys" (tracked keys) always,
+ *                      each queue named in the `queues` option, and every queue that holds
+ *                      anything; summed over every master of a cluster
+ *   nodes              one object per master (standalone: the one server): "node" (its
+ *                      "host:port" or socket path) and "queues", that master's share of the
+ *                      queues it holds anything for, same objects as above
+ * A queue object: "queue" (name), "due" (items waiting, due or not), "due_now" (of those,
+ * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
+ * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's
+ * deadline passed; -1 when none is due now). */
 KW_API char *kw_client_inspect_json(kw_client_t *client);
 /* Dead letters of a queue, oldest first, at most limit: a JSON array of objects with
  * entry, id, attempts, deadline, error, failed_ms, and payload (or payload_b64 when not

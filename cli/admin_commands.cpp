@@ -206,10 +206,13 @@ int run_dead_replay(const DeadArgs &a) {
                      "after replaying " + std::to_string(count) + " dead letters");
         return kExitFailure;
     }
+    // Nothing replayed is a failure, as for cancel and untrack: the stream may exist, empty.
+    if (rc == KW_OK && count == 0) rc = KW_ERR_NOT_FOUND;
     if (rc == KW_ERR_NOT_FOUND && a.entry.empty()) {
         const std::string known = queues_with_dead_letters(session);
         session.error("queue '" + printable(a.queue) +
-                      "' has no dead letters (unknown queue, or none yet); " +
+                      "' has no dead letters (unknown queue, none yet, or all replayed): "
+                      "nothing was replayed; " +
                       (known.empty() ? std::string("no queue has any now")
                                      : "queues with dead letters: " + known) +
                       "; keywatch inspect lists every queue (KW_ERR_NOT_FOUND)");

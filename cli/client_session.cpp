@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cli/empty_values.h"
 #include "cli/exit_status.h"
+#include "cli/redis_target.h"
 #include "core/queue.h"
 
 namespace keywatch::cli {
@@ -26,7 +28,7 @@ void add_client_options(CLI::App *cmd, ClientArgs *a) {
     cmd->add_option("--redis", a->redis,
                     "redis://[user:password@]host:port[/db] or unix:///path/to.sock[?db=N]")
         ->envname("KEYWATCH_REDIS_URL")
-        ->capture_default_str();
+        ->default_str(kDefaultRedisUrl);
     cmd->add_option(
         "--namespace", a->ns,
         "prefix of keywatch's keys in Redis (default kw); use the one your engines use");
@@ -126,7 +128,17 @@ int ClientSession::open(const ClientArgs &a,
     struct Item {
         std::string name, value, option;
     };
-    std::vector<Item> items = {{"redis.url", a.redis, "--redis"}};
+    std::string url;
+    if (!resolve_redis_url(a.redis, &conf_items, &url, &err)) {
+        error(err);
+        return kExitBadInput;
+    }
+    if (url.empty()) {
+        if (const std::string env = empty_env_note("KEYWATCH_REDIS_URL"); !env.empty())
+            note(env + std::string(": using ") + kDefaultRedisUrl);
+        url = kDefaultRedisUrl;
+    }
+    std::vector<Item> items = {{"redis.url", url, "--redis"}};
     if (!a.ns.empty()) items.push_back({"namespace", a.ns, "--namespace"});
     for (auto &nv : extra) items.push_back({nv.first, nv.second, nv.first});
     for (auto &nv : conf_items) items.push_back({nv.first, nv.second, "--conf " + nv.first});

@@ -22,7 +22,7 @@ namespace keywatch::cli {
 inline constexpr const char *kDefaultRedisUrl = "redis://127.0.0.1:6379";
 
 struct ClientArgs {
-    std::string redis = kDefaultRedisUrl;
+    std::string redis;              // --redis or KEYWATCH_REDIS_URL; empty: kDefaultRedisUrl
     std::string ns;                 // namespace; empty: the library's default ("kw")
     std::vector<std::string> conf;  // NAME=VALUE library options, applied last
     bool quiet = false;             // no notes on stderr

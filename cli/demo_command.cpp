@@ -22,7 +22,6 @@
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 #include "cli/watcher.h"
-#include "core/duration.h"
 
 namespace keywatch::cli {
 namespace {
@@ -237,8 +236,9 @@ CLI::App *add_demo_command(CLI::App &app, DemoArgs *a) {
 int run_demo(const DemoArgs &a) {
     std::string err;
     int64_t timeout_ms = 0;
-    if (!keywatch::parse_duration_ms(a.timeout, &timeout_ms, &err)) {
-        fprintf(stderr, "keywatch demo: --timeout: %s\n", err.c_str());
+    if (!parse_duration_option("--timeout", a.timeout, "give a positive duration, e.g. 10s",
+                               &timeout_ms, &err)) {
+        fprintf(stderr, "keywatch demo: %s\n", err.c_str());
         return kExitBadInput;
     }
 

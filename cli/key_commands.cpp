@@ -12,7 +12,6 @@
 #include "cli/json_bytes.h"
 #include "cli/time_text.h"
 #include "cli/utf8.h"
-#include "core/duration.h"
 
 namespace keywatch::cli {
 namespace {
@@ -39,14 +38,9 @@ struct AdoptArgs {
 
 // --ttl: a duration above zero. Checked before anything connects.
 bool parse_ttl(const std::string &text, int64_t *ttl_ms, std::string *err) {
-    if (!text.empty() && text[0] == '-') {
-        *err = "--ttl: '" + text + "' is negative: a tracked key needs a TTL above zero, e.g. 30s";
+    if (!parse_duration_option("--ttl", text, "a tracked key needs a TTL above zero, e.g. 30s",
+                               ttl_ms, err))
         return false;
-    }
-    if (!keywatch::parse_duration_ms(text, ttl_ms, err)) {
-        *err = "--ttl: " + *err;
-        return false;
-    }
     if (*ttl_ms <= 0) {
         *err = "--ttl: '" + text +
                "' is zero: a tracked key needs a TTL above zero, e.g. 30s (to remove a key "

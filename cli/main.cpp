@@ -7,10 +7,12 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/admin_commands.h"
 #include "cli/command.h"
 #include "cli/demo_command.h"
+#include "cli/empty_values.h"
 #include "cli/exit_status.h"
 #include "cli/key_commands.h"
 #include "cli/task_commands.h"
@@ -26,6 +28,25 @@ std::string version_text() {
     if (loaded && std::string(loaded) != KW_VERSION_STRING)
         text += std::string(" (libkeywatch ") + loaded + ")";
     return text;
+}
+
+// "keywatch track: " or "keywatch dead replay: " for messages, from the command line's words.
+std::string verb_prefix(int argc, char **argv) {
+    std::string verb = "keywatch";
+    for (int i = 1; i < argc && i <= 2 && argv[i][0] != '-'; i++) {
+        verb += std::string(" ") + argv[i];
+        if (std::string(argv[i]) != "dead") break;
+    }
+    return verb + ": ";
+}
+
+// An empty option value is bad input (cli/empty_values.h). False once reported.
+bool values_not_empty(const CLI::App *parsed, int argc, char **argv) {
+    std::string err;
+    const bool ok = parsed ? keywatch::cli::check_empty_values(*parsed, &err)
+                           : keywatch::cli::check_empty_assignments(argc, argv, &err);
+    if (!ok) std::fprintf(stderr, "%s%s\n", verb_prefix(argc, argv).c_str(), err.c_str());
+    return ok;
 }
 
 int run(int argc, char **argv) {
@@ -48,6 +69,7 @@ int run(int argc, char **argv) {
         std::fputs(app.help().c_str(), stderr);
         return kExitBadInput;
     }
+    if (!values_not_empty(nullptr, argc, argv)) return kExitBadInput;
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
@@ -55,6 +77,7 @@ int run(int argc, char **argv) {
         const int status = app.exit(e);
         return status == 0 ? kExitOk : kExitBadInput;
     }
+    if (!values_not_empty(&app, argc, argv)) return kExitBadInput;
     if (*watch) return run_watch(watch_args);
     if (*demo) return run_demo(demo_args);
     if (selected) return selected();

@@ -56,4 +56,25 @@ std::string redact_url(const std::string &url) {
     return url.substr(0, colon + 1) + "***" + url.substr(at);
 }
 
+bool resolve_redis_url(const std::string &flag_url,
+                       std::vector<std::pair<std::string, std::string>> *conf, std::string *url,
+                       std::string *err) {
+    *url = flag_url;
+    for (auto it = conf->begin(); it != conf->end();) {
+        if (it->first != "redis.url") {
+            ++it;
+            continue;
+        }
+        if (!url->empty() && *url != it->second) {
+            *err = "--redis (or KEYWATCH_REDIS_URL) names " + redact_url(*url) +
+                   " and --conf redis.url names " + redact_url(it->second) +
+                   ": give the server once, with --redis URL";
+            return false;
+        }
+        *url = it->second;
+        it = conf->erase(it);
+    }
+    return true;
+}
+
 }  // namespace keywatch::cli

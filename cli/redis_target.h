@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/redis_process.h"
 #include "cli/stop_signal.h"
@@ -38,5 +40,13 @@ class RedisTarget {
 
 // The URL with its password (if any) replaced by "***", for messages.
 std::string redact_url(const std::string &url);
+
+// The URL the options name: --redis (or KEYWATCH_REDIS_URL) as flag_url, or --conf
+// redis.url=..., which is taken out of *conf so that one URL is applied. Both naming
+// different URLs is bad input: false with *err naming both (passwords hidden). *url is ""
+// when neither names one.
+bool resolve_redis_url(const std::string &flag_url,
+                       std::vector<std::pair<std::string, std::string>> *conf, std::string *url,
+                       std::string *err);
 
 }  // namespace keywatch::cli

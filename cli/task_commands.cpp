@@ -12,7 +12,6 @@
 #include "cli/json_bytes.h"
 #include "cli/time_text.h"
 #include "cli/utf8.h"
-#include "core/duration.h"
 
 namespace keywatch::cli {
 namespace {
@@ -72,17 +71,9 @@ bool parse_when(const When &w, int64_t *at_ms, int64_t *delay_ms, std::string *e
             "2026-11-21T10:00:00Z)";
         return false;
     }
-    if (!w.in.empty()) {
-        if (w.in[0] == '-') {
-            *err = "--in: '" + w.in + "' is negative: give a delay of 0 or more, e.g. 30s";
-            return false;
-        }
-        if (!keywatch::parse_duration_ms(w.in, delay_ms, err)) {
-            *err = "--in: " + *err;
-            return false;
-        }
-        return true;
-    }
+    if (!w.in.empty())
+        return parse_duration_option("--in", w.in, "give a delay of 0 or more, e.g. 30s", delay_ms,
+                                     err);
     if (!parse_time_ms(w.at, at_ms, err)) {
         *err = "--at: " + *err;
         return false;

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/duration.h"
+
 namespace keywatch::cli {
 namespace {
 
@@ -120,14 +122,32 @@ bool parse_iso(std::string_view t, int64_t *ms, std::string *err) {
 bool parse_time_ms(std::string_view text, int64_t *ms, std::string *err) {
     if (text.empty()) return fail(text, "empty", err);
     if (all_digits(text)) {
-        if (text.size() > 15 || number(text) > kMaxTimeMs)
-            return fail(text, "later than 9999-12-31", err);
+        if (text.size() > 15 || !time_within_max(number(text)))
+            return fail(text, "later than " KW_MAX_TIME_ISO ", the latest time keywatch accepts",
+                        err);
         *ms = number(text);
         return true;
     }
     if (text.size() >= 5 && text[4] == '-') return parse_iso(text, ms, err);
     if (text.front() == '-' && all_digits(text.substr(1))) return fail(text, "negative", err);
     return fail(text, "neither a number of milliseconds nor an ISO-8601 date", err);
+}
+
+bool parse_duration_option(const std::string &option, const std::string &text,
+                           const std::string &negative_hint, int64_t *ms, std::string *err) {
+    if (!text.empty() && text[0] == '-') {
+        *err = option + ": '" + text + "' is negative: " + negative_hint;
+        return false;
+    }
+    if (!keywatch::parse_duration_ms(text, ms, err)) {
+        *err = option + ": " + *err;
+        return false;
+    }
+    if (!duration_within_max(*ms)) {
+        *err = option + ": " + duration_after_max("'" + text + "'");
+        return false;
+    }
+    return true;
 }
 
 std::string format_utc_ms(int64_t ms) {

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "cli/client_session.h"
+#include "cli/empty_values.h"
 #include "cli/event_names.h"
 #include "cli/event_printer.h"
 #include "cli/exit_status.h"
 #include "cli/redis_target.h"
 #include "cli/stop_signal.h"
 #include "cli/watcher.h"
-#include "core/duration.h"
+#include "cli/time_text.h"
 #include "core/url.h"
 
 namespace keywatch::cli {
@@ -105,7 +106,14 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
     cmd->footer(
         "Runs until Ctrl-C or --duration. Tracked keys that come due, and tasks of --queues, "
         "are claimed, printed, then acknowledged: another engine of the same namespace does "
-        "not get them (use --observe to claim nothing).");
+        "not get them.\n\n"
+        "What watch promises: an item is acknowledged once its line was written to stdout. A "
+        "pipe cannot tell what its reader consumed: a reader that stops early (| head -3) or "
+        "crashes loses the lines already written to the pipe. So stdout is for people and "
+        "for scripts that read every line. To hand items to another program reliably, use "
+        "the C API (kw_engine_add_handler: ack only when the work is done); the exec and "
+        "stream handler plugins are planned. Use --observe to print live events without "
+        "claiming anything, beside the engines that do the work.");
     cmd->add_option("--redis", a->redis,
                     "redis://[user:password@]host:port[/db] or unix:///path/to.sock "
                     "(default: start a private redis-server)")
@@ -162,14 +170,16 @@ int run_watch(const WatchArgs &a) {
         return kExitBadInput;
     }
     int64_t duration_ms = -1;
-    if (!a.duration.empty() && !keywatch::parse_duration_ms(a.duration, &duration_ms, &err)) {
-        fprintf(stderr, "keywatch watch: --duration: %s\n", err.c_str());
+    if (!a.duration.empty() &&
+        !parse_duration_option("--duration", a.duration, "give how long to watch, e.g. 30s",
+                               &duration_ms, &err)) {
+        fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }
     std::vector<std::pair<std::string, std::string>> conf;
-    if (!split_conf(a.conf, &conf, &err) ||
-        !Watcher::check(watch_options(a, events, a.redis, a.redis.empty(), !a.observe, conf),
-                        &err)) {
+    std::string url;  // empty: the private server
+    if (!split_conf(a.conf, &conf, &err) || !resolve_redis_url(a.redis, &conf, &url, &err) ||
+        !Watcher::check(watch_options(a, events, url, url.empty(), !a.observe, conf), &err)) {
         fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }
@@ -178,7 +188,9 @@ int run_watch(const WatchArgs &a) {
     StopSignal stop;
     EventPrinter printer(&stop);
     RedisTarget target;  // declared before the watcher: the server outlives the engine
-    if (!target.open(a.redis, &stop, &err)) {
+    if (url.empty() && !empty_env_note("KEYWATCH_REDIS_URL").empty())
+        printer.note(empty_env_note("KEYWATCH_REDIS_URL"));
+    if (!target.open(url, &stop, &err)) {
         printer.note(err);
         return kExitFailure;
     }

@@ -11,6 +11,7 @@
 #include "core/reply_error.h"
 #include "core/slots.h"
 #include "core/text.h"
+#include "core/time_limit.h"
 #include "keywatch.h"
 
 namespace keywatch {
@@ -338,6 +339,29 @@ int Client::run(const Script &s, const std::string &name, const std::string &id,
     return finish(c, exec(c));
 }
 
+int Client::check_when(const char *what, int64_t at_ms, int64_t delay_ms) {
+    const std::string verb(what);
+    if (at_ms < 0 || delay_ms < 0)
+        return fail(KW_ERR_INVALID_ARG, verb +
+                                            ": at and delay must not be negative (a time in the "
+                                            "past means now; use at=0 and a delay)");
+    if (!time_within_max(at_ms))
+        return fail(KW_ERR_INVALID_ARG, verb + ": at " + time_after_max(std::to_string(at_ms)) +
+                                            "; nothing was written");
+    if (!duration_within_max(delay_ms))
+        return fail(KW_ERR_INVALID_ARG, verb + ": delay " +
+                                            duration_after_max(std::to_string(delay_ms) + "ms") +
+                                            "; nothing was written");
+    return KW_OK;
+}
+
+int Client::fail_past_max(const char *what) {
+    return fail(KW_ERR_INVALID_ARG, std::string(what) +
+                                        ": the deadline is later than " KW_MAX_TIME_ISO
+                                        " on Redis's clock, the latest keywatch accepts; nothing "
+                                        "was written");
+}
+
 int Client::check_key(const std::string &key) {
     if (key.empty())
         return fail(KW_ERR_INVALID_ARG, "the key is empty: give a key of 1 byte or more");
@@ -376,6 +400,10 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
         return fail(KW_ERR_INVALID_ARG, "ttl " + std::to_string(ttl_ms) +
                                             "ms is not positive: a tracked key needs a TTL > 0 "
                                             "(use kw_untrack with delete to remove a key now)");
+    if (!duration_within_max(ttl_ms))
+        return fail(
+            KW_ERR_INVALID_ARG,
+            "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms") + "; nothing was written");
     if ((flags & KW_TRACK_NX) && (flags & KW_TRACK_XX))
         return fail(KW_ERR_INVALID_ARG, "KW_TRACK_NX and KW_TRACK_XX exclude each other");
     std::string mode = (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
@@ -385,11 +413,16 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     int slot = cluster_ ? key_slot(key) : 0;
     int64_t now = 0;
     if (int rc = redis_now(endpoint_for_slot(slot), &now); rc != KW_OK) return rc;
+    if (!duration_within_max(ttl_ms, now))
+        return fail(KW_ERR_INVALID_ARG,
+                    "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms (Redis clock)") +
+                        "; nothing was written");
     return run(
         scripts::kTrack, kKeysQueue, key, &key,
         {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
         [this, deadline, mode](const redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
+            if (r->integer == scripts::kPastMax) return fail_past_max("track");
             if (r->integer < 0)
                 return fail(KW_ERR_CONDITION, "track " + mode + ": the key " +
                                                   (mode == "NX" ? "exists" : "does not exist") +
@@ -424,6 +457,10 @@ int Client::adopt(const std::string &key, int flags, int64_t *deadline) {
                        return fail(KW_ERR_INVALID_ARG,
                                    "adopt: the key has no TTL; give it one (EXPIRE) or use "
                                    "kw_track");
+                   if (r->integer == scripts::kPastMax)
+                       return fail(KW_ERR_INVALID_ARG,
+                                   "adopt: the key expires after " KW_MAX_TIME_ISO
+                                   ", the latest deadline keywatch accepts; nothing was written");
                    if (r->integer == -3)
                        return fail(KW_ERR_INVALID_ARG,
                                    "adopt: a snapshot needs a string key; adopt it without "
@@ -438,16 +475,14 @@ int Client::schedule(const std::string &qname, const std::string &id, const std:
     if (int rc = check_queue(qname); rc != KW_OK) return rc;
     if (int rc = check_key(id); rc != KW_OK) return rc;
     if (int rc = check_value(payload, "payload"); rc != KW_OK) return rc;
-    if (at_ms < 0 || delay_ms < 0)
-        return fail(KW_ERR_INVALID_ARG,
-                    "schedule: at and delay must not be negative (a time "
-                    "in the past means now; use at=0 and a delay)");
+    if (int rc = check_when("schedule", at_ms, delay_ms); rc != KW_OK) return rc;
     return run(scripts::kSchedule, qname, id, nullptr,
                {id, payload, std::to_string(at_ms), std::to_string(delay_ms),
                 (flags & KW_SCHEDULE_NX) ? "NX" : ""},
                [this, at_out](const redisReply *r) {
                    if (r->type != REDIS_REPLY_INTEGER)
                        return fail(KW_ERR_INTERNAL, "schedule: bad reply");
+                   if (r->integer == scripts::kPastMax) return fail_past_max("schedule");
                    if (r->integer < 0)
                        return fail(KW_ERR_CONDITION,
                                    "schedule NX: a task with this id exists; nothing was written");
@@ -470,13 +505,13 @@ int Client::cancel(const std::string &qname, const std::string &id) {
 int Client::reschedule(const std::string &qname, const std::string &id, int64_t at_ms,
                        int64_t delay_ms, int64_t *at_out) {
     if (int rc = check_queue(qname); rc != KW_OK) return rc;
-    if (at_ms < 0 || delay_ms < 0)
-        return fail(KW_ERR_INVALID_ARG, "reschedule: at and delay must not be negative");
+    if (int rc = check_when("reschedule", at_ms, delay_ms); rc != KW_OK) return rc;
     return run(
         scripts::kReschedule, qname, id, nullptr,
         {id, std::to_string(at_ms), std::to_string(delay_ms)}, [this, at_out](const redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER)
                 return fail(KW_ERR_INTERNAL, "reschedule: bad reply");
+            if (r->integer == scripts::kPastMax) return fail_past_max("reschedule");
             if (r->integer == -2)
                 return fail(KW_ERR_IN_FLIGHT, "reschedule: the task is being handled right now");
             if (r->integer == -1) return fail(KW_ERR_NOT_FOUND, "reschedule: no such task");

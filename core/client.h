@@ -81,6 +81,10 @@ class Client {
     int check_key(const std::string &key);
     int check_value(const std::string &value, const char *what);
     int check_queue(const std::string &queue);
+    // schedule/reschedule's at_ms and delay_ms: not negative, within kMaxTimeMs.
+    int check_when(const char *what, int64_t at_ms, int64_t delay_ms);
+    // A script refused a deadline past kMaxTimeMs (scripts::kPastMax).
+    int fail_past_max(const char *what);
     // Runs (or, in a pipeline, queues) a script on the queue `name` of the item `id`.
     // `slot`: the id's slot if known (cluster), else -1.
     int run(const Script &s, const std::string &name, const std::string &id, const std::string *key,

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/duration.h"
+#include "core/time_limit.h"
 #include "core/queue.h"
 #include "keywatch.h"
 
@@ -52,6 +53,10 @@ Option duration_opt(int64_t Config::*field, int64_t min_ms, const char *name) {
                 if (ms < min_ms) {
                     *err = std::string(name) + ": '" + v + "' is too short; the minimum is " +
                            std::to_string(min_ms) + "ms";
+                    return static_cast<int>(KW_ERR_BAD_VALUE);
+                }
+                if (!duration_within_max(ms)) {
+                    *err = std::string(name) + ": " + duration_after_max("'" + v + "'");
                     return static_cast<int>(KW_ERR_BAD_VALUE);
                 }
                 c.*field = ms;

@@ -5,11 +5,18 @@
 #include <map>
 #include <mutex>
 
+#include "core/time_limit.h"
+
 namespace keywatch {
 namespace scripts {
 
+// The latest deadline keywatch accepts (core/time_limit.h); scripts that write a deadline
+// return kPastMax for a later one, before writing anything.
+#define KW_LUA_MAX "local MAX_MS = " KW_MAX_TIME_MS_TEXT "\n"
+
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
 #define KW_LUA_PRELUDE                                                                        \
+    KW_LUA_MAX                                                                                \
     "local t = redis.call('TIME')\n"                                                          \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                 \
     "local SENTINEL = string.rep('k', 72)\n"                                                  \
@@ -104,9 +111,11 @@ namespace scripts {
     "  redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"                    \
     "end\n"
 
-const Script kTrack = {"track", R"lua(
+const Script kTrack = {"track", KW_LUA_MAX R"lua(
 -- ARGV[2] is the deadline on this server's clock (the client keeps its offset): the key's
 -- PXAT and its score are the same number.
+-- A deadline past the latest keywatch accepts is refused (-9), nothing written.
+if tonumber(ARGV[2]) > MAX_MS then return -9 end
 local r
 if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'NX')
 elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'XX')
@@ -130,9 +139,10 @@ return {n, z}
 )lua",
                          true};
 
-const Script kAdopt = {"adopt", R"lua(
+const Script kAdopt = {"adopt", KW_LUA_MAX R"lua(
 local exp = redis.call('PEXPIRETIME', KEYS[3])
 if exp < 0 then return exp end
+if exp > MAX_MS then return -9 end
 if ARGV[1] == '1' then
   if redis.call('TYPE', KEYS[3]).ok ~= 'string' then return -3 end
   redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
@@ -148,6 +158,7 @@ local id = ARGV[1]
 local at = tonumber(ARGV[3])
 if at <= 0 then at = now + tonumber(ARGV[4]) end
 if at < now then at = now end
+if at > MAX_MS then return -9 end
 if ARGV[5] == 'NX' and (redis.call('ZSCORE', KEYS[1], id) or redis.call('ZSCORE', KEYS[2], id)) then
   return -1
 end
@@ -167,6 +178,7 @@ end
 local at = tonumber(ARGV[2])
 if at <= 0 then at = now + tonumber(ARGV[3]) end
 if at < now then at = now end
+if at > MAX_MS then return -9 end
 redis.call('ZADD', KEYS[1], at, id)
 return at
 )lua",

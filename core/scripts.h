@@ -56,6 +56,10 @@ extern const Script kReplay;      // ARGV entry_id('' = oldest first) limit
 extern const Script kPurge;       // ARGV entry_id('' = all)
 extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, dead, oldest}
 
+// What track, adopt, schedule and reschedule return, having written nothing, for a
+// deadline later than kMaxTimeMs (core/time_limit.h).
+constexpr long long kPastMax = -9;
+
 // Every script, for SCRIPT LOAD at connect.
 extern const Script *const kAll[];
 extern const size_t kAllCount;

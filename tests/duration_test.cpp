@@ -1,11 +1,12 @@
 // parse_duration_ms: "500ms", "30s", "5m", "1h", "2d" or plain milliseconds; everything else
-// is refused with a message naming the text.
+// is refused with a message naming the text. time_limit.h: the latest deadline keywatch accepts.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
 #include "core/duration.h"
+#include "core/time_limit.h"
 
 namespace keywatch {
 namespace {
@@ -61,6 +62,26 @@ TEST(ParseDuration, ErrorPointerMayBeNull) {
     EXPECT_FALSE(parse_duration_ms("nope", &ms, nullptr));
     EXPECT_TRUE(parse_duration_ms("1s", &ms, nullptr));
     EXPECT_EQ(ms, 1000);
+}
+
+TEST(TimeLimit, TheMaximumIsTheLastMillisecondOfYear9999) {
+    EXPECT_EQ(kMaxTimeMs, 253402300799999);
+    EXPECT_TRUE(time_within_max(kMaxTimeMs));
+    EXPECT_FALSE(time_within_max(kMaxTimeMs + 1));
+    EXPECT_FALSE(time_within_max(INT64_MAX));
+}
+
+TEST(TimeLimit, ADurationIsCheckedAsNowPlusItWithoutOverflow) {
+    const int64_t now = 1795241184005;
+    EXPECT_TRUE(duration_within_max(kMaxTimeMs - now, now));
+    EXPECT_FALSE(duration_within_max(kMaxTimeMs - now + 1, now));
+    EXPECT_FALSE(duration_within_max(INT64_MAX, now));
+    EXPECT_FALSE(duration_within_max(INT64_MAX));
+    int64_t ms = 0;
+    ASSERT_TRUE(parse_duration_ms("106751991166d", &ms));
+    EXPECT_FALSE(duration_within_max(ms)) << "parses, but its deadline is past the maximum";
+    EXPECT_TRUE(duration_within_max(parse_ok("3650d")));
+    EXPECT_NE(duration_after_max("'x'").find("9999-12-31T23:59:59.999Z"), std::string::npos);
 }
 
 }  // namespace

@@ -415,6 +415,105 @@ TEST_F(QueueTest, BadInputGetsClearErrorsAndWritesNothing) {
     EXPECT_EQ(raw->command({"EXISTS", "absent"}), "0");
 }
 
+// Every deadline is at most KW_MAX_TIME_MS (9999-12-31T23:59:59.999Z); past it a ZSET score
+// loses milliseconds and INT64 arithmetic overflows. Refused calls write nothing.
+TEST_F(QueueTest, DeadlinesAfterTheMaximumAreRefusedAndWriteNothing) {
+    Client c(redis().url());
+    auto raw = client();
+    const std::string max_text = "9999-12-31T23:59:59.999Z";
+    int64_t out = -7;
+    EXPECT_EQ(kw_track(c.get(), "k", 1, "v", 1, INT64_MAX, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(out, -7) << "no output on failure";
+    EXPECT_EQ(c.track("k", "v", KW_MAX_TIME_MS), KW_ERR_INVALID_ARG) << "now + ttl is checked";
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, INT64_MAX, 0, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, KW_MAX_TIME_MS + 1, 0, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, INT64_MAX, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, KW_MAX_TIME_MS, KW_SCHEDULE_NX, &out),
+              KW_ERR_INVALID_ARG);
+    // A key given a later expiry by someone else cannot be adopted.
+    raw->command({"SET", "far", "v", "PXAT", std::to_string(KW_MAX_TIME_MS + 1000)});
+    EXPECT_EQ(kw_adopt(c.get(), "far", 3, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
+    EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing half-written";
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:due"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:data"}), "0");
+
+    // A waiting task keeps its time when a reschedule is refused.
+    ASSERT_EQ(kw_schedule(c.get(), "jobs", "y", 1, "p", 1, 0, 60000, 0, &out), KW_OK) << c.error();
+    const std::string score = raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"});
+    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, 0, INT64_MAX, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS + 1, 0, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"}), score);
+    // The maximum itself is a valid time.
+    ASSERT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS, 0, &out), KW_OK) << c.error();
+    EXPECT_EQ(out, KW_MAX_TIME_MS);
+
+    // Duration options obey the same rule.
+    kw_conf_t *conf = kw_conf_new();
+    char err[512] = "";
+    EXPECT_EQ(kw_conf_set(conf, "lease", "106751991166d", err, sizeof err), KW_ERR_BAD_VALUE);
+    EXPECT_TRUE(contains(err, max_text)) << err;
+    kw_conf_free(conf);
+}
+
+// Flag bits the API does not define are refused, never silently ignored.
+TEST_F(QueueTest, UnknownFlagBitsAreRefusedAndNamed) {
+    Client c(redis().url());
+    auto raw = client();
+    EXPECT_EQ(c.track("k", "v", 1000, 8), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "unknown flag bits 0x8")) << c.error();
+    EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_SNAPSHOT | 0x100), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "0x100")) << c.error();
+    EXPECT_EQ(c.track("k", "v", 1000, -1), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, 10, 2, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_schedule: unknown flag bits 0x2")) << c.error();
+    raw->command({"SET", "foreign", "v", "PX", "60000"});
+    EXPECT_EQ(kw_adopt(c.get(), "foreign", 7, KW_TRACK_NX, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_adopt: unknown flag bits 0x1")) << c.error();
+    EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing written";
+    EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:due"}), "0");
+    EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_NX | KW_TRACK_SNAPSHOT), KW_OK) << c.error();
+}
+
+// Every field of kw_client_inspect_json is described in keywatch.h.
+TEST_F(QueueTest, InspectJsonFieldsAreTheDocumentedOnes) {
+    Client c(redis().url());
+    ASSERT_EQ(c.track("k", "v", 60000), KW_OK) << c.error();
+    char *json = kw_client_inspect_json(c.get());
+    ASSERT_NE(json, nullptr) << c.error();
+    const std::string text = json;
+    kw_free(json);
+    std::ifstream in(KW_HEADER_PATH);
+    std::stringstream header;
+    header << in.rdbuf();
+    const std::string doc = header.str();
+    const size_t from = doc.find("Queue figures as one JSON object");
+    const size_t to = doc.find("KW_API char *kw_client_inspect_json");
+    ASSERT_NE(from, std::string::npos);
+    ASSERT_NE(to, std::string::npos);
+    const std::string section = doc.substr(from, to - from);
+    // Every "name": of the reply.
+    size_t names = 0;
+    for (size_t at = text.find("\":"); at != std::string::npos; at = text.find("\":", at + 1)) {
+        const size_t start = text.rfind('"', at - 1) + 1;
+        const std::string name = text.substr(start, at - start);
+        EXPECT_TRUE(contains(section, "\"" + name + "\"") || contains(section, name + " "))
+            << "field '" << name << "' of " << text << " is not described in keywatch.h";
+        names++;
+    }
+    EXPECT_GE(names, 12u) << text;
+    for (const char *field : {"\"mode\":\"standalone\"", "\"nodes\":[", "\"now_ms\":"})
+        EXPECT_TRUE(contains(text, field)) << text;
+}
+
 TEST_F(QueueTest, AdoptTracksAKeyWrittenElsewhere) {
     EventSink sink;
     auto e = engine(&sink);

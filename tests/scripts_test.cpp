@@ -7,6 +7,7 @@
 
 #include "core/queue.h"
 #include "core/scripts.h"
+#include "core/time_limit.h"
 #include "redis_fixture.h"
 
 namespace kwtest {
@@ -253,6 +254,37 @@ TEST_F(ScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone
     EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "persisted"}), "(nil)");
     EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "retrying"}), hour);
     EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "2");
+}
+
+// The scripts refuse (and write nothing for) a deadline after kMaxTimeMs on Redis's clock,
+// whatever a client checked before.
+TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
+    const std::string past_max = std::to_string(scripts::kPastMax);
+    const std::string over = std::to_string(keywatch::kMaxTimeMs + 1);
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v", over,
+                           "", "1"}),
+              past_max);
+    EXPECT_EQ(c_->command({"EVAL", scripts::kSchedule.body, "5", tasks_.due, tasks_.inflight,
+                           tasks_.data, tasks_.dead, tasks_.done, "x", "p", over, "0", ""}),
+              past_max);
+    EXPECT_EQ(
+        c_->command({"EVAL", scripts::kSchedule.body, "5", tasks_.due, tasks_.inflight, tasks_.data,
+                     tasks_.dead, tasks_.done, "x", "p", "0", "9223372036854775807", ""}),
+        past_max);
+    EXPECT_EQ(c_->command({"DBSIZE"}), "0") << "nothing written";
+    c_->command({"ZADD", tasks_.due, "1000", "y"});
+    EXPECT_EQ(c_->command({"EVAL", scripts::kReschedule.body, "5", tasks_.due, tasks_.inflight,
+                           tasks_.data, tasks_.dead, tasks_.done, "y", over, "0"}),
+              past_max);
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.due, "y"}), "1000");
+    c_->command({"SET", "far", "v", "PXAT", over});
+    EXPECT_EQ(c_->command({"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "far", "0"}),
+              past_max);
+    EXPECT_EQ(c_->command({"EXISTS", keys_.due}), "0");
+    // The maximum itself is accepted.
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v",
+                           std::to_string(keywatch::kMaxTimeMs), "", "0"}),
+              std::to_string(keywatch::kMaxTimeMs));
 }
 
 TEST_F(ScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {

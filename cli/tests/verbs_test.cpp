@@ -481,6 +481,112 @@ TEST_F(CliTest, ScheduleBadInputIsRefusedAndWritesNothing) {
     EXPECT_FALSE(inspect("jobs").listed);
 }
 
+// Every deadline is at most 9999-12-31T23:59:59.999Z: durations are checked as now + duration.
+TEST_F(CliTest, DeadlinesAfterTheMaximumAreBadInputAndWriteNothing) {
+    ASSERT_EQ(kw({"schedule", "jobs", "waiting", "p", "--in", "1h", "-q"}).status, 0);
+    const std::string score = server_.command({"ZSCORE", "kw:jobs:{0}:due", "waiting"});
+    const std::string limit = "after 9999-12-31T23:59:59.999Z";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"schedule", "jobs", "x", "p", "--in", "106751991166d"},
+         "--in: '106751991166d' .*" + limit},
+        {{"schedule", "jobs", "x", "p", "--in", "3000000d", "--nx"}, "--in: .*" + limit},
+        {{"schedule", "jobs", "x", "p", "--at", "253402300800000"}, "--at: .*later than 9999"},
+        {{"reschedule", "jobs", "waiting", "--in", "106751991166d"}, "--in: .*" + limit},
+        {{"reschedule", "jobs", "waiting", "--at", "253402300800000"}, "--at: .*later than 9999"},
+        {{"track", "k", "v", "--ttl", "106751991166d"}, "--ttl: '106751991166d' .*" + limit},
+        {{"track", "k", "v", "--ttl", "3000000d", "--snapshot"}, "--ttl: .*" + limit},
+        {{"track", "k", "v", "--ttl", "1s", "-c", "lease=106751991166d"},
+         "--conf lease: .*" + limit},
+        {{"watch", "--duration", "106751991166d"}, "--duration: .*" + limit},
+        {{"watch", "--duration", "1s", "-c", "retry.max=106751991166d"}, "--conf retry.max: "},
+    };
+    for (const auto &c : cases) {
+        const Result r = kw(c.first);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_TRUE(std::regex_search(r.err, std::regex(c.second))) << c.second << "\n"
+                                                                    << describe(r);
+        EXPECT_TRUE(r.out.empty()) << describe(r);
+    }
+    EXPECT_EQ(server_.command({"EXISTS", "k"}), "0") << "nothing written";
+    EXPECT_EQ(server_.command({"EXISTS", "kw:keys:{0}:due"}), "0");
+    EXPECT_EQ(server_.command({"ZCARD", "kw:jobs:{0}:due"}), "1") << "no task x";
+    EXPECT_EQ(server_.command({"ZSCORE", "kw:jobs:{0}:due", "waiting"}), score);
+}
+
+// One rule: an empty option value is bad input; a variable set but empty counts as unset.
+TEST_F(CliTest, EmptyValuesAreBadInputAndAnEmptyVariableCountsAsUnset) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"watch", "--redis", ""}, "keywatch watch: --redis: the value is empty"},
+        {{"watch", "--redis="}, "keywatch watch: --redis: the value is empty"},
+        {{"watch", "--duration", "", "--redis", url_}, "--duration: the value is empty"},
+        {{"demo", "--redis", ""}, "keywatch demo: --redis: the value is empty"},
+        {{"track", "k", "v", "--ttl", "", "--redis", url_}, "--ttl: the value is empty"},
+        {{"track", "k", "v", "--ttl=", "--redis", url_},
+         "keywatch track: --ttl: the value is empty"},
+        {{"track", "k", "v", "--ttl", "1s", "--redis", ""}, "--redis: the value is empty"},
+        {{"schedule", "jobs", "j", "p", "--in", "", "--redis", url_}, "--in: the value is empty"},
+        {{"dead", "replay", "jobs", "--entry=", "--redis", url_},
+         "keywatch dead replay: --entry: the value is empty"},
+        {{"inspect", "--namespace", "", "--redis", url_}, "--namespace: the value is empty"},
+    };
+    int n = 0;
+    for (const auto &c : cases) {
+        Process p(KW_CLI_PATH, c.first, dir_, "empty" + std::to_string(n++), {});
+        const Result r = p.finish(30s, false);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_NE(r.err.find(c.second), std::string::npos) << c.second << "\n" << describe(r);
+    }
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "bad input must write nothing";
+
+    // KEYWATCH_REDIS_URL set but empty: as if unset (watch starts its private server).
+    Process::Options empty_env;
+    empty_env.env["KEYWATCH_REDIS_URL"] = "";
+    Process watch(KW_CLI_PATH, {"watch", "--duration", "200ms"}, dir_, "emptyenv", empty_env);
+    Result r = watch.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.err.find("KEYWATCH_REDIS_URL is set but empty: it counts as unset"),
+              std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.err.find("started a private redis-server"), std::string::npos) << describe(r);
+    // ... and does not conflict with --conf redis.url.
+    Process track(KW_CLI_PATH, {"track", "env:k", "v", "--ttl", "1h", "-c", "redis.url=" + url_},
+                  dir_, "emptyenv2", empty_env);
+    r = track.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"GET", "env:k"}), "v");
+}
+
+// --redis (or KEYWATCH_REDIS_URL) and --conf redis.url naming two servers is refused.
+TEST_F(CliTest, TwoServersForOneCommandAreRefused) {
+    const std::string other = "redis://u:secret@127.0.0.1:1";
+    for (const std::vector<std::string> &args :
+         {std::vector<std::string>{"watch", "--duration", "1s", "-c", "redis.url=" + other},
+          std::vector<std::string>{"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + other}}) {
+        const Result r = kw(args);
+        EXPECT_EQ(r.status, 2) << describe(r);
+        EXPECT_NE(r.err.find("names " + url_ +
+                             " and --conf redis.url names "
+                             "redis://u:***@127.0.0.1:1: give the server once"),
+                  std::string::npos)
+            << describe(r);
+        EXPECT_EQ(r.err.find("secret"), std::string::npos) << describe(r);
+    }
+    Process::Options env;
+    env.env["KEYWATCH_REDIS_URL"] = other;
+    Process p(KW_CLI_PATH, {"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + url_}, dir_,
+              "envconflict", env);
+    Result r = p.finish(30s, false);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_EQ(server_.command({"DBSIZE"}), "0") << "nothing written";
+    // The same server twice is no conflict; --conf redis.url alone names the server.
+    EXPECT_EQ(kw({"track", "k", "v", "--ttl", "1h", "-c", "redis.url=" + url_}).status, 0);
+    Process alone(KW_CLI_PATH, {"track", "k2", "v", "--ttl", "1h", "-c", "redis.url=" + url_}, dir_,
+                  "alone", {});
+    r = alone.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(server_.command({"EXISTS", "k", "k2"}), "2");
+}
+
 // ---- dead letters --------------------------------------------------------------------
 
 // An engine of the C API that rejects every task of queue `jobs` (so each goes to the
@@ -542,6 +648,12 @@ TEST_F(CliTest, DeadLettersListReplayAndPurge) {
     f = inspect("jobs");
     EXPECT_EQ(f.dead, 0);
     EXPECT_EQ(f.due, 1);
+    // All replayed: nothing left to replay is a failure, like cancel finding nothing.
+    r = kw({"dead", "replay", "jobs", "--json"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_TRUE(r.out.empty()) << describe(r);
+    EXPECT_NE(r.err.find("queue 'jobs' has no dead letters"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("nothing was replayed"), std::string::npos) << describe(r);
     r = watch_until({"--queues", "jobs"}, 1);
     got = json_lines(r);
     ASSERT_EQ(got.size(), 1u) << describe(r);
@@ -604,8 +716,9 @@ TEST_F(CliTest, DeadLetterBadInputSaysWhatToDo) {
 
     Result r = kw({"dead", "replay", "nosuch"});
     EXPECT_EQ(r.status, 1) << describe(r);
-    EXPECT_NE(r.err.find("queue 'nosuch' has no dead letters (unknown queue, or none yet)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("queue 'nosuch' has no dead letters (unknown queue, none yet, or all replayed)"),
+        std::string::npos)
         << describe(r);
     EXPECT_NE(r.err.find("queues with dead letters: jobs (1)"), std::string::npos) << describe(r);
     r = kw({"dead", "replay", "jobs", "--entry", "1-0"});
@@ -666,6 +779,18 @@ TEST_F(CliTest, WatchThatCannotPrintHandsTheItemBack) {
     f = inspect("keys");
     EXPECT_EQ(f.due, 0);
     EXPECT_EQ(f.inflight, 0);
+}
+
+// A pipe cannot say what its reader consumed: watch --help says what watch promises, and
+// where reliable hand-off and look-only watching are.
+TEST_F(CliTest, WatchHelpSaysWhatItPromises) {
+    Process p(KW_CLI_PATH, {"watch", "--help"}, dir_, "help", {});
+    const Result r = p.finish(30s, false);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    for (const char *text : {"an item is acknowledged once its line was written to stdout",
+                             "A pipe cannot tell what its reader consumed", "(| head -3)",
+                             "use the C API (kw_engine_add_handler", "Use --observe to print"})
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << describe(r);
 }
 
 TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {
