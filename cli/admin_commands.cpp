@@ -71,7 +71,7 @@ bool inspect(ClientSession &session, std::vector<QueueFigures> *queues, std::str
              int *status, std::vector<NodeFigures> *nodes = nullptr) {
     char *text = kw_client_inspect_json(session.get());
     if (!text) {
-        *status = session.fail(KW_ERR_REDIS, "inspect");
+        *status = session.fail(KW_ERR_REDIS, "");
         return false;
     }
     *json = text;

@@ -212,6 +212,8 @@ ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string
 
 ReplyPtr Client::exec(Call &c) {
     bool asking = false;
+    std::string last_error, last_node;  // the last refusal, to name the real state
+    ReplyError last_kind = ReplyError::None;
     for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
         if (c.endpoint.empty()) {
             if (cluster_ && refresh_topology() != KW_OK) return nullptr;
@@ -235,6 +237,11 @@ ReplyPtr Client::exec(Call &c) {
         }
         asking = false;
         const ReplyError kind = classify(r.get());
+        if (kind != ReplyError::None) {
+            last_kind = kind;
+            last_error = text(r.get());
+            last_node = c.endpoint;
+        }
         if (kind == ReplyError::NoScript) {
             c.args[0] = "EVAL";
             c.args[1] = c.script->body;
@@ -253,8 +260,22 @@ ReplyPtr Client::exec(Call &c) {
         }
     }
     call_status_ = KW_ERR_REDIS;
-    fail(KW_ERR_REDIS, std::string(c.script->name) +
-                           ": too many cluster redirections; is the cluster resharding? retry");
+    if (last_kind == ReplyError::ClusterDown)
+        fail(KW_ERR_REDIS, "the cluster refuses commands: " + last_node + " answered '" +
+                               last_error +
+                               "' (a shard without a master; with cluster-require-full-coverage "
+                               "yes, Redis's default, every node refuses then); retry once the "
+                               "cluster is ok (CLUSTER INFO: cluster_state)");
+    else if (last_kind == ReplyError::TryAgain)
+        fail(KW_ERR_REDIS, "slot " + std::to_string(c.slot) +
+                               " is being migrated and its keys are "
+                               "split between nodes (" +
+                               last_node + ": '" + last_error + "'); retry in a moment");
+    else
+        fail(KW_ERR_REDIS, std::string(c.script->name) + ": slot " + std::to_string(c.slot) +
+                               " was redirected " + std::to_string(kMaxRedirects) +
+                               " times (last: " + last_node + " answered '" + last_error +
+                               "'); is the cluster resharding? retry");
     return nullptr;
 }
 

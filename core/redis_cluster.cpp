@@ -37,7 +37,9 @@ void RedisCluster::start() {
                    "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage",
                    "no",
                    // Replicas sync at once instead of after the default 5 s grace.
-                   "--repl-diskless-sync-delay", "0"};
+                   "--repl-diskless-sync-delay", "0",
+                   // Tests turn Redis's own expiry off (DEBUG SET-ACTIVE-EXPIRE 0).
+                   "--enable-debug-command", "local"};
         // The cluster bus listens on port + 10000: both must be free, so below 55536.
         std::random_device rd;
         for (int tries = 0; tries < 1000 && o.port == 0; tries++) {

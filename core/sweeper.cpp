@@ -21,6 +21,8 @@ constexpr int64_t kClaimed = -1, kNotified = -2;
 // Acks wait while claims are on their way, at most this long (and a quarter of the
 // lease), looking again this often.
 constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
+// Failing claims are reported at most this often per sweeper.
+constexpr int64_t kClaimWarningMs = 10000;
 // How long a slot queue whose keys were restored here is swept again while this master
 // still answers MOVED (a migration in progress; redis-cli moves a slot in well under it).
 constexpr int64_t kArrivalMs = 60000;
@@ -224,10 +226,13 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
         if (opts_.on_moved) opts_.on_moved();
         return true;
     }
-    if (kind == ReplyError::Ask || kind == ReplyError::TryAgain ||
-        kind == ReplyError::ClusterDown) {
-        // Migrating or the cluster is settling: look again shortly.
+    if (kind == ReplyError::Ask || kind == ReplyError::TryAgain) {
+        // Migrating: look again shortly.
         q.timer->arm(100);
+        return true;
+    }
+    if (kind == ReplyError::ClusterDown) {
+        claims_failing(q, r);  // says so (rate-limited), backs off
         return true;
     }
     return false;
@@ -243,13 +248,55 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
     if (!q) return;
     // Its keys are on this node: served here, or on their way here (a slot importing,
     // written to with ASKING or restored by MIGRATE).
-    if (q->where != Where::Here) arriving(*q);
+    if (event == "restore" || q->where != Where::Here) arriving(*q);
     if (!q->dirty) {
         q->dirty = true;
         dirty_.push_back(q);
     }
     // Coalesce: a burst of writes to one slot queue costs one sweep.
     if (!dirty_timer_.pending()) dirty_timer_.arm(5);
+}
+
+void Sweeper::claims_failing(Queue &q, const redisReply *r) {
+    int64_t now = wall_ms();
+    q.claim_retry_ms = std::clamp<int64_t>(q.claim_retry_ms * 2, opts_.interval_ms,
+                                           std::max(opts_.interval_ms, opts_.reconnect_max_ms));
+    q.timer->arm(q.claim_retry_ms);
+    if (claims_failing_since_ms_ == 0) claims_failing_since_ms_ = now;
+    if (now - claim_warned_ms_ < kClaimWarningMs) return;
+    claim_warned_ms_ = now;
+    std::string why = reply_to_string(r), hint;
+    switch (classify(r)) {
+        case ReplyError::ClusterDown:
+            hint =
+                "the cluster refuses commands: a shard has no master, and under "
+                "cluster-require-full-coverage yes (Redis's default) every node refuses then";
+            break;
+        case ReplyError::NoPerm:
+            hint =
+                "the ACL user lacks a permission keywatch needs: grant it the queue scripts "
+                "and keys, e.g. ACL SETUSER <user> +@scripting +@read +@write ~" +
+                opts_.ns + ":* ~<your tracked keys>";
+            break;
+        case ReplyError::Loading:
+        case ReplyError::Busy:
+            hint = "the server is busy or loading its data";
+            break;
+        default:
+            hint = "see the server's log";
+    }
+    sink_->log(KW_LOG_WARN, "claims on " + endpoint_ + " fail (" + q.keys.due + ": " + why +
+                                "): " + hint + "; tracked items wait in Redis; retrying every " +
+                                std::to_string(q.claim_retry_ms) + "ms at most");
+}
+
+void Sweeper::claims_work(Queue &q) {
+    q.claim_retry_ms = 0;
+    if (claims_failing_since_ms_ == 0) return;
+    sink_->log(KW_LOG_INFO, "claims on " + endpoint_ + " work again, after failing for " +
+                                std::to_string(wall_ms() - claims_failing_since_ms_) + "ms");
+    claims_failing_since_ms_ = 0;
+    claim_warned_ms_ = 0;
 }
 
 void Sweeper::arriving(Queue &q) {
@@ -390,11 +437,10 @@ void Sweeper::sweep(Queue &q) {
             if (redirected(q, r)) return;
             q.where = Where::Here;
             if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
-                sink_->log(KW_LOG_ERROR, "claim_due on " + q.keys.due +
-                                             " failed: " + reply_to_string(r) + "; retrying");
-                q.timer->arm(opts_.interval_ms);
+                claims_failing(q, r);
                 return;
             }
+            claims_work(q);
             int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
             int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
             size_t claimed = r->element[4]->elements / kClaimedFields;

@@ -143,6 +143,7 @@ class Sweeper {
         Where where = Where::Here;
         int64_t arriving_since_ms = 0;  // Where::Arriving: when its keys began to arrive
         int64_t arrival_retry_ms = 0;   // Where::Arriving: the next wait after MOVED
+        int64_t claim_retry_ms = 0;     // back-off while its claims fail (0: they work)
     };
     using ReplyFn = std::function<void(redisReply *)>;
 
@@ -157,6 +158,10 @@ class Sweeper {
     void scan(const std::string &cursor);
     // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
     void arriving(Queue &q);
+    // A claim of q failed (CLUSTERDOWN, NOPERM, LOADING, ...): back off, and say so at
+    // most every kClaimWarningMs; claims_work() says when they work again.
+    void claims_failing(Queue &q, const redisReply *r);
+    void claims_work(Queue &q);
     void sweep_dirty();
     // Cluster: a touched queue with a known next deadline: sweep only if new items are
     // due earlier.
@@ -211,14 +216,16 @@ class Sweeper {
     bool claiming_ = false, down_ = true;
     int attempt_ = 0;
     size_t outstanding_ = 0;
-    std::vector<Event> live_backlog_;    // live claims waiting for the connection
-    CompletionStore store_;              // completions until Redis confirms them
-    int64_t completion_backoff_ms_ = 0;  // after transient errors (0: none)
-    int64_t completions_since_ms_ = 0;   // when the oldest waiting one came
-    int64_t oldest_claim_ms_ = 0;        // the earliest claim among them
-    int claims_out_ = 0;                 // this sweeper's claims on their way
-    int own_claims_in_flight_ = 0;       // when Options::claims_in_flight is null
-    size_t remembered_ = 0;              // handled keys remembered in the queues' `mine`
+    std::vector<Event> live_backlog_;      // live claims waiting for the connection
+    CompletionStore store_;                // completions until Redis confirms them
+    int64_t completion_backoff_ms_ = 0;    // after transient errors (0: none)
+    int64_t completions_since_ms_ = 0;     // when the oldest waiting one came
+    int64_t oldest_claim_ms_ = 0;          // the earliest claim among them
+    int claims_out_ = 0;                   // this sweeper's claims on their way
+    int own_claims_in_flight_ = 0;         // when Options::claims_in_flight is null
+    size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`
+    int64_t claims_failing_since_ms_ = 0;  // 0: claims work
+    int64_t claim_warned_ms_ = 0;          // when failing claims were last reported
     std::mt19937_64 rng_;
 };
 

@@ -78,9 +78,25 @@ void check_reply(const redisReply *r) {
     }
 }
 
+// hiredis 0.14's reader allocates an array's declared element count before reading any
+// element: "*999999999" asks malloc for 8 GB (found by this target). That is hiredis', not
+// keywatch's parsing; the target skips such inputs so that it keeps finding ours. (The
+// connection layer that owns its socket I/O is the place to bound it.)
+bool declares_huge_array(const uint8_t *data, size_t size) {
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] != '*' || (i > 0 && data[i - 1] != '\n')) continue;
+        uint64_t n = 0;
+        for (size_t j = i + 1; j < size && data[j] >= '0' && data[j] <= '9' && n <= 100000; j++)
+            n = n * 10 + (data[j] - '0');
+        if (n > 100000) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (declares_huge_array(data, size)) return 0;
     redisReader *reader = redisReaderCreate();
     KW_FUZZ_CHECK(reader != nullptr, "a reader");
     redisReaderFeed(reader, reinterpret_cast<const char *>(data), size);
