@@ -46,7 +46,7 @@ summary() {
     local last execs crashes
     last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
     execs=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}' || true)
-    crashes=$(find "$build/fuzz/artifacts/$name" -type f | wc -l)
+    crashes=$(find "$build/fuzz/artifacts/$name" -type f 2>/dev/null | wc -l || true)
     printf '%-10s exec/s %-8s %s; corpus %s files; crash/leak/timeout files %s\n' "$name" \
         "${execs:-?}" "$(sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/' <<<"$last")" \
         "$(find "$root/fuzz/corpus/$name" -type f | wc -l)" "$crashes"
