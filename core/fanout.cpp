@@ -69,7 +69,10 @@ void Fanout::start() {
     if (opts_.topology.uncovered() > 0)
         log(KW_LOG_WARN, std::to_string(opts_.topology.uncovered()) +
                              " of 16384 slots have no master now: events of keys in them "
-                             "cannot arrive until a master serves them");
+                             "cannot arrive until a master serves them, and under "
+                             "cluster-require-full-coverage yes (Redis's default) every node "
+                             "refuses commands meanwhile (CLUSTERDOWN): tracked items wait "
+                             "in Redis");
     refresh_timer_.arm(opts_.refresh_ms);
 }
 

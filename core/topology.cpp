@@ -173,10 +173,30 @@ bool parse_cluster_slots(const redisReply *r, const std::string &fallback_host, 
 
 namespace keywatch {
 
+namespace {
+
+// redis.mode=standalone against a node of a Redis Cluster would run on that one node and
+// meet CROSSSLOT or see only its slots: refused, naming the fix. Whatever else happens
+// (no answer, a proxy that does not know CLUSTER) is left to the connection itself.
+int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *err) {
+    bool is_cluster = false;
+    Topology t;
+    std::string ignored;
+    if (seed.is_unix() ||
+        probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &ignored) != KW_OK || !is_cluster)
+        return KW_OK;
+    *err = "redis.mode=standalone, but " + seed.endpoint() + " is a node of a Redis Cluster (" +
+           std::to_string(t.masters.size()) +
+           " masters): use redis.mode=auto (the default) or redis.mode=cluster";
+    return KW_ERR_INVALID_ARG;
+}
+
+}  // namespace
+
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
                    bool *is_cluster, Topology *out, std::string *err) {
     *is_cluster = false;
-    if (mode == "standalone") return KW_OK;
+    if (mode == "standalone") return refuse_cluster_node(seed, timeout_ms, err);
     if (seed.is_unix()) {
         if (mode == "cluster") {
             *err = "redis.mode=cluster needs a TCP node address, not a unix socket";

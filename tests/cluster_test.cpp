@@ -573,6 +573,30 @@ TEST_F(ClusterTest, ACallWhileTheClusterIsDownNamesTheRealState) {
     EXPECT_FALSE(contains(c.error(), "too many cluster redirections")) << c.error();
 }
 
+// redis.mode=standalone against a cluster node used to run on that one node (CROSSSLOT
+// from track, a watcher seeing one master's slots, inspect reporting 0): refused, naming
+// the fix, by the client and the engine alike.
+TEST_F(ClusterTest, StandaloneModeAgainstAClusterNodeIsRefusedNamingTheFix) {
+    kw_conf_t *conf = kw_conf_new();
+    char err[512] = "";
+    ASSERT_EQ(kw_conf_set(conf, "redis.url", cluster_->seed_url().c_str(), err, sizeof err),
+              KW_OK);
+    ASSERT_EQ(kw_conf_set(conf, "redis.mode", "standalone", err, sizeof err), KW_OK);
+    kw_client_t *client = nullptr;
+    EXPECT_EQ(kw_client_new(conf, &client, err, sizeof err), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(err, "is a node of a Redis Cluster")) << err;
+    EXPECT_TRUE(contains(err, "redis.mode=auto")) << err;
+    kw_client_free(client);
+    kw_conf_free(conf);
+
+    EventSink sink;
+    Engine e(cluster_->seed_url());
+    e.set("redis.mode", "standalone");
+    e.add(&sink, {{"events", "expired"}});
+    EXPECT_NE(e.start(), KW_OK);
+    EXPECT_TRUE(contains(e.last_error(), "redis.mode=auto")) << e.last_error();
+}
+
 TEST(ClusterModeTest, ForcedClusterModeOnAStandaloneServerIsAClearError) {
     keywatch::RedisProcess redis;
     redis.start();
