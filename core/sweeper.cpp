@@ -96,6 +96,7 @@ Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id
 Sweeper::~Sweeper() = default;
 
 void Sweeper::start() {
+    started_ = true;
     down_ = false;
     claiming_ = true;
     connect();
@@ -571,8 +572,11 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     if (conn_.state() != RedisConn::State::Ready) {
         for (auto &kv : ask) {
             // Stopping: nobody will ask later; hand them over as untracked (what they
-            // most likely are, as a tracked key is swept anyway).
-            if (!claiming_)
+            // most likely are, as a tracked key is swept anyway). Not yet started (the
+            // subscriber hears events before the engine starts its sweepers): they wait
+            // for the connection like any other, or a tracked key would be handed over as
+            // untracked and delivered twice (found by the chaos test).
+            if (!claiming_ && started_)
                 untracked(std::move(kv.second));
             else
                 for (auto &ev : kv.second) keep_for_later(std::move(ev));

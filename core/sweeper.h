@@ -214,6 +214,7 @@ class Sweeper {
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
+    bool started_ = false;  // start() was called (before it, live claims wait)
     int attempt_ = 0;
     size_t outstanding_ = 0;
     std::vector<Event> live_backlog_;      // live claims waiting for the connection

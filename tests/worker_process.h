@@ -52,8 +52,17 @@ class Worker {
         waitpid(pid_, nullptr, 0);
         pid_ = -1;
     }
+    // SIGSTOP / SIGCONT: a watcher that hangs (and comes back).
+    void pause() {
+        if (pid_ > 0) kill(pid_, SIGSTOP);
+    }
+    void resume() {
+        if (pid_ > 0) kill(pid_, SIGCONT);
+    }
+    int pid() const { return pid_; }
     void stop() {
         if (pid_ <= 0) return;
+        kill(pid_, SIGCONT);  // a stopped process would not see SIGTERM
         kill(pid_, SIGTERM);
         waitpid(pid_, nullptr, 0);
         pid_ = -1;
@@ -67,6 +76,7 @@ class Worker {
 struct Line {
     std::string queue, key_hex;
     int source = 0, attempt = 0, pid = 0;
+    long long ts_ms = 0;  // when the worker received it
 };
 
 std::vector<Line> read_lines(const std::string &path) {
@@ -76,13 +86,14 @@ std::vector<Line> read_lines(const std::string &path) {
     while (std::getline(in, text)) {
         std::istringstream ss(text);
         Line l;
-        std::string source, attempt, pid;
+        std::string source, attempt, pid, ts;
         if (std::getline(ss, l.queue, '\t') && std::getline(ss, l.key_hex, '\t') &&
             std::getline(ss, source, '\t') && std::getline(ss, attempt, '\t') &&
-            std::getline(ss, pid, '\t')) {
+            std::getline(ss, pid, '\t') && std::getline(ss, ts, '\t')) {
             l.source = std::stoi(source);
             l.attempt = std::stoi(attempt);
             l.pid = std::stoi(pid);
+            l.ts_ms = std::stoll(ts);
             out.push_back(l);
         }
     }
