@@ -203,4 +203,37 @@ std::string RedisCluster::seed_url() {
     return "";
 }
 
+void RedisCluster::migrate_slot(int slot, size_t to,
+                                const std::function<bool(const std::string &)> &first,
+                                int before_handover_ms) {
+    int from = master_of_slot(slot);
+    if (from < 0) throw std::runtime_error("slot " + std::to_string(slot) + " has no master");
+    RedisProcess &src = *nodes_[static_cast<size_t>(from)], &dst = *nodes_[to];
+    const std::string src_id = src.command({"CLUSTER", "MYID"}),
+                      dst_id = dst.command({"CLUSTER", "MYID"}), s = std::to_string(slot);
+    auto must = [](const std::string &reply, const std::string &what) {
+        if (reply != "OK") throw std::runtime_error(what + ": " + reply);
+    };
+    must(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src_id}), "SETSLOT IMPORTING");
+    must(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id}), "SETSLOT MIGRATING");
+    bool first_group = static_cast<bool>(first);
+    for (;;) {
+        std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
+        if (listed.empty()) break;
+        std::vector<std::string> args = {
+            "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
+        std::istringstream lines(listed);
+        std::string k;
+        while (std::getline(lines, k))
+            if (!first_group || first(k)) args.push_back(k);
+        if (args.size() == 7) {  // the first group is across: the others may go now
+            first_group = false;
+            continue;
+        }
+        must(src.command(args), "MIGRATE");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(before_handover_ms));
+    for (size_t m : masters()) nodes_[m]->command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
+}
+
 }  // namespace keywatch

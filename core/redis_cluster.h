@@ -5,6 +5,7 @@
 // Not thread-safe: one owner thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,14 @@ class RedisCluster {
     int master_of_slot(int slot);
     // Index of a node by port, or -1.
     int index_of_port(int port) const;
+    // Moves `slot` with every key in it from its master to master `to`, step by step as
+    // `redis-cli --cluster reshard` does: SETSLOT IMPORTING and MIGRATING, MIGRATE in
+    // batches (keys for which `first` is true before the others, when given), a wait of
+    // `before_handover_ms` (a large slot takes that long), then SETSLOT NODE on every
+    // master. Throws std::runtime_error when a step fails.
+    void migrate_slot(int slot, size_t to,
+                      const std::function<bool(const std::string &)> &first = {},
+                      int before_handover_ms = 0);
     // "redis://127.0.0.1:PORT" of a running node, to seed a client.
     std::string seed_url();
 

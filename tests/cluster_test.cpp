@@ -99,51 +99,25 @@ class ClusterTest : public ::testing::Test {
     // GETKEYSINSLOT, in whatever order the node lists them).
     enum class Order { AsListed, TrackedKeysFirst, QueueFirst };
 
-    // Moves `slot` with every key in it to another master, step by step as
-    // `redis-cli --cluster reshard` does, waiting `before_handover` between the last
-    // MIGRATE and SETSLOT NODE (a large slot, or many slots, take that long); returns the
-    // new owner's index.
+    // Moves `slot` with every key in it to another master (RedisCluster::migrate_slot),
+    // waiting `before_handover` between the last MIGRATE and SETSLOT NODE; returns the new
+    // owner's index.
     size_t migrate_slot(int slot, Order order = Order::AsListed,
                         milliseconds before_handover = milliseconds(0)) {
         size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
         size_t to = 0;
         for (size_t m : cluster_->masters())
             if (m != from) to = m;
-        auto &src = cluster_->node(from), &dst = cluster_->node(to);
-        std::string src_id = src.command({"CLUSTER", "MYID"}),
-                    dst_id = dst.command({"CLUSTER", "MYID"});
-        std::string s = std::to_string(slot);
-        EXPECT_EQ(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src_id}), "OK");
-        EXPECT_EQ(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst_id}), "OK");
-        for (;;) {
-            std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
-            if (listed.empty()) break;
-            std::vector<std::string> args = {
-                "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
-            std::istringstream lines(listed);
-            std::string k;
-            while (std::getline(lines, k)) {
-                const bool queue_key = k.rfind("kw:", 0) == 0;
-                if (order == Order::TrackedKeysFirst && queue_key) continue;
-                if (order == Order::QueueFirst && !queue_key) continue;
-                args.push_back(k);
-            }
-            if (args.size() == 7) {  // the first group is across: the rest may go now
-                order = Order::AsListed;
-                continue;
-            }
-            std::string migrated = src.command(args);
-            if (migrated != "OK") {
-                ADD_FAILURE() << "MIGRATE: " << migrated;
-                break;
-            }
-        }
-        std::this_thread::sleep_for(before_handover);
-        for (size_t m : cluster_->masters())
-            cluster_->node(m).command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
+        std::function<bool(const std::string &)> first;
+        if (order == Order::TrackedKeysFirst)
+            first = [](const std::string &k) { return k.rfind("kw:", 0) != 0; };
+        else if (order == Order::QueueFirst)
+            first = [](const std::string &k) { return k.rfind("kw:", 0) == 0; };
+        cluster_->migrate_slot(slot, to, first, static_cast<int>(before_handover.count()));
         EXPECT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
         return to;
     }
+
     std::unique_ptr<Engine> engine(EventSink *sink) {
         auto e = std::make_unique<Engine>(cluster_->seed_url());
         e->set("cluster.refresh", "500ms");
@@ -579,8 +553,7 @@ TEST_F(ClusterTest, ACallWhileTheClusterIsDownNamesTheRealState) {
 TEST_F(ClusterTest, StandaloneModeAgainstAClusterNodeIsRefusedNamingTheFix) {
     kw_conf_t *conf = kw_conf_new();
     char err[512] = "";
-    ASSERT_EQ(kw_conf_set(conf, "redis.url", cluster_->seed_url().c_str(), err, sizeof err),
-              KW_OK);
+    ASSERT_EQ(kw_conf_set(conf, "redis.url", cluster_->seed_url().c_str(), err, sizeof err), KW_OK);
     ASSERT_EQ(kw_conf_set(conf, "redis.mode", "standalone", err, sizeof err), KW_OK);
     kw_client_t *client = nullptr;
     EXPECT_EQ(kw_client_new(conf, &client, err, sizeof err), KW_ERR_INVALID_ARG);
