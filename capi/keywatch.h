@@ -288,7 +288,10 @@ KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opa
 KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque);
 
 /* Start the loop and worker threads, connect, authenticate, check notify-keyspace-events
- * and subscribe. Blocks until subscribed or redis.connect_timeout passes: on failure
+ * and subscribe. While nothing answers at redis.url (connection refused or unreachable:
+ * a server or cluster still starting) the seeds are tried again, backing off from 50 ms to
+ * 1 s, until redis.connect_timeout has passed; an AUTH failure or any other answer fails
+ * at once. Blocks until subscribed or redis.connect_timeout passes: on failure
  * (KW_ERR_CONNECT, KW_ERR_AUTH, KW_ERR_TIMEOUT, KW_ERR_REDIS, ...) nothing keeps running
  * and kw_engine_last_error() says what was wrong. Once started, lost connections are
  * re-established in the background. Not concurrently with stop/free. */
@@ -424,8 +427,18 @@ KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap
  *                      each queue named in the `queues` option, and every queue that holds
  *                      anything; summed over every master of a cluster
  *   nodes              one object per master (standalone: the one server): "node" (its
- *                      "host:port" or socket path) and "queues", that master's share of the
+ *                      "host:port" or socket path), "reachable" (false when it could not be
+ *                      read: its share is missing) and "queues", that master's share of the
  *                      queues it holds anything for, same objects as above
+ *   complete           false when some queues could not be read: every figure then leaves
+ *                      them out (the JSON is still returned, not NULL)
+ *   unread_slots       how many hash slots' queues could not be read (0 when complete;
+ *                      16384 for a standalone server that stopped answering)
+ *   unreachable        one object per master or shard that could not be read: "node"
+ *                      ("host:port"; for a shard whose master the cluster marks failed with
+ *                      no replica promoted, that failed master), "slots" (how many it
+ *                      holds) and "error" (why). Uncovered slots that no shard claims count
+ *                      in unread_slots only.
  * A queue object: "queue" (name), "due" (items waiting, due or not), "due_now" (of those,
  * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
  * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's

@@ -96,11 +96,37 @@ int run_inspect(const InspectArgs &a) {
     std::string json;
     int status = kExitOk;
     if (!inspect(session, &queues, &json, &status, &nodes)) return status;
-    if (a.json) return session.print(json + "\n") ? kExitOk : kExitFailure;
-    std::string text = inspect_table(queues);
-    // A cluster: the same figures per master, too.
-    if (!nodes.empty()) text += "\n" + inspect_node_table(nodes);
-    return session.print(text) ? kExitOk : kExitFailure;
+    // A master or shard that could not be read: its queues are missing from every total, so
+    // they are named and the exit status says the picture is incomplete.
+    std::string missing_rows, missing_names;
+    int64_t unread_slots = 0;
+    const Json doc = Json::parse(json, nullptr, false);
+    if (!doc.is_discarded() && doc.value("complete", true) == false) {
+        unread_slots = doc.value("unread_slots", int64_t{0});
+        for (const auto &u : doc.value("unreachable", Json::array())) {
+            const std::string node = u.value("node", std::string("?"));
+            const std::string slots = std::to_string(u.value("slots", int64_t{0})) + " slots";
+            missing_rows +=
+                "  " + node + "  " + slots + "  " + u.value("error", std::string()) + "\n";
+            missing_names += (missing_names.empty() ? "" : ", ") + node + " (" + slots + ")";
+        }
+        if (missing_names.empty()) missing_names = "no master serves them";
+    }
+    const bool complete = unread_slots == 0;
+    if (a.json) {
+        if (!session.print(json + "\n")) return kExitFailure;
+    } else {
+        std::string text = inspect_table(queues);
+        // A cluster: the same figures per master, too.
+        if (!nodes.empty()) text += "\n" + inspect_node_table(nodes);
+        if (!complete) text += "\nNOT READ (unreachable)\n" + missing_rows;
+        if (!session.print(text)) return kExitFailure;
+    }
+    if (complete) return kExitOk;
+    session.error("incomplete: the queues of " + std::to_string(unread_slots) +
+                  " slot(s) could not be read and are left out of the figures: " + missing_names +
+                  "; run inspect again once they are back");
+    return kExitFailure;
 }
 
 // "jobs (2), keys (1)": queues that hold dead letters, for messages.

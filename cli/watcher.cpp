@@ -126,6 +126,10 @@ bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, s
     verbosity_ = o.verbosity;
     private_server_ = o.private_server;
     display_url_ = redact_url(o.url);
+    // A private redis-server is no answer to a cluster that cannot be reached.
+    cluster_url_ = o.url.find(',') != std::string::npos;
+    for (const auto &nv : o.conf)
+        if (nv.first == "redis.mode" && nv.second == "cluster") cluster_url_ = true;
     ConfPtr conf = make_conf(o, err);
     FilterPtr filter = conf ? make_filter(o, err) : nullptr;
     if (!filter) return false;
@@ -170,7 +174,8 @@ bool Watcher::start(std::string *err) {
     if (detail.empty()) detail = kw_strerror(rc);
     *err = "cannot watch " + display_url_ + ": " + detail + " (" + kw_err_name(rc) + ")";
     const char *hint = start_hint(rc);
-    if (hint && !(private_server_ && rc == KW_ERR_CONNECT)) *err += "; " + std::string(hint);
+    if (hint && !((private_server_ || cluster_url_) && rc == KW_ERR_CONNECT))
+        *err += "; " + std::string(hint);
     return false;
 }
 
@@ -193,12 +198,18 @@ void Watcher::on_state(const char *node, kw_conn_state state, const char *detail
     try {
         std::string where = node ? node : "?";
         std::string why = detail && *detail ? std::string(" (") + detail + ")" : "";
+        if (!self->running_) self->known_nodes_.insert(where);
         // Until start() has returned, failures are reported by start() itself.
         // One line per outage (the engine logs each failed attempt itself).
         if (state == KW_CONN_BROKEN && self->running_) {
             if (self->was_broken_) return;
             self->was_broken_ = true;
             self->printer_->note("lost the connection to " + where + why + "; reconnecting");
+        } else if (state == KW_CONN_READY && self->running_ &&
+                   self->known_nodes_.count(where) == 0) {
+            self->known_nodes_.insert(where);
+            self->was_broken_ = false;
+            self->printer_->note("subscribed to new master " + where);
         } else if (state == KW_CONN_READY && self->was_broken_ && self->running_) {
             self->was_broken_ = false;
             self->printer_->note("reconnected to " + where + " and subscribed again");

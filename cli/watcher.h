@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,10 +69,14 @@ class Watcher {
     std::unique_ptr<kw_engine_t, EngineFree> engine_;
     std::string display_url_;
     bool private_server_ = false;
+    bool cluster_url_ = false;  // several seeds or redis.mode=cluster: no private-server hint
     int verbosity_ = 0;
     bool started_ = false;
     std::atomic<bool> running_{false};  // read by on_state on the loop thread
     bool was_broken_ = false;           // loop thread only: a READY after BROKEN is a reconnect
+    // Loop thread only: the nodes met while starting and every node subscribed since; a
+    // READY from any other is a master promoted by a failover (or added), not a reconnect.
+    std::set<std::string> known_nodes_;
 };
 
 }  // namespace keywatch::cli

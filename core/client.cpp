@@ -650,15 +650,22 @@ int Client::pipeline_end(std::vector<int> *statuses) {
 }
 
 std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
-                                                  const std::string &only_name) {
+                                                  const std::string &only_name,
+                                                  std::map<std::string, std::string> *unreachable) {
     std::vector<QueueRef> out;
     std::set<std::string> seen;
     std::string match = config_.ns + ":" + (only_name.empty() ? "*" : only_name) + ":{*}:" + part;
     for (auto &endpoint : masters()) {
+        if (unreachable && unreachable->count(endpoint)) continue;
         std::string cursor = "0";
         do {
             ReplyPtr r = call(endpoint, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
-            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
+            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                if (unreachable)
+                    (*unreachable)[endpoint] =
+                        r ? "SCAN answered " + text(r.get()) : std::string(error_);
+                break;
+            }
             cursor = text(r->element[0]);
             for (size_t i = 0; i < r->element[1]->elements; i++) {
                 std::string name, tag;
@@ -699,10 +706,12 @@ struct Figures {
 
 int Client::inspect_json(std::string *json) {
     if (int rc = connect(); rc != KW_OK) return rc;
-    // Every queue instance that holds anything: due or in-flight items, dead letters.
+    // Every queue instance that holds anything: due or in-flight items, dead letters. A
+    // master that cannot be read is named below instead of silently left out.
+    std::map<std::string, std::string> unreachable;  // endpoint -> why
     std::map<std::string, QueueRef> refs;
     for (const char *part : {"due", "inflight", "dead"})
-        for (auto &ref : find_queues(part, ""))
+        for (auto &ref : find_queues(part, "", &unreachable))
             refs.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
     std::map<std::string, Figures> per_queue;
     std::map<std::string, std::map<std::string, Figures>> per_node;
@@ -722,20 +731,48 @@ int Client::inspect_json(std::string *json) {
         per_queue[ref.name].add(f);
         per_node[ref.endpoint][ref.name].add(f);
     }
-    if (now == 0) {
-        ReplyPtr t = call(masters().front(), {"TIME"});
+    for (auto &endpoint : masters()) {
+        if (now != 0 || unreachable.count(endpoint)) continue;
+        ReplyPtr t = call(endpoint, {"TIME"});
         if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
             now = std::atoll(text(t->element[0]).c_str()) * 1000 +
                   std::atoll(text(t->element[1]).c_str()) / 1000;
     }
+    // What could not be read: masters that did not answer, and (cluster) shards whose
+    // master failed with no replica promoted, whose slots no master serves.
+    nlohmann::json missing = nlohmann::json::array();
+    int64_t unread_slots = 0;
+    for (auto &kv : unreachable) {
+        int64_t slots = 16384;
+        if (cluster_) {
+            const int idx = topology_.find(kv.first);
+            slots = 0;
+            for (int16_t o : topology_.slot_owner) slots += o == idx;
+        }
+        unread_slots += slots;
+        missing.push_back({{"node", kv.first}, {"slots", slots}, {"error", kv.second}});
+    }
+    if (cluster_) {
+        for (auto &d : topology_.down)
+            missing.push_back(
+                {{"node", d.master.endpoint()},
+                 {"slots", static_cast<int64_t>(d.slots)},
+                 {"error", "the cluster marks this master failed and no replica took over"}});
+        unread_slots += static_cast<int64_t>(topology_.uncovered());
+    }
     nlohmann::json out;
     out["now_ms"] = now;
     out["mode"] = cluster_ ? "cluster" : "standalone";
+    out["complete"] = unread_slots == 0;
+    out["unread_slots"] = unread_slots;
+    out["unreachable"] = missing;
     out["queues"] = nlohmann::json::array();
     for (auto &kv : per_queue) out["queues"].push_back(kv.second.json(kv.first));
     out["nodes"] = nlohmann::json::array();
     for (auto &endpoint : masters()) {
-        nlohmann::json node = {{"node", endpoint}, {"queues", nlohmann::json::array()}};
+        nlohmann::json node = {{"node", endpoint},
+                               {"reachable", unreachable.count(endpoint) == 0},
+                               {"queues", nlohmann::json::array()}};
         for (auto &kv : per_node[endpoint]) node["queues"].push_back(kv.second.json(kv.first));
         out["nodes"].push_back(node);
     }

@@ -105,7 +105,10 @@ class Client {
     void index_masters();
     std::vector<std::string> masters() const;
     int refresh_topology();
-    std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name);
+    // The queue instances on every master (SCAN). A master that cannot be scanned is
+    // left out; with `unreachable`, it is recorded there with the reason.
+    std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
+                                      std::map<std::string, std::string> *unreachable = nullptr);
     const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
     // Redis's clock on a node, estimated from an offset to the local steady clock that is
     // measured with TIME at most once a second (never inside a pipeline: pipeline_begin

@@ -170,7 +170,8 @@ int Engine::start() {
     fo.seed = config_.effective_url();
     fo.refresh_ms = config_.cluster_refresh_ms;
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
-                             &fo.seed, &fo.cluster, &fo.topology, &why);
+                             &fo.seed, &fo.cluster, &fo.topology, &why,
+                             /*wait_for_server=*/true);
         rc != KW_OK) {
         set_error(why);
         return rc;

@@ -1,7 +1,10 @@
 #include "core/topology.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "core/reply_error.h"
 #include "core/url.h"
@@ -122,7 +125,29 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
             if (str(node["role"]) == "master" && health != "failed" && health != "fail")
                 master = nodes->element[j];
         }
-        if (!master) continue;  // its master failed and no replica took over yet
+        if (!master) {
+            // Its master failed and no replica took over (yet): remembered, so that what
+            // cannot be read there can be named (inspect).
+            DownShard d;
+            for (size_t j = 0; j < nodes->elements; j++) {
+                auto node = flat_map(nodes->element[j]);
+                if (j == 0 || str(node["role"]) == "master") {
+                    d.master.host = str(node["ip"]);
+                    if (d.master.host.empty() || d.master.host == "?")
+                        d.master.host = fallback_host;
+                    long long port = num(node["port"]);
+                    if (port <= 0) port = num(node["tls-port"]);
+                    d.master.port = port > 0 && port <= 65535 ? static_cast<int>(port) : 0;
+                    d.master.id = str(node["id"]);
+                }
+            }
+            for (size_t j = 0; j + 1 < slots->elements; j += 2) {
+                long long lo = num(slots->element[j]), hi = num(slots->element[j + 1]);
+                if (lo >= 0 && hi <= 16383 && lo <= hi) d.slots += static_cast<size_t>(hi - lo + 1);
+            }
+            t.down.push_back(std::move(d));
+            continue;
+        }
         auto node = flat_map(master);
         ClusterNode n;
         n.host = str(node["ip"]);
@@ -181,10 +206,15 @@ namespace {
 int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *err) {
     bool is_cluster = false;
     Topology t;
-    std::string ignored;
-    if (seed.is_unix() ||
-        probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &ignored) != KW_OK || !is_cluster)
-        return KW_OK;
+    std::string why;
+    if (seed.is_unix()) return KW_OK;
+    int rc = probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &why);
+    if (rc == KW_ERR_CONNECT) {
+        // Nothing listens (yet): probe_seeds may wait for it (redis.connect_timeout).
+        *err = why;
+        return rc;
+    }
+    if (rc != KW_OK || !is_cluster) return KW_OK;
     *err = "redis.mode=standalone, but " + seed.endpoint() + " is a node of a Redis Cluster (" +
            std::to_string(t.masters.size()) +
            " masters): use redis.mode=auto (the default) or redis.mode=cluster";
@@ -201,6 +231,17 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         if (mode == "cluster") {
             *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
             return KW_ERR_URL;
+        }
+        // Only whether something listens there, so that probe_seeds can wait for it.
+        timeval tv{static_cast<time_t>(timeout_ms / 1000),
+                   static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
+        std::unique_ptr<redisContext, decltype(&redisFree)> c(
+            redisConnectUnixWithTimeout(seed.unix_path.c_str(), tv), &redisFree);
+        if (!c || c->err) {
+            *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
+                   (c ? c->errstr : "out of memory") +
+                   "; is redis-server running there? check redis.url";
+            return KW_ERR_CONNECT;
         }
         return KW_OK;
     }
@@ -291,20 +332,45 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
 }
 
 int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
-                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err) {
-    int rc = KW_ERR_CONNECT;
-    std::string all;
-    for (const RedisUrl &seed : seeds) {
-        rc = probe_topology(seed, timeout_ms, mode, is_cluster, out, err);
-        if (rc == KW_OK) {
-            *chosen = seed;
-            return KW_OK;
+                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err,
+                bool wait_for_server) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1));
+    int64_t pause_ms = 50;
+    for (int round = 0;; round++) {
+        int rc = KW_ERR_CONNECT;
+        bool only_unreachable = true;  // every seed refused the connection (or was unreachable)
+        std::string all;
+        for (const RedisUrl &seed : seeds) {
+            const int64_t left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
+                    .count();
+            // Each attempt gets what is left of the budget, so the whole search keeps it.
+            rc = probe_topology(seed, std::max<int64_t>(left, 1), mode, is_cluster, out, err);
+            if (rc == KW_OK) {
+                *chosen = seed;
+                return KW_OK;
+            }
+            if (rc == KW_ERR_AUTH) return rc;
+            if (rc != KW_ERR_CONNECT) only_unreachable = false;
+            if (seeds.size() > 1) all += (all.empty() ? "" : "; ") + *err;
         }
-        if (rc == KW_ERR_AUTH || seeds.size() == 1) return rc;
-        all += (all.empty() ? "" : "; ") + *err;
+        if (seeds.size() > 1)
+            *err = "none of the " + std::to_string(seeds.size()) + " seeds answered: " + all;
+        const int64_t left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (!wait_for_server || !only_unreachable || left <= 0) {
+            if (wait_for_server && only_unreachable && round > 0)
+                *err += " (kept trying for redis.connect_timeout, " + std::to_string(timeout_ms) +
+                        "ms)";
+            return rc;
+        }
+        // Nothing listens yet (a server or cluster still starting): try again with capped
+        // backoff until redis.connect_timeout runs out.
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left)));
+        pause_ms = std::min<int64_t>(pause_ms * 2, 1000);
     }
-    *err = "none of the " + std::to_string(seeds.size()) + " seeds answered: " + all;
-    return rc;
 }
 
 }  // namespace keywatch

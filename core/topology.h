@@ -18,8 +18,16 @@ struct ClusterNode {
     std::string endpoint() const { return host + ":" + std::to_string(port); }
 };
 
+// A shard that holds slots but has no working master: its master is marked failed and no
+// replica took over (yet). Its slots are uncovered.
+struct DownShard {
+    ClusterNode master;  // the failed master as the cluster lists it
+    size_t slots = 0;    // how many slots it holds
+};
+
 struct Topology {
     std::vector<ClusterNode> masters;  // masters that serve at least one slot
+    std::vector<DownShard> down;       // CLUSTER SHARDS only: shards without a working master
     std::vector<int16_t> slot_owner = std::vector<int16_t>(16384, -1);  // index in masters
 
     // Slots no master serves.
@@ -51,8 +59,13 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
                    bool *is_cluster, Topology *out, std::string *err);
 
 // probe_topology on each seed in turn until one answers; *chosen gets that seed. A refused
-// AUTH ends the search at once (the credentials are the same for all).
+// AUTH ends the search at once (the credentials are the same for all). With
+// wait_for_server, while every seed refuses the connection (or cannot be reached) the seeds
+// are tried again with capped backoff (50 ms doubling to 1 s) until timeout_ms has passed in
+// all: a server or cluster that is still starting is waited for (kw_engine_start). Any other
+// answer (AUTH refused, not a cluster node, ...) ends the search at once.
 int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
-                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err);
+                RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err,
+                bool wait_for_server = false);
 
 }  // namespace keywatch

@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <fstream>
 #include <map>
 #include <set>
@@ -290,6 +293,45 @@ TEST_F(ClusterTest, WatcherStartedWhileAMasterIsDownWorksOnTheRestAndCatchesUp) 
         },
         milliseconds(20000)))
         << sink.describe();
+}
+
+// Issue 10 item 6: a watcher started while every node is down waits for the cluster
+// (redis.connect_timeout) instead of failing on the first refused connection.
+TEST_F(ClusterTest, StartWaitsForAClusterThatComesUpWithinTheConnectTimeout) {
+    const std::string seed = cluster_->seed_url();
+    const auto masters = cluster_->masters();
+    std::vector<size_t> replicas;
+    for (size_t i = 0; i < cluster_->size(); i++)
+        if (std::find(masters.begin(), masters.end(), i) == masters.end()) replicas.push_back(i);
+    // Replicas first, so that none of them takes over a master being stopped.
+    for (size_t r : replicas) cluster_->node(r).stop();
+    for (size_t m : masters) cluster_->node(m).stop();
+
+    EventSink sink;
+    auto e = std::make_unique<Engine>(seed);  // engine() asks for a running node's URL
+    e->set("cluster.refresh", "500ms");
+    e->set("redis.connect_timeout", "20s");
+    e->add(&sink, {{"events", "expired"}});
+    std::atomic<int> rc{-1000};
+    std::thread starter([&] { rc = e->start(); });
+    std::this_thread::sleep_for(milliseconds(3000));
+    EXPECT_EQ(rc.load(), -1000) << "start gave up while the cluster was down: "
+                                << kw_err_name(rc.load()) << ": " << e->last_error();
+    for (size_t m : masters) cluster_->node(m).start();
+    for (size_t r : replicas) cluster_->node(r).start();
+    starter.join();
+    ASSERT_EQ(rc.load(), KW_OK) << kw_err_name(rc.load()) << ": " << e->last_error();
+    ASSERT_TRUE(cluster_->wait_healthy(30000));
+    for (size_t m : cluster_->masters()) {
+        std::string key = key_on(m, "up" + std::to_string(m) + ":");
+        ASSERT_TRUE(wait_until(
+            [&] {
+                expire_on_owner(key);
+                return sink.wait_for("expired", key, -1, milliseconds(300));
+            },
+            milliseconds(30000)))
+            << sink.describe();
+    }
 }
 
 // A keywatch client on the cluster (routes each call to its slot's master).

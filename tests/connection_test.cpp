@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_fixture.h"
@@ -179,6 +181,31 @@ TEST_F(Connection, UnreachableHostFailsPromptlyWithConnectError) {
         << "error does not name the endpoint: " << err;
     EXPECT_EQ(engine.stat("conn.state"), KW_CONN_DISCONNECTED);
     EXPECT_EQ(kw_engine_stop(engine.get(), 1000), KW_OK);
+}
+
+// Issue 10 item 6: redis.connect_timeout is how long start keeps trying, not how long one
+// refused attempt may take. Nothing listens on the port when start begins; the server
+// comes up there about 2 s later, well inside the 20 s.
+TEST_F(Connection, StartWaitsForAServerThatComesUpWithinTheConnectTimeout) {
+    keywatch::RedisProcess::Options o;
+    o.port = keywatch::RedisProcess::free_port();
+    keywatch::RedisProcess later(o);
+    EventSink sink;
+    Engine engine("redis://127.0.0.1:" + std::to_string(o.port));
+    engine.set("redis.connect_timeout", "20s");
+    engine.add(&sink, {{"events", "set"}});
+    std::atomic<int> rc{-1000};
+    std::thread starter([&] { rc = engine.start(); });
+    std::this_thread::sleep_for(milliseconds(2000));
+    EXPECT_EQ(rc.load(), -1000) << "start gave up before the server came up: "
+                                << kw_err_name(rc.load()) << ": " << engine.last_error();
+    later.start();
+    starter.join();
+    ASSERT_EQ(rc.load(), KW_OK) << kw_err_name(rc.load()) << ": " << engine.last_error();
+    ASSERT_EQ(later.command({"SET", "came-up-later", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "came-up-later")) << sink.describe();
+    EXPECT_EQ(kw_engine_stop(engine.get(), 5000), KW_OK);
+    later.stop();
 }
 
 TEST_F(Connection, UnresponsiveServerFailsStartWithTimeout) {

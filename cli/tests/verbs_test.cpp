@@ -888,6 +888,61 @@ TEST(CliDemo, TracksKeysAndATaskAndReportsLatenessAndFigures) {
     EXPECT_TRUE(std::regex_search(r.err, std::regex("\n  demo +0 +0 +0 +0 +-"))) << describe(r);
 }
 
+// Issue 10 item 6: `--connect-timeout 20s` waits for a server that is not up yet instead of
+// exiting on the first "Connection refused".
+TEST_F(CliTest, WatchWaitsForAServerThatComesUpWithinTheConnectTimeout) {
+    keywatch::RedisProcess::Options o;
+    o.port = keywatch::RedisProcess::free_port();
+    keywatch::RedisProcess later(o);
+    Process watch(KW_CLI_PATH,
+                  {"watch", "--redis", "redis://127.0.0.1:" + std::to_string(o.port),
+                   "--connect-timeout", "20s"},
+                  dir_, "later", {});
+    std::this_thread::sleep_for(2s);
+    Result r = watch.peek();
+    EXPECT_LT(r.status, 0) << "the watch gave up before the server came up\n" << describe(r);
+    later.start();
+    ASSERT_TRUE(watch.wait_stderr("keywatch: watching", 30s)) << describe(watch.peek());
+    ASSERT_EQ(later.command({"SET", "came-up-later", "v", "PX", "50"}), "OK");
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (watch.peek().out.find("came-up-later") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+        later.command({"EXISTS", "came-up-later"});
+        std::this_thread::sleep_for(50ms);
+    }
+    r = watch.finish(20s, true);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_NE(r.out.find("came-up-later"), std::string::npos) << describe(r);
+    later.stop();
+}
+
+// Issue 10 item 9b: a private redis-server is no answer to a cluster that cannot be
+// reached: no such hint when the URL lists several seeds or redis.mode=cluster is asked for.
+TEST_F(CliTest, UnreachableClusterSeedsGetNoPrivateServerHint) {
+    const std::string a =
+        "redis://127.0.0.1:" + std::to_string(keywatch::RedisProcess::free_port());
+    const std::string b =
+        "redis://127.0.0.1:" + std::to_string(keywatch::RedisProcess::free_port());
+    const std::vector<std::vector<std::string>> cases = {
+        {"watch", "--redis", a + "," + b, "--connect-timeout", "500ms"},
+        {"watch", "--redis", a, "-c", "redis.mode=cluster", "--connect-timeout", "500ms"},
+    };
+    int n = 0;
+    for (const auto &args : cases) {
+        Process p(KW_CLI_PATH, args, dir_, "seeds" + std::to_string(n++), {});
+        const Result r = p.finish(60s, false);
+        EXPECT_EQ(r.status, 1) << describe(r);
+        EXPECT_NE(r.err.find("refused"), std::string::npos) << describe(r);
+        EXPECT_EQ(r.err.find("private redis-server"), std::string::npos) << describe(r);
+    }
+    // One standalone URL still gets it.
+    Process one(KW_CLI_PATH, {"watch", "--redis", a, "--connect-timeout", "500ms"}, dir_, "one",
+                {});
+    const Result r = one.finish(60s, false);
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("leave out --redis"), std::string::npos) << describe(r);
+}
+
 }  // namespace
 
 // ---- Redis Cluster ---------------------------------------------------------------------
@@ -939,5 +994,113 @@ TEST(CliCluster, VerbsTakeAClusterUrlAndInspectShowsEveryMaster) {
     EXPECT_EQ(master_rows, 3) << describe(t);
     const Result u = kw({"untrack", "cluster:7", "--delete"});
     EXPECT_EQ(u.status, 0) << describe(u);
+    std::filesystem::remove_all(dir);
+}
+
+// Waits (generously) until a running node lists `node` as failed in CLUSTER NODES.
+static bool wait_until_failed(keywatch::RedisCluster &cluster, const std::string &node) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        for (size_t i = 0; i < cluster.size(); i++) {
+            if (!cluster.node(i).running()) continue;
+            std::stringstream in(cluster.node(i).command({"CLUSTER", "NODES"}));
+            for (std::string line; std::getline(in, line);)
+                if (line.find(" " + node + "@") != std::string::npos &&
+                    line.find("master,fail") != std::string::npos)
+                    return true;
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    return false;
+}
+
+// The index of the replica of the master `m` (the first one its INFO names).
+static size_t replica_of(keywatch::RedisCluster &cluster, size_t m) {
+    const std::string want = "master_port:" + std::to_string(cluster.node(m).port());
+    for (size_t i = 0; i < cluster.size(); i++)
+        if (i != m && cluster.node(i).running() &&
+            cluster.node(i).command({"INFO", "replication"}).find(want) != std::string::npos)
+            return i;
+    ADD_FAILURE() << "no replica of node " << m;
+    return m;
+}
+
+// Issue 10 item 9a: the promoted replica was never connected before: the watch says it
+// subscribed to a new master, not that it "reconnected ... and subscribed again".
+TEST(CliCluster, WatchNamesAPromotedReplicaAsANewMaster) {
+    char tmpl[] = "/tmp/kwclus.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    keywatch::RedisCluster cluster;
+    cluster.start();
+    const size_t master = static_cast<size_t>(cluster.master_of_slot(1000));
+    const size_t replica = replica_of(cluster, master);
+    const std::string promoted = "127.0.0.1:" + std::to_string(cluster.node(replica).port());
+    Process watch(KW_CLI_PATH,
+                  {"watch", "--redis", cluster.seed_url(), "-c", "cluster.refresh=500ms"}, dir,
+                  "failover", {});
+    ASSERT_TRUE(watch.wait_stderr("keywatch: watching", 30s)) << describe(watch.peek());
+    cluster.node(master).kill9();
+    ASSERT_TRUE(cluster.wait_healthy(30000)) << "the replica was not promoted";
+    const bool named = watch.wait_stderr("subscribed to new master " + promoted, 30s);
+    const Result r = watch.finish(20s, true);
+    EXPECT_TRUE(named) << describe(r);
+    EXPECT_EQ(r.err.find("reconnected to " + promoted), std::string::npos) << describe(r);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    std::filesystem::remove_all(dir);
+}
+
+// Issue 10 item 7: a shard whose master and replica are both down cannot be read: inspect
+// names it, counts its slots as unread and exits 1 instead of printing partial totals as
+// if they were the whole picture.
+TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
+    char tmpl[] = "/tmp/kwclus.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    keywatch::RedisCluster cluster;
+    cluster.start();
+    int runs = 0;
+    auto kw = [&](std::vector<std::string> args, const std::string &url) {
+        args.push_back("--redis");
+        args.push_back(url);
+        Process p(KW_CLI_PATH, args, dir, "d" + std::to_string(runs++), {});
+        return p.finish(60s, false);
+    };
+    const std::string url = cluster.seed_url();
+    for (int i = 0; i < 30; i++) {
+        const Result t = kw({"track", "shard:" + std::to_string(i), "v", "--ttl", "1h"}, url);
+        ASSERT_EQ(t.status, 0) << describe(t);
+    }
+    ASSERT_TRUE(cluster.wait_replicated());
+    const int slot =
+        std::stoi(cluster.node(cluster.masters().at(0)).command({"CLUSTER", "KEYSLOT", "shard:0"}));
+    const size_t down = static_cast<size_t>(cluster.master_of_slot(slot));
+    const size_t replica = replica_of(cluster, down);
+    const std::string down_node = "127.0.0.1:" + std::to_string(cluster.node(down).port());
+    cluster.node(replica).kill9();
+    cluster.node(down).kill9();
+    const std::string live = cluster.seed_url();  // a node still running
+    // Whether or not the cluster has marked the master failed yet, it is named.
+    const Result j = kw({"inspect", "--json"}, live);
+    EXPECT_EQ(j.status, 1) << describe(j);
+    const Json doc = Json::parse(j.out);
+    EXPECT_EQ(doc.at("complete"), false) << j.out;
+    EXPECT_GT(doc.at("unread_slots").get<int64_t>(), 0) << j.out;
+    bool named = false;
+    for (const auto &u : doc.at("unreachable")) named = named || u.at("node") == down_node;
+    EXPECT_TRUE(named) << j.out;
+    int64_t total = 0;
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") total = q.at("due");
+    EXPECT_LT(total, 30) << "the dead shard's keys cannot be counted";
+    EXPECT_NE(j.err.find("incomplete"), std::string::npos) << describe(j);
+    // Once the cluster has marked it failed, as well.
+    ASSERT_TRUE(wait_until_failed(cluster, down_node));
+    const Result t = kw({"inspect"}, live);
+    EXPECT_EQ(t.status, 1) << describe(t);
+    EXPECT_NE(t.out.find("NOT READ"), std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find(down_node), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find(down_node), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
     std::filesystem::remove_all(dir);
 }
