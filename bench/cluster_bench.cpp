@@ -5,7 +5,7 @@
 // sets a target. Each round starts a fresh cluster (the failover leaves it without a
 // replica) and runs the sub-benchmarks below in this order.
 //
-// Sub-benchmarks (--only lateness,idle,burst,track,e2e,failover; all by default)
+// Sub-benchmarks (--only lateness,idle,burst,track,e2e,failover,reshard; all by default)
 //  lateness  N tracked keys (--keys) named "k:<deadline>:<i>", so spread over every master
 //            by key name, whose deadlines are spread evenly over 10 s, starting about 2 s
 //            after the writing ends (4 client threads, pipelines of 100), with --background
@@ -82,6 +82,16 @@
 //            arrived (claims made on the dead master whose acks had not reached its
 //            replica), the benchmark waits until their leases end and counts the
 //            redeliveries as duplicates.
+//  reshard   --reshard-keys tracked keys "r:<deadline>:<i>" over every master, deadlines
+//            spread over --spread-ms; at a quarter, half and three quarters of the spread,
+//            --reshard-slots slots whose keys all come due at least 1 s later are moved, one
+//            by one, to the next master, step by step as `redis-cli --cluster reshard` does
+//            (RedisCluster::migrate_slot: SETSLOT IMPORTING/MIGRATING, MIGRATE in batches,
+//            SETSLOT NODE on every master). Figures: lateness p50/p99/max of the keys in
+//            moved slots beside the keys in the others, lost keys, and duplicates (counted
+//            until lease + 2 s after every delivery was acked: a lost ack would show).
+//            Targets (issue 10's): p99 in moved slots <= 50 ms; 0 duplicates, 0 lost.
+//            Runs before the failover (which leaves a master without its replica).
 //
 // Clocks: deadlines are on Redis's clock (TIME), which on this machine is the same system
 // clock the benchmark reads (CLOCK_REALTIME, microseconds).
@@ -107,7 +117,7 @@ using keywatch::RedisProcess;
 
 // ---- Options ----------------------------------------------------------------------------
 
-const char *const kAll[] = {"lateness", "idle", "burst", "track", "e2e", "failover"};
+const char *const kAll[] = {"lateness", "idle", "burst", "track", "e2e", "failover", "reshard"};
 
 struct Options {
     int rounds = 3;
@@ -127,6 +137,8 @@ struct Options {
     uint64_t fo_keys = 6000;
     std::string notify = "AKE";                       // notify-keyspace-events of every node
     int64_t fo_before_ms = 1000, fo_after_ms = 5000;  // failover deadlines around the kill
+    uint64_t reshard_keys = 6000;                     // reshard: tracked keys over the spread
+    int reshard_slots = 30;                           // reshard: slots moved in each of 3 moves
 };
 
 void usage(FILE *out) {
@@ -148,6 +160,8 @@ void usage(FILE *out) {
             "                    deadline (default 30000)\n"
             "  --idle-ms MS      idle: length of each measuring window (default 10000)\n"
             "  --fo-keys N       failover: tracked keys (default 6000)\n"
+            "  --reshard-keys N  reshard: tracked keys (default 6000)\n"
+            "  --reshard-slots N reshard: slots moved in each of the 3 moves (default 30)\n"
             "  --notify FLAGS    notify-keyspace-events of every node (default AKE)\n"
             "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
             "  --verbose         engine stats, commandstats and info log lines\n");
@@ -185,6 +199,10 @@ bool parse_args(int argc, char **argv, Options *o) {
                 good = parse_uint(value, 100, 100000000ull, &o->e2e_keys);
             else if (arg == "--fo-keys")
                 good = parse_uint(value, 100, 10000000ull, &o->fo_keys);
+            else if (arg == "--reshard-keys")
+                good = parse_uint(value, 100, 10000000ull, &o->reshard_keys);
+            else if (arg == "--reshard-slots")
+                good = parse_uint(value, 1, 1000, &n) && (o->reshard_slots = int(n), true);
             else if (arg == "--notify")
                 o->notify = value;
             else
@@ -797,6 +815,97 @@ Burst burst_native(const Options &o, const Cluster &c) {
     return finish_burst(d, deadline);
 }
 
+// ---- reshard --------------------------------------------------------------------------------
+
+struct Reshard {
+    Delivery moved, still;  // keys in slots migrated during the run, and the others
+    uint64_t lost = 0, duplicates = 0, moved_keys = 0;
+    double migrate_ms = 0;  // median time one slot's migration took
+};
+
+// Moves `count` slots that hold keys due after `not_before_ms` to the next master, each
+// step by step as redis-cli does (RedisCluster::migrate_slot); marks them in *moved.
+void move_slots(Cluster &c, const std::vector<int64_t> &deadline_of_slot, int count,
+                int64_t not_before_ms, std::vector<bool> *moved, std::vector<double> *took) {
+    for (int slot = 0; slot < int(keywatch::kSlotCount) && count > 0; slot++) {
+        if ((*moved)[size_t(slot)] || deadline_of_slot[size_t(slot)] < not_before_ms) continue;
+        size_t from = c.master_of_slot[size_t(slot)], to = (from + 1) % c.masters.size();
+        int to_node = c.rc->index_of_port(c.ports[to]);
+        double t = mono_s();
+        c.rc->migrate_slot(slot, size_t(to_node));
+        took->push_back((mono_s() - t) * 1000);
+        c.master_of_slot[size_t(slot)] = uint8_t(to);
+        (*moved)[size_t(slot)] = true;
+        count--;
+    }
+}
+
+// Tracked keys "r:<deadline>:<i>" over every master, deadlines spread over spread_ms;
+// three times during the spread, reshard_slots slots holding keys still to come move to
+// another master. Lateness of keys in moved slots beside the others; duplicates; losses.
+Reshard reshard_round(const Options &o, Cluster &c) {
+    c.flushall_masters();
+    uint64_t n = o.reshard_keys;
+    double est = estimate_track_seconds(c, o.threads, n);
+    KeyRecorder rec('r', n, 2 * n);
+    Engine engine(c.seed, key_handler, &rec);
+    engine.start();
+    int64_t first = wall_ms_int() + int64_t(est * 1250) + o.lead_ms;
+    auto deadline_of = [&](uint64_t i) { return first + int64_t(i) * o.spread_ms / int64_t(n); };
+    auto name = [&](uint64_t i, char *buf) {
+        return size_t(snprintf(buf, 64, "r:%013lld:%07llu", static_cast<long long>(deadline_of(i)),
+                               static_cast<unsigned long long>(i)));
+    };
+    std::vector<int64_t> latest(keywatch::kSlotCount, -1);  // the last deadline per slot
+    std::vector<int> slot_of(n);
+    char buf[64];
+    for (uint64_t i = 0; i < n; i++) {
+        slot_of[i] = keywatch::key_slot(std::string_view(buf, name(i, buf)));
+        latest[size_t(slot_of[i])] = std::max(latest[size_t(slot_of[i])], deadline_of(i));
+    }
+    track_parallel(c.seed, "", o.threads, 100, n, name,
+                   [&](uint64_t i) { return deadline_of(i) - wall_ms_int(); });
+    std::vector<bool> moved(keywatch::kSlotCount, false);
+    std::vector<double> took;
+    for (int step = 1; step <= 3; step++) {
+        int64_t at = first + o.spread_ms * step / 4;
+        sleep_ms(std::max<int64_t>(0, at - wall_ms_int()));
+        // Slots whose keys all come due well after the move: the move is what is measured.
+        move_slots(c, latest, o.reshard_slots, at + 1000, &moved, &took);
+    }
+    double until = double(first + o.spread_ms + o.wait_ms);
+    await_arrivals([&] { return rec.distinct.load(); }, n, until);
+    while (engine.stat("items.acked") < int64_t(rec.written.load()) && wall_ms() < until)
+        sleep_ms(5);
+    sleep_ms(lease_ms() + 2000);  // a redelivery after a lost ack would show by now
+    engine.stop();
+    std::vector<double> late_moved, at_moved, late_still, at_still;
+    Reshard out;
+    for (uint64_t i = 0; i < rec.count(); i++) {
+        const KeyRecorder::Rec &r = rec.recs[i];
+        if (!r.first) continue;
+        bool m = moved[size_t(slot_of[r.key])];
+        (m ? late_moved : late_still).push_back(r.late);
+        (m ? at_moved : at_still).push_back(r.at);
+    }
+    for (uint64_t i = 0; i < n; i++) out.moved_keys += moved[size_t(slot_of[i])];
+    out.moved = summarize(late_moved, at_moved, late_moved.size(), out.moved_keys, until);
+    out.still = summarize(late_still, at_still, late_still.size(), n - out.moved_keys, until);
+    out.lost = n - rec.distinct.load();
+    out.duplicates = rec.written.load() - rec.distinct.load();
+    out.migrate_ms = median(took);
+    printf(
+        "    keywatch: %s tracked over %.0f s; %zu slots moved in 3 steps (one slot's "
+        "migration took %s, median) holding %s keys; lost %s, duplicates %s\n",
+        with_commas(double(n)).c_str(), double(o.spread_ms) / 1000, took.size(),
+        fmt_ms(out.migrate_ms).c_str(), with_commas(double(out.moved_keys)).c_str(),
+        with_commas(double(out.lost)).c_str(), with_commas(double(out.duplicates)).c_str());
+    print_delivery("moved", out.moved, false);
+    print_delivery("others", out.still, false);
+    fflush(stdout);
+    return out;
+}
+
 // ---- 3. track throughput ------------------------------------------------------------------
 
 struct Track {
@@ -1172,6 +1281,7 @@ struct Results {
     std::vector<Track> track;
     std::vector<E2e> e2e;
     std::vector<Failover> failover;
+    std::vector<Reshard> reshard;
     double cluster_start_s = 0;
 };
 
@@ -1274,6 +1384,26 @@ void summary(const Options &o, const Results &r, int node_timeout_ms) {
         row("expiries handled end to end (" + with_commas(double(o.e2e_keys)) + ")", fmt_rate(kw),
             "Lua pop " + fmt_rate(med(r.e2e, [](const E2e &e) { return e.base; })), ">= 50,000/s",
             verdict(kw >= 50000));
+    }
+    if (!r.reshard.empty()) {
+        auto p99 = [](const Reshard &x, bool moved) { return (moved ? x.moved : x.still).p99; };
+        auto mx = [](const Reshard &x, bool moved) { return (moved ? x.moved : x.still).max; };
+        double mp99 = med(r.reshard, [&](const Reshard &x) { return p99(x, true); });
+        row("reshard: p99 lateness, keys in moved slots", fmt_ms(mp99),
+            "others " + fmt_ms(med(r.reshard, [&](const Reshard &x) { return p99(x, false); })),
+            "<= 50 ms", verdict(mp99 <= 50));
+        row("reshard: max lateness, keys in moved slots",
+            fmt_ms(med(r.reshard, [&](const Reshard &x) { return mx(x, true); })),
+            "others " + fmt_ms(med(r.reshard, [&](const Reshard &x) { return mx(x, false); })), "-",
+            "-");
+        uint64_t lost = 0, dups = 0;
+        for (auto &x : r.reshard) {
+            lost += x.lost;
+            dups += x.duplicates;
+        }
+        row("reshard: duplicates / lost (all rounds)",
+            with_commas(double(dups)) + " / " + with_commas(double(lost)), "-", "0 / 0",
+            verdict(dups == 0 && lost == 0));
     }
     if (!r.failover.empty()) {
         double first = med(r.failover, [](const Failover &f) { return f.to_first; });
@@ -1395,6 +1525,12 @@ void run(const Options &o) {
                    fmt_rate(e.base).c_str());
             res.e2e.push_back(e);
             fflush(stdout);
+        }
+        if (want("reshard")) {  // before the failover, which leaves a master without replica
+            printf("  reshard: %s tracked keys over %.0f s while slots move\n",
+                   with_commas(double(o.reshard_keys)).c_str(), double(o.spread_ms) / 1000);
+            fflush(stdout);
+            res.reshard.push_back(reshard_round(o, *c));
         }
         if (want("failover")) {
             printf("  failover (cluster-node-timeout %d ms)\n", c->opts.node_timeout_ms);
