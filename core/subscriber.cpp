@@ -68,8 +68,9 @@ Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSi
       setup_timer_(loop.base(),
                    [this] {
                        lost({"timed out setting up " + endpoint_ +
-                                 " (connected, but no answer to CONFIG GET or PSUBSCRIBE "
-                                 "within redis.connect_timeout): is the server paused or "
+                                 " (connected, but the setup commands - SELECT, permission "
+                                 "checks, CONFIG GET, PSUBSCRIBE - got no answer within "
+                                 "redis.connect_timeout): is the server paused or "
                                  "overloaded?",
                              false});
                    }),
