@@ -287,14 +287,19 @@ KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter,
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);
 KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque);
 
-/* Start the loop and worker threads, connect, authenticate, check notify-keyspace-events
- * and subscribe. While nothing answers at redis.url (connection refused or unreachable:
- * a server or cluster still starting) the seeds are tried again, backing off from 50 ms to
- * 1 s, until redis.connect_timeout has passed; an AUTH failure or any other answer fails
- * at once. Blocks until subscribed or redis.connect_timeout passes: on failure
- * (KW_ERR_CONNECT, KW_ERR_AUTH, KW_ERR_TIMEOUT, KW_ERR_REDIS, ...) nothing keeps running
- * and kw_engine_last_error() says what was wrong. Once started, lost connections are
- * re-established in the background. Not concurrently with stop/free. */
+/* Start the loop and worker threads, connect, authenticate, SELECT the URL's db, check the
+ * ACL permissions keywatch needs, check notify-keyspace-events and subscribe. While
+ * nothing answers at redis.url (connection refused or unreachable: a server or cluster
+ * still starting) the seeds are tried again, backing off from 50 ms to 1 s, until
+ * redis.connect_timeout has passed. Blocks until subscribed or redis.connect_timeout
+ * passes: on failure nothing keeps running and kw_engine_last_error() says what was wrong
+ * and what to do. What a retry cannot fix fails at once: KW_ERR_AUTH for a refused
+ * password or a missing ACL permission (the message names the ACL SETUSER rule),
+ * KW_ERR_REDIS for a db the server does not have; otherwise KW_ERR_CONNECT (unreachable,
+ * or not speaking the Redis protocol), KW_ERR_TIMEOUT (no answer within
+ * redis.connect_timeout), ... Once started, lost connections are re-established in the
+ * background with capped exponential backoff, whatever the cause. Not concurrently with
+ * stop/free. */
 KW_API int kw_engine_start(kw_engine_t *engine);
 /* Stop receiving, let in-flight and queued handlers finish for up to timeout_ms
  * (negative: stop.timeout), then stop every thread. Events not yet handled by then are

@@ -91,6 +91,8 @@ int exit_status_for(int status) {
 
 std::string cli_words(std::string m) {
     replace_all(&m, "check redis.url", "check --redis URL (or KEYWATCH_REDIS_URL)");
+    replace_all(&m, "or raise redis.connect_timeout",
+                "or raise it (--conf redis.connect_timeout=DURATION)");
     replace_all(&m, "(use kw_untrack with delete to remove a key now)",
                 "(to remove a key now: keywatch untrack KEY --delete)");
     replace_all(&m, "use kw_track for keys", "use keywatch track for keys");

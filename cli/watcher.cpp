@@ -1,6 +1,7 @@
 #include "cli/watcher.h"
 
 #include <string>
+#include <utility>
 
 #include "cli/redis_target.h"
 
@@ -84,6 +85,8 @@ FilterPtr make_filter(const WatchOptions &o, std::string *err) {
 }
 
 // What the command line adds to the engine's own advice (which names library options).
+// Only for a server that cannot be reached: a refused password or ACL permission
+// (KW_ERR_AUTH) or a missing db (KW_ERR_REDIS) is not solved by another server.
 const char *start_hint(int status) {
     switch (status) {
         case KW_ERR_CONNECT:
@@ -172,8 +175,17 @@ bool Watcher::start(std::string *err) {
     }
     std::string detail = kw_engine_last_error(engine_.get());
     if (detail.empty()) detail = kw_strerror(rc);
+    // The engine names its options; the command line has its own.
+    for (const auto &[library, cli] :
+         {std::pair<std::string, std::string>{"raise redis.connect_timeout",
+                                              "raise --connect-timeout"},
+          {"check redis.url", "check --redis"},
+          {"the db in redis.url", "the db in --redis"}})
+        if (size_t at = detail.find(library); at != std::string::npos)
+            detail.replace(at, library.size(), cli);
     *err = "cannot watch " + display_url_ + ": " + detail + " (" + kw_err_name(rc) + ")";
     const char *hint = start_hint(rc);
+    if (hint && detail.find("--connect-timeout") != std::string::npos) hint = nullptr;
     if (hint && !((private_server_ || cluster_url_) && rc == KW_ERR_CONNECT))
         *err += "; " + std::string(hint);
     return false;

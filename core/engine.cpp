@@ -187,6 +187,21 @@ int Engine::start() {
         opts.extra_flags = "Kzg";
     }
     sweep.scan_interval_ms = config_.scan_interval_ms;
+    // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
+    // without the commands, channels or keys keywatch needs.
+    opts.select_db = !fo.cluster;
+    opts.check_scripts = need_sweeper;
+    opts.ns = config_.ns;
+    if (need_sweeper && !fo.cluster) {
+        // In a cluster the queue keys live in every slot, each on its master: the check
+        // then covers the commands only.
+        if (sweep.track_keys)
+            for (auto &k : QueueKeys::make(sweep.ns, kKeysQueue, sweep.tag).keys())
+                opts.script_keys.push_back(k);
+        for (auto &q : sweep.task_queues)
+            for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
+                opts.script_keys.push_back(k);
+    }
     fo.sub = opts;
     fo.sweepers = need_sweeper;
     fo.sweep = sweep;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/reply_error.h"
+#include "keywatch.h"
 
 namespace keywatch {
 namespace {
@@ -160,6 +161,24 @@ void RedisConn::on_disconnect(const redisAsyncContext *ac, int) {
     if (self->ctx_ != ac) return;
     self->ctx_ = nullptr;
     std::string why = ac->errstr && *ac->errstr ? ac->errstr : "closed by the server";
+    if (ac->err == REDIS_ERR_OTHER) {
+        // hiredis 0.14 closes the connection on an error reply that no callback awaits (an
+        // error to (P)SUBSCRIBE on a subscribed connection) and keeps its text: that is a
+        // refusal, not a lost connection.
+        redisReply r{};
+        r.type = REDIS_REPLY_ERROR;
+        r.str = const_cast<char *>(why.c_str());
+        r.len = why.size();
+        const ReplyError kind = classify(&r);
+        if (kind != ReplyError::None && kind != ReplyError::Other) {
+            Failure f{"Redis at " + self->endpoint_ + " refused a command on the " + self->role_ +
+                          " connection: " + why,
+                      kind == ReplyError::NoPerm || kind == ReplyError::Auth, KW_ERR_AUTH, kind,
+                      why};
+            self->fail(f);
+            return;
+        }
+    }
     self->fail(
         {"lost the " + self->role_ + " connection to " + self->endpoint_ + ": " + why, false});
 }
@@ -211,7 +230,7 @@ void RedisConn::authenticate() {
         }
         std::string e(r->str, r->len);
         bool auth = is_auth_error(e) || e.find("AUTH") != std::string::npos;
-        fail({auth_refused_message(url_, e), auth});
+        fail({auth_refused_message(url_, e), auth, KW_ERR_AUTH});
     });
 }
 
@@ -222,9 +241,18 @@ void RedisConn::select() {
     }
     command({"SELECT", std::to_string(url_.db)}, [this](redisReply *r) {
         if (r->type == REDIS_REPLY_ERROR) {
-            fail({"SELECT " + std::to_string(url_.db) + " failed on " + endpoint_ + ": " +
-                      std::string(r->str, r->len) + "; check the db in redis.url",
-                  classify(r) == ReplyError::Auth});
+            // A db out of range ("ERR DB index is out of range"), NOAUTH or NOPERM: none
+            // goes away by itself. Only a server still loading is worth another try.
+            const ReplyError kind = classify(r);
+            const std::string e(r->str, r->len);
+            if (kind == ReplyError::Auth)
+                fail({password_required_message(url_), true, KW_ERR_AUTH});
+            else if (kind == ReplyError::NoPerm)
+                fail(
+                    {permission_message(url_, "SELECT db " + std::to_string(url_.db), e, "+select"),
+                     true, KW_ERR_AUTH});
+            else
+                fail({select_refused_message(url_, e), !is_transient(kind), KW_ERR_REDIS});
             return;
         }
         become_ready();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "core/reply_error.h"
 #include "core/url.h"
 
 namespace keywatch {
@@ -26,11 +27,28 @@ class RedisConn {
   public:
     enum class State { Idle, Connecting, Authing, Ready, Closing };
 
-    // Why a connection attempt failed or a ready connection was lost. auth = the server
-    // refused our credentials (retrying will not help without new ones).
+    // Why a connection attempt failed or a ready connection was lost. permanent = retrying
+    // cannot help until someone changes something: credentials refused, the URL's db does
+    // not exist, the ACL user lacks a permission keywatch needs. At start such a failure
+    // ends kw_engine_start at once with `status` (a KW_ERR_* code); while running it backs
+    // off like any reconnect.
     struct Failure {
+        Failure() = default;
+        Failure(std::string m, bool perm, int st = 0, ReplyError e = ReplyError::None,
+                std::string server = "")
+            : message(std::move(m)),
+              permanent(perm),
+              status(st),
+              error(e),
+              server_error(std::move(server)) {}
         std::string message;
-        bool auth = false;
+        bool permanent = false;
+        int status = 0;  // KW_ERR_* for kw_engine_start; 0: derived from the failure
+        // When the server's error reply ended the connection (hiredis drops a subscribed
+        // connection on an error reply it cannot route, e.g. NOPERM to PSUBSCRIBE): its
+        // kind and text, so the owner can say what was refused.
+        ReplyError error = ReplyError::None;
+        std::string server_error;
     };
     // Called with the reply. Never called if the connection goes away first: the owner
     // hears of that through on_lost.

@@ -63,13 +63,14 @@ Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSi
       opts_(std::move(opts)),
       sink_(sink),
       endpoint_(url_.endpoint()),
-      cmd_(loop.base(), url_, "command"),
+      cmd_(loop.base(), url_, "command", opts_.select_db),
       sub_(loop.base(), url_, "subscriber"),
       setup_timer_(loop.base(),
                    [this] {
                        lost({"timed out setting up " + endpoint_ +
-                                 " (connected, but no answer to CONFIG GET or PSUBSCRIBE "
-                                 "within redis.connect_timeout): is the server paused or "
+                                 " (connected, but the setup commands - SELECT, permission "
+                                 "checks, CONFIG GET, PSUBSCRIBE - got no answer within "
+                                 "redis.connect_timeout): is the server paused or "
                                  "overloaded?",
                              false});
                    }),
@@ -108,7 +109,73 @@ void Subscriber::connect_all() {
     setup_timer_.arm(opts_.connect_timeout_ms);
     auto on_lost = [this](const RedisConn::Failure &f) { lost(f); };
     cmd_.connect(
-        opts_.connect_timeout_ms, [this] { check_notify_config(); }, on_lost);
+        opts_.connect_timeout_ms, [this] { check_permissions(); }, on_lost);
+}
+
+// What keywatch needs at start and a retry cannot bring: PUBLISH to its heartbeat channel
+// and, when it sweeps, its queue scripts on its keys. Checked on the first connection only
+// (a permission taken away later shows up as failing commands, which back off).
+void Subscriber::check_permissions() {
+    if (started_once_) {
+        check_notify_config();
+        return;
+    }
+    cmd_.command({"PUBLISH", hb_channel_, "0"}, [this](redisReply *r) {
+        const ReplyError kind = classify(r);
+        if (kind == ReplyError::NoPerm) {
+            lost({permission_message(url_, "PUBLISH to keywatch's heartbeat channel",
+                                     reply_to_string(r), channel_grant()),
+                  true, KW_ERR_AUTH});
+            return;
+        }
+        if (kind == ReplyError::Auth) {
+            lost({password_required_message(url_), true, KW_ERR_AUTH});
+            return;
+        }
+        check_scripts();
+    });
+}
+
+std::string Subscriber::channel_grant() const {
+    // Redis 7.0 compares a PSUBSCRIBE pattern literally with the user's channel rules
+    // (&pattern), so the rule lists keywatch's patterns exactly; the heartbeat channel is a
+    // plain channel, which a pattern rule covers.
+    std::string grant = "+publish +psubscribe +subscribe";
+    for (auto &e : opts_.events) grant += " &" + keyevent_pattern(e);
+    for (auto &p : opts_.keyspace_patterns) grant += " &" + p;
+    return grant + " &__keywatch:heartbeat:* (or allchannels for all of them)";
+}
+
+void Subscriber::check_scripts() {
+    if (!opts_.check_scripts) {
+        check_notify_config();
+        return;
+    }
+    // A script that touches nothing: the ACL still checks the command and every key
+    // declared (Redis 7.0 assumes scripts read and write their keys). EVAL caches it, so
+    // the EVALSHA (what the sweeper sends) finds it.
+    static const char *kNoop = "return 0";
+    static const char *kNoopSha = "06d3d9b2060dd51343d5f19f0e531f15c507e3d1";  // SHA1(kNoop)
+    auto args_for = [this](const char *cmd, const char *script) {
+        std::vector<std::string> args = {cmd, script, std::to_string(opts_.script_keys.size())};
+        args.insert(args.end(), opts_.script_keys.begin(), opts_.script_keys.end());
+        return args;
+    };
+    auto refused = [this](redisReply *r) {
+        if (classify(r) != ReplyError::NoPerm) return false;
+        lost({permission_message(url_, "run keywatch's queue scripts on its keys",
+                                 reply_to_string(r),
+                                 "+@scripting +@read +@write ~" + opts_.ns +
+                                     ":* (and read access to the keys you track, e.g. %R~PATTERN)"),
+              true, KW_ERR_AUTH});
+        return true;
+    };
+    cmd_.command(args_for("EVAL", kNoop), [this, args_for, refused](redisReply *r) {
+        if (refused(r)) return;
+        cmd_.command(args_for("EVALSHA", kNoopSha), [this, refused](redisReply *r2) {
+            if (!refused(r2)) check_notify_config();
+        });
+    });
 }
 
 void Subscriber::check_notify_config() {
@@ -129,7 +196,7 @@ void Subscriber::check_notify_config() {
     }
     cmd_.command({"CONFIG", "GET", "notify-keyspace-events"}, [this, need](redisReply *r) {
         if (is_noauth(r)) {
-            lost({password_required_message(url_), true});
+            lost({password_required_message(url_), true, KW_ERR_AUTH});
             return;
         }
         std::string have;
@@ -176,7 +243,17 @@ void Subscriber::check_notify_config() {
 void Subscriber::connect_subscriber() {
     sub_.connect(
         opts_.connect_timeout_ms, [this] { subscribe(); },
-        [this](const RedisConn::Failure &f) { lost(f); });
+        [this](const RedisConn::Failure &f) {
+            // A refused (P)SUBSCRIBE ends the connection in hiredis 0.14 (see RedisConn).
+            if (f.error == ReplyError::NoPerm)
+                lost({permission_message(url_, "subscribe to keywatch's channels", f.server_error,
+                                         channel_grant()),
+                      true, KW_ERR_AUTH});
+            else if (f.error == ReplyError::Auth)
+                lost({password_required_message(url_), true, KW_ERR_AUTH});
+            else
+                lost(f);
+        });
 }
 
 void Subscriber::subscribe() {
@@ -207,8 +284,16 @@ void Subscriber::on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata
 
 void Subscriber::handle_push(redisReply *r) {
     if (r->type == REDIS_REPLY_ERROR) {
-        lost(
-            {"Redis at " + endpoint_ + " refused PSUBSCRIBE: " + reply_to_string(r), is_noauth(r)});
+        const ReplyError kind = classify(r);
+        if (kind == ReplyError::NoPerm) {
+            lost({permission_message(url_, "subscribe to keywatch's channels", reply_to_string(r),
+                                     channel_grant()),
+                  true, KW_ERR_AUTH});
+        } else if (kind == ReplyError::Auth) {
+            lost({password_required_message(url_), true, KW_ERR_AUTH});
+        } else {
+            lost({"Redis at " + endpoint_ + " refused PSUBSCRIBE: " + reply_to_string(r), false});
+        }
         return;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
@@ -267,7 +352,9 @@ void Subscriber::lost(const RedisConn::Failure &f) {
         // us then; a cluster master (retry_from_start) keeps trying like any lost node.
         started_once_ = true;
         bool timeout = f.message.find("timed out") != std::string::npos;
-        int status = f.auth ? KW_ERR_AUTH : timeout ? KW_ERR_TIMEOUT : KW_ERR_CONNECT;
+        int status = f.permanent ? (f.status ? f.status : KW_ERR_AUTH)
+                     : timeout   ? KW_ERR_TIMEOUT
+                                 : KW_ERR_CONNECT;
         if (!opts_.retry_from_start) {
             down_ = true;
             set_state(KW_CONN_DISCONNECTED, f.message);
@@ -284,7 +371,7 @@ void Subscriber::lost(const RedisConn::Failure &f) {
     if (d > opts_.reconnect_max_ms) d = opts_.reconnect_max_ms;
     attempt_++;
     int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
-    sink_->log(f.auth ? KW_LOG_ERROR : KW_LOG_WARN,
+    sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
                f.message + "; reconnecting in " + std::to_string(delay) + "ms");
     retry_timer_.arm(delay);
 }

@@ -57,6 +57,16 @@ class Subscriber {
         // the notify flags they need besides those of the events.
         std::vector<std::string> keyspace_patterns;
         std::string extra_flags;
+        // SELECT the URL's db on the command connection, so that a db the server does not
+        // have fails the start instead of the queue connection later (standalone only:
+        // a cluster has db 0 alone).
+        bool select_db = false;
+        // Before the first subscription, check that the ACL user may run the queue
+        // scripts (EVAL/EVALSHA) on these keys (empty: on no key): a NOPERM then fails
+        // the start, naming the rule that grants it. check_scripts = the engine sweeps.
+        bool check_scripts = false;
+        std::vector<std::string> script_keys;
+        std::string ns;  // the namespace, for the rule in that message
     };
 
     Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink);
@@ -73,6 +83,10 @@ class Subscriber {
     static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
     void connect_all();
+    void check_permissions();
+    void check_scripts();
+    // The ACL rule (after "ACL SETUSER user") that grants every channel keywatch uses.
+    std::string channel_grant() const;
     void check_notify_config();
     void connect_subscriber();
     void subscribe();

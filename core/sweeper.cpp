@@ -176,7 +176,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
     d = std::min(d, opts_.reconnect_max_ms);
     attempt_++;
     int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
-    sink_->log(f.auth ? KW_LOG_ERROR : KW_LOG_WARN,
+    sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
                "queue connection: " + f.message + "; reconnecting in " + std::to_string(delay) +
                    "ms (tracked items wait safely in Redis)");
     retry_timer_.arm(delay);

@@ -1,7 +1,9 @@
 #include "core/topology.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <thread>
@@ -200,6 +202,38 @@ namespace keywatch {
 
 namespace {
 
+// Why a blocking command got no reply at all: another protocol, a closed connection, or
+// the deadline (redis.connect_timeout) ran out. Sets *err and returns the status.
+int no_reply(const redisContext *c, const RedisUrl &seed, int64_t timeout_ms,
+             const std::string &command, std::string *err) {
+    const std::string detail = c->errstr[0] ? c->errstr : "no details";
+    switch (c->err) {
+        case REDIS_ERR_PROTOCOL:
+            *err =
+                not_redis_message(seed, "its answer" + (command.empty() ? "" : " to " + command) +
+                                            " is not RESP: " + detail);
+            return KW_ERR_CONNECT;
+        case REDIS_ERR_EOF:
+            *err = "the server at " + seed.endpoint() + " closed the connection instead of " +
+                   "answering" + (command.empty() ? "" : " " + command) +
+                   ": is it a redis-server? check redis.url";
+            return KW_ERR_CONNECT;
+        case REDIS_ERR_IO:
+            // A read that timed out (SO_RCVTIMEO): hiredis keeps strerror(errno) as errstr.
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT ||
+                detail == std::strerror(EAGAIN) || detail == std::strerror(ETIMEDOUT)) {
+                *err = no_answer_message(seed, timeout_ms, command);
+                return KW_ERR_TIMEOUT;
+            }
+            break;
+        default:
+            break;
+    }
+    *err = "lost the connection to " + seed.endpoint() +
+           (command.empty() ? "" : " during " + command) + ": " + detail;
+    return KW_ERR_CONNECT;
+}
+
 // redis.mode=standalone against a node of a Redis Cluster would run on that one node and
 // meet CROSSSLOT or see only its slots: refused, naming the fix. Whatever else happens
 // (no answer, a proxy that does not know CLUSTER) is left to the connection itself.
@@ -273,20 +307,14 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         if (!seed.user.empty()) auth.push_back(seed.user);
         auth.push_back(seed.password);
         auto r = run(auth);
-        if (!r) {
-            *err = "lost the connection to " + seed.endpoint() + " during AUTH";
-            return KW_ERR_CONNECT;
-        }
+        if (!r) return no_reply(c.get(), seed, timeout_ms, "AUTH", err);
         if (r->type == REDIS_REPLY_ERROR) {
             *err = auth_refused_message(seed, std::string(r->str, r->len));
             return KW_ERR_AUTH;
         }
     }
     auto r = run({"CLUSTER", "SHARDS"});
-    if (!r) {
-        *err = "no answer from " + seed.endpoint() + " to CLUSTER SHARDS (timed out?)";
-        return KW_ERR_TIMEOUT;
-    }
+    if (!r) return no_reply(c.get(), seed, timeout_ms, "", err);
     std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
     if (classify(r.get()) == ReplyError::Auth) {
         *err = password_required_message(seed);

@@ -83,6 +83,33 @@ std::string password_required_message(const RedisUrl &url) {
            "redis://USER:PASSWORD@host:port) or set redis.password";
 }
 
+std::string no_answer_message(const RedisUrl &url, int64_t timeout_ms, const std::string &command) {
+    const std::string limit = timeout_ms % 1000 == 0 ? std::to_string(timeout_ms / 1000) + "s"
+                                                     : std::to_string(timeout_ms) + "ms";
+    return "Redis at " + url.endpoint() + " accepted the connection but did not answer" +
+           (command.empty() ? "" : " " + command) + " within redis.connect_timeout (" + limit +
+           "): is the server paused, overloaded or still starting? check redis.url, or raise "
+           "redis.connect_timeout";
+}
+
+std::string not_redis_message(const RedisUrl &url, const std::string &detail) {
+    return "the server at " + url.endpoint() + " does not speak the Redis protocol (" + detail +
+           "): is it another service (HTTP, TLS, a proxy's admin port)? check redis.url";
+}
+
+std::string select_refused_message(const RedisUrl &url, const std::string &server_error) {
+    return "SELECT " + std::to_string(url.db) + " failed on " + url.endpoint() + ": " +
+           server_error + "; check the db in redis.url (the server's 'databases' setting says " +
+           "how many it has, numbered from 0)";
+}
+
+std::string permission_message(const RedisUrl &url, const std::string &what,
+                               const std::string &server_error, const std::string &grant) {
+    const std::string user = url.user.empty() ? "default" : url.user;
+    return "the ACL user '" + user + "' may not " + what + " on " + url.endpoint() + " (" +
+           server_error + "); grant it with: ACL SETUSER " + user + " " + grant;
+}
+
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
     RedisUrl u;
     std::string rest;

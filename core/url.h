@@ -1,6 +1,7 @@
 // Redis connection URLs. Pure functions: thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace keywatch {
@@ -28,5 +29,17 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err);
 // same whichever part of keywatch met them.
 std::string auth_refused_message(const RedisUrl &url, const std::string &server_error);
 std::string password_required_message(const RedisUrl &url);
+
+// A server that did not answer a handshake command (`command`) within redis.connect_timeout:
+// names the server and the timeout that ran out, not an internal probe.
+std::string no_answer_message(const RedisUrl &url, int64_t timeout_ms, const std::string &command);
+// Something that answered in another protocol (an HTTP server, a TLS port, ...).
+std::string not_redis_message(const RedisUrl &url, const std::string &detail);
+// SELECT refused: the URL's db does not exist there (retrying cannot help).
+std::string select_refused_message(const RedisUrl &url, const std::string &server_error);
+// NOPERM for something keywatch needs: which ACL user, what was refused (`what`), the
+// server's words and the ACL SETUSER rule (`grant`, without "ACL SETUSER user") that fixes it.
+std::string permission_message(const RedisUrl &url, const std::string &what,
+                               const std::string &server_error, const std::string &grant);
 
 }  // namespace keywatch

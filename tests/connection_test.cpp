@@ -2,11 +2,14 @@
 // restart, SIGSTOP), authentication (password, ACL user), clear errors for a wrong password
 // and an unreachable or unresponsive server, unix sockets, and the notify-keyspace-events
 // check.
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +41,50 @@ namespace {
 int64_t elapsed_ms(Clock::time_point since) {
     return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
+
+// A TCP server on loopback that answers every connection at once with an HTTP error and
+// closes it: something at the URL that is not Redis.
+class HttpServer {
+  public:
+    HttpServer() {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd_ < 0) throw std::runtime_error("socket failed");
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = 0;
+        socklen_t len = sizeof a;
+        if (bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || listen(fd_, 16) != 0 ||
+            getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+            throw std::runtime_error("cannot listen on loopback");
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] {
+            for (;;) {
+                int c = accept(fd_, nullptr, nullptr);
+                if (c < 0 || stop_) {
+                    if (c >= 0) close(c);
+                    return;
+                }
+                static const char kAnswer[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+                ssize_t n = write(c, kAnswer, sizeof kAnswer - 1);
+                (void)n;
+                close(c);
+            }
+        });
+    }
+    ~HttpServer() {
+        stop_ = true;
+        shutdown(fd_, SHUT_RDWR);  // wakes accept()
+        thread_.join();
+        close(fd_);
+    }
+    int port() const { return port_; }
+
+  private:
+    int fd_ = -1, port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
 
 class Connection : public RedisTest {};
 
@@ -227,6 +274,54 @@ TEST_F(Connection, UnresponsiveServerFailsStartWithTimeout) {
     EXPECT_TRUE(icontains(err, "time")) << err;
 }
 
+TEST_F(Connection, ServerNotSpeakingRedisIsNamedNotCalledATimeout) {
+    HttpServer http;
+    EventSink sink;
+    Engine engine("redis://127.0.0.1:" + std::to_string(http.port()));
+    engine.set("redis.connect_timeout", "30s");
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "does not speak the Redis protocol")) << err;
+    EXPECT_TRUE(contains(err, std::to_string(http.port()))) << err;
+    EXPECT_FALSE(icontains(err, "timed out")) << err;
+    EXPECT_FALSE(contains(err, "CLUSTER SHARDS")) << err;
+}
+
+TEST_F(Connection, PausedServerNamesTheServerAndTheConnectTimeout) {
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.set("redis.connect_timeout", "1s");
+    engine.add(&sink, {});
+    redis().pause();
+    int rc = engine.start();
+    redis().resume();
+    EXPECT_EQ(rc, KW_ERR_TIMEOUT) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "127.0.0.1:" + std::to_string(redis().port()))) << err;
+    EXPECT_TRUE(contains(err, "redis.connect_timeout (1s)")) << err;
+    EXPECT_FALSE(contains(err, "CLUSTER SHARDS")) << "an internal probe in: " << err;
+}
+
+TEST_F(Connection, MissingDbFailsStartAtOnceInsteadOfReconnecting) {
+    LogSink logs;
+    EventSink sink;
+    Engine engine(redis().url() + "/99");
+    engine.watch_logs(&logs);
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_REDIS) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "SELECT 99")) << err;
+    EXPECT_TRUE(contains(err, "out of range")) << err;
+    EXPECT_TRUE(contains(err, "redis.url")) << err;
+    EXPECT_TRUE(
+        logs.find(KW_LOG_WARN, [](const std::string &m) { return contains(m, "reconnecting"); })
+            .empty())
+        << logs.describe();
+}
+
 TEST_F(Connection, StartFailureLeavesNothingRunning) {
     int port = keywatch::RedisProcess::free_port();
     StateLog states;
@@ -352,6 +447,102 @@ TEST_F(ConnectionWithPassword, WrongAclPasswordFailsWithAuthError) {
     EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
     EXPECT_TRUE(contains(engine.last_error(), "watcher"))
         << "error does not name the user: " << engine.last_error();
+}
+
+// The rule an error names after "grant it with: ", without the "(or ...)" alternative.
+std::vector<std::string> granted_rule(const std::string &err) {
+    const std::string mark = "grant it with: ";
+    size_t at = err.find(mark);
+    if (at == std::string::npos) return {};
+    std::string rule = err.substr(at + mark.size());
+    rule = rule.substr(0, rule.find(" (or"));
+    std::vector<std::string> words;
+    std::stringstream in(rule);
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+}
+
+TEST_F(ConnectionWithPassword, AclUserWithoutPsubscribeFailsStartNamingTheRule) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all",
+                              "-psubscribe"}),
+              "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.add(&sink, {{"events", "set"}});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "NOPERM")) << err;
+    EXPECT_TRUE(contains(err, "'psubscribe'")) << err;
+    EXPECT_TRUE(contains(err, "ACL SETUSER watcher +publish +psubscribe")) << err;
+    EXPECT_FALSE(icontains(err, "lost the")) << "no connection was lost: " << err;
+}
+
+TEST_F(ConnectionWithPassword, AclUserWithoutTheChannelsFailsStartWithARuleThatWorks) {
+    // Redis 7.0 compares a PSUBSCRIBE pattern literally with the user's &patterns: a rule
+    // like &__keyevent@*__:* does not let it subscribe to __keyevent@*__:set.
+    auto admin = client("s3cret");
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "+@all",
+                              "resetchannels", "&__keyevent@*__:*"}),
+              "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.add(&sink, {{"events", "set"}});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    std::vector<std::string> rule = granted_rule(err);
+    ASSERT_GE(rule.size(), 3u) << err;
+    EXPECT_EQ(rule[0], "ACL") << err;
+    // The rule, as printed, is what the user needs: with it the next start succeeds.
+    std::string applied = admin->command(rule);
+    ASSERT_EQ(applied, "OK") << err;
+    EventSink sink2;
+    Engine again(url_with("watcher:watcherpw@"));
+    again.add(&sink2, {{"events", "set"}});
+    ASSERT_EQ(again.start(), KW_OK) << again.last_error();
+    ASSERT_EQ(admin->command({"SET", "granted", "v"}), "OK");
+    EXPECT_TRUE(sink2.wait_for("set", "granted")) << sink2.describe();
+}
+
+TEST_F(ConnectionWithPassword, AclUserWithoutEvalFailsStartNamingTheRule) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all",
+                              "-eval", "-evalsha"}),
+              "OK");
+    LogSink logs;
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.watch_logs(&logs);
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error() << "\n"
+                               << logs.describe();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "'eval'")) << err;
+    EXPECT_TRUE(contains(err, "ACL SETUSER watcher +@scripting")) << err;
+}
+
+TEST_F(ConnectionWithPassword, AclUserWithoutTheNamespaceKeysFailsStartNamingTheRule) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(
+        admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~app:*", "&*", "+@all"}),
+        "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.add(&sink, {});
+    int rc = engine.start();
+    EXPECT_EQ(rc, KW_ERR_AUTH) << kw_err_name(rc) << ": " << engine.last_error();
+    std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "keys")) << err;
+    EXPECT_TRUE(contains(err, "~kw:*")) << err;
+    // The rule it names is enough for the queues.
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "~kw:*"}), "OK");
+    EventSink sink2;
+    Engine again(url_with("watcher:watcherpw@"));
+    again.add(&sink2, {});
+    EXPECT_EQ(again.start(), KW_OK) << again.last_error();
 }
 
 // A unix socket in a private directory of this test (sun_path is short, so not under the

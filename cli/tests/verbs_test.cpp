@@ -360,6 +360,64 @@ TEST_F(CliTest, RedisUrlComesFromTheEnvironment) {
     EXPECT_EQ(inspect("keys").due, 1);
 }
 
+// ---- what cannot work is said at once, with what to do ---------------------------------
+
+// keywatch ARGS --redis URL for another URL than the test server's plain one.
+Result run_with_url(const std::string &url, std::vector<std::string> args, const std::string &dir,
+                    const std::string &name) {
+    args.push_back("--redis");
+    args.push_back(url);
+    Process p(KW_CLI_PATH, args, dir, name, Process::Options{});
+    return p.finish(60s, false);
+}
+
+TEST_F(CliTest, WatchWithAMissingDbExitsAtOnceNamingTheDb) {
+    const Result r = run_with_url(url_ + "/99", {"watch", "--duration", "20s"}, dir_, "missing-db");
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("SELECT 99"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("out of range"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("reconnecting"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("leave out --redis"), std::string::npos) << describe(r);
+}
+
+TEST_F(CliTest, WatchAsAnAclUserWithoutPsubscribeNamesTheRuleNotAPrivateServer) {
+    ASSERT_EQ(
+        server_.command({"ACL", "SETUSER", "w", "on", ">wpw", "~*", "&*", "+@all", "-psubscribe"}),
+        "OK");
+    const std::string url = "redis://w:wpw@127.0.0.1:" + std::to_string(server_.port());
+    const Result r = run_with_url(url, {"watch", "--duration", "20s"}, dir_, "noperm");
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("'psubscribe'"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("ACL SETUSER w +publish +psubscribe"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("lost the"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("leave out --redis"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("wpw"), std::string::npos) << "the password was printed: " << describe(r);
+}
+
+TEST_F(CliTest, WatchAsAnAclUserWithoutEvalNamesTheRule) {
+    ASSERT_EQ(server_.command(
+                  {"ACL", "SETUSER", "w", "on", ">wpw", "~*", "&*", "+@all", "-eval", "-evalsha"}),
+              "OK");
+    const std::string url = "redis://w:wpw@127.0.0.1:" + std::to_string(server_.port());
+    const Result r = run_with_url(url, {"watch", "--duration", "20s"}, dir_, "noeval");
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("'eval'"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("ACL SETUSER w +@scripting"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("leave out --redis"), std::string::npos) << describe(r);
+}
+
+TEST_F(CliTest, TrackAgainstAPausedServerNamesTheServerAndTheTimeout) {
+    server_.pause();
+    const Result r =
+        kw({"track", "paused:k", "v", "--ttl", "1h", "-c", "redis.connect_timeout=1s"});
+    server_.resume();
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
+        << describe(r);
+    EXPECT_NE(r.err.find("redis.connect_timeout (1s)"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("CLUSTER SHARDS"), std::string::npos) << describe(r);
+}
+
 // ---- schedule, cancel, reschedule ----------------------------------------------------
 
 TEST_F(CliTest, ScheduleCancelRescheduleThenWatchDeliversTasksInOrder) {
