@@ -38,9 +38,9 @@ done
 
 bash "$root/scripts/install-deps.sh"
 
-# The threaded suites: engine, queue, cluster, lifecycle and dispatcher tests (label
-# integration) and the CLI (label cli). Unit tests have no threads.
-tsan_labels='integration|cli'
+# The threaded suites: engine, queue, lifecycle and dispatcher tests (label integration),
+# the cluster (label cluster) and the CLI (label cli). Unit tests have no threads.
+tsan_labels='integration|cluster|cli'
 
 # Sanitizer reports go to files in $reports (from every process a test starts: the CLI,
 # worker processes), so none is lost in a child's stderr; any report fails the stage.
