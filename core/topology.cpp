@@ -258,8 +258,9 @@ int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *e
 }  // namespace
 
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
-                   bool *is_cluster, Topology *out, std::string *err) {
+                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms) {
     *is_cluster = false;
+    const int64_t named = named_timeout_ms > 0 ? named_timeout_ms : timeout_ms;
     if (mode == "standalone") return refuse_cluster_node(seed, timeout_ms, err);
     if (seed.is_unix()) {
         if (mode == "cluster") {
@@ -307,14 +308,14 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         if (!seed.user.empty()) auth.push_back(seed.user);
         auth.push_back(seed.password);
         auto r = run(auth);
-        if (!r) return no_reply(c.get(), seed, timeout_ms, "AUTH", err);
+        if (!r) return no_reply(c.get(), seed, named, "AUTH", err);
         if (r->type == REDIS_REPLY_ERROR) {
             *err = auth_refused_message(seed, std::string(r->str, r->len));
             return KW_ERR_AUTH;
         }
     }
     auto r = run({"CLUSTER", "SHARDS"});
-    if (!r) return no_reply(c.get(), seed, timeout_ms, "", err);
+    if (!r) return no_reply(c.get(), seed, named, "", err);
     std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
     if (classify(r.get()) == ReplyError::Auth) {
         *err = password_required_message(seed);
@@ -375,7 +376,8 @@ int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const st
                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
                     .count();
             // Each attempt gets what is left of the budget, so the whole search keeps it.
-            rc = probe_topology(seed, std::max<int64_t>(left, 1), mode, is_cluster, out, err);
+            rc = probe_topology(seed, std::max<int64_t>(left, 1), mode, is_cluster, out, err,
+                                timeout_ms);
             if (rc == KW_OK) {
                 *chosen = seed;
                 return KW_OK;

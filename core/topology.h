@@ -55,8 +55,10 @@ struct RedisUrl;
 // for the topology. mode: "auto", "standalone" (returns at once: not a cluster) or
 // "cluster" (a node without cluster support is an error). Returns a KW status; *err says
 // what was wrong and what to do.
+// named_timeout_ms: the redis.connect_timeout a message names when nothing answered (the
+// part of it left for this attempt is timeout_ms); 0: timeout_ms itself.
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
-                   bool *is_cluster, Topology *out, std::string *err);
+                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms = 0);
 
 // probe_topology on each seed in turn until one answers; *chosen gets that seed. A refused
 // AUTH ends the search at once (the credentials are the same for all). With
