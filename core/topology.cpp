@@ -237,12 +237,14 @@ int no_reply(const redisContext *c, const RedisUrl &seed, int64_t timeout_ms,
 // redis.mode=standalone against a node of a Redis Cluster would run on that one node and
 // meet CROSSSLOT or see only its slots: refused, naming the fix. Whatever else happens
 // (no answer, a proxy that does not know CLUSTER) is left to the connection itself.
-int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *err) {
+int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *err,
+                        int64_t named_timeout_ms, bool *unreachable) {
     bool is_cluster = false;
     Topology t;
     std::string why;
     if (seed.is_unix()) return KW_OK;
-    int rc = probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &why);
+    int rc = probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &why, named_timeout_ms,
+                            unreachable);
     if (rc == KW_ERR_CONNECT) {
         // Nothing listens (yet): probe_seeds may wait for it (redis.connect_timeout).
         *err = why;
@@ -258,10 +260,13 @@ int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *e
 }  // namespace
 
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
-                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms) {
+                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms,
+                   bool *unreachable) {
+    if (unreachable) *unreachable = false;
     *is_cluster = false;
     const int64_t named = named_timeout_ms > 0 ? named_timeout_ms : timeout_ms;
-    if (mode == "standalone") return refuse_cluster_node(seed, timeout_ms, err);
+    if (mode == "standalone")
+        return refuse_cluster_node(seed, timeout_ms, err, named_timeout_ms, unreachable);
     if (seed.is_unix()) {
         if (mode == "cluster") {
             *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
@@ -276,6 +281,7 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
             *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
                    (c ? c->errstr : "out of memory") +
                    "; is redis-server running there? check redis.url";
+            if (unreachable) *unreachable = true;
             return KW_ERR_CONNECT;
         }
         return KW_OK;
@@ -288,6 +294,7 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
                (c ? c->errstr : "out of memory") +
                "; is redis-server running there? check redis.url";
+        if (unreachable) *unreachable = true;
         return KW_ERR_CONNECT;
     }
     redisSetTimeout(c.get(), tv);
@@ -376,14 +383,17 @@ int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const st
                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
                     .count();
             // Each attempt gets what is left of the budget, so the whole search keeps it.
+            bool unreachable = false;
             rc = probe_topology(seed, std::max<int64_t>(left, 1), mode, is_cluster, out, err,
-                                timeout_ms);
+                                timeout_ms, &unreachable);
             if (rc == KW_OK) {
                 *chosen = seed;
                 return KW_OK;
             }
             if (rc == KW_ERR_AUTH) return rc;
-            if (rc != KW_ERR_CONNECT) only_unreachable = false;
+            // A server that answered wrongly (not RESP, closed the connection) will not do
+            // better later: only a connection that could not be made is waited for.
+            if (!unreachable) only_unreachable = false;
             if (seeds.size() > 1) all += (all.empty() ? "" : "; ") + *err;
         }
         if (seeds.size() > 1)

@@ -56,9 +56,12 @@ struct RedisUrl;
 // "cluster" (a node without cluster support is an error). Returns a KW status; *err says
 // what was wrong and what to do.
 // named_timeout_ms: the redis.connect_timeout a message names when nothing answered (the
-// part of it left for this attempt is timeout_ms); 0: timeout_ms itself.
+// part of it left for this attempt is timeout_ms); 0: timeout_ms itself. *unreachable (if
+// given) is set when the connection itself could not be made (refused, unreachable: a
+// server may still be starting), as opposed to a server that answered wrongly.
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
-                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms = 0);
+                   bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms = 0,
+                   bool *unreachable = nullptr);
 
 // probe_topology on each seed in turn until one answers; *chosen gets that seed. A refused
 // AUTH ends the search at once (the credentials are the same for all). With
