@@ -32,9 +32,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.node_name = name;
         sw.cluster = opts_.cluster;
         sw.claims_in_flight = &claims_in_flight_;
-        sw.on_moved = [this] {
-            if (!down_ && !soon_timer_.pending()) soon_timer_.arm(50);
-        };
+        sw.on_moved = [this] { refresh_soon(50); };
         if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
@@ -180,17 +178,15 @@ void Fanout::complete(std::vector<Completion> &&done) {
 }
 
 void Fanout::park(std::vector<Completion> &&done) {
-    int64_t now = wall_ms();
-    size_t late = 0;
-    for (auto &c : done) {
-        if (lease_surely_ended(c, now, opts_.sweep.lease_ms))
-            late++;
-        else
-            parked_.push_back(std::move(c));
-    }
+    for (auto &c : done) parked_.add(std::move(c));
+    size_t late = parked_.drop_expired(wall_ms(), opts_.sweep.lease_ms);
     if (late > 0 && opts_.counters) opts_.counters->late_acks.fetch_add(static_cast<int64_t>(late));
     // The topology will say who serves their slots now; then they go there.
-    if (!parked_.empty() && !down_ && !soon_timer_.pending()) soon_timer_.arm(50);
+    if (parked_.has_waiting()) refresh_soon(50);
+}
+
+void Fanout::refresh_soon(int64_t ms) {
+    if (!down_ && !soon_timer_.pending()) soon_timer_.arm(ms);
 }
 
 void Fanout::park_live(std::vector<Event> &&events) {
@@ -209,7 +205,7 @@ void Fanout::park_live(std::vector<Event> &&events) {
                                  " kept for later; dropping them (tracked keys among them are "
                                  "still swept; see the events.unrouted statistic)");
     }
-    if (!parked_live_.empty() && !down_ && !soon_timer_.pending()) soon_timer_.arm(50);
+    if (!parked_live_.empty()) refresh_soon(50);
 }
 
 void Fanout::route_parked() {
@@ -218,10 +214,7 @@ void Fanout::route_parked() {
         live.swap(parked_live_);
         claim_live(std::move(live));
     }
-    if (parked_.empty()) return;
-    std::vector<Completion> all;
-    all.swap(parked_);
-    complete(std::move(all));
+    if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
 
 void Fanout::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
@@ -246,8 +239,7 @@ void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     sink_->on_state(sub, state, detail);
     // A lost master may have failed over: look at the topology soon, not at the next
     // periodic refresh.
-    if (opts_.cluster && state == KW_CONN_BROKEN && !down_ && !soon_timer_.pending())
-        soon_timer_.arm(200);
+    if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
 }
 
 void Fanout::update_worst() {

@@ -88,6 +88,8 @@ class Fanout : private SubscriberSink {
     // counted as events.unrouted) until the next topology, then claimed there.
     void park_live(std::vector<Event> &&events);
     void route_parked();  // after a topology change
+    // A topology refresh in `ms` unless one is already due (or the fanout is down).
+    void refresh_soon(int64_t ms);
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.
     // `*slot`: the id's slot if known (-1: computed here, and stored).
     Sweeper *route(const std::string &id, int *slot);
@@ -107,7 +109,7 @@ class Fanout : private SubscriberSink {
     std::vector<Sweeper *> sweeper_of_master_;  // cluster: by index in opts_.topology.masters
     int claims_in_flight_ = 0;                  // all sweepers' (acks wait for them)
     std::vector<Node> retired_;                 // shut down; freed at the next refresh
-    std::vector<Completion> parked_;            // see park()
+    CompletionStore parked_;                    // see park(): waiting only, never sent
     std::vector<Event> parked_live_;            // see park_live()
     static constexpr size_t kMaxParkedLive = 100000;
     std::set<std::string> names_;       // interned node names: events point at them

@@ -618,14 +618,11 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     Queue *qp = &q;
     bool sent = eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
         claim_answered();
-        const ReplyError kind = classify(r);
         if (redirected(*qp, r)) {
-            // The slot is on the move: the events go to whoever serves it once the topology
-            // says so (a tracked key among them is never handed over as untracked).
-            if (opts_.on_unrouted_live &&
-                (kind == ReplyError::Moved || kind == ReplyError::Ask ||
-                 kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown))
-                opts_.on_unrouted_live(std::move(*evs));
+            // The slot is on the move (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: what redirected()
+            // deals with): the events go to whoever serves it once the topology says so (a
+            // tracked key among them is never handed over as untracked).
+            if (opts_.on_unrouted_live) opts_.on_unrouted_live(std::move(*evs));
             return;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||

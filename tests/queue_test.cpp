@@ -775,12 +775,6 @@ TEST_F(QueueAofTest, AcksLostWithAKilledRedisAreSentAgainAndNothingIsDeliveredTw
     EXPECT_EQ(c.inspect("keys", "due"), 0);
 }
 
-long long wall_ms_now() {
-    return std::chrono::duration_cast<milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // Deliveries of each key (by its hex) across every worker's output file.
 std::map<std::string, std::vector<Line>> deliveries_by_key(const std::vector<std::string> &files) {
     std::map<std::string, std::vector<Line>> by_key;

@@ -35,8 +35,8 @@ int handle(const kw_event_t *ev, void *) {
         hex.push_back(digits[key[i] & 15]);
     }
     std::lock_guard<std::mutex> lock(out_mu);
-    fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\n", kw_event_queue(ev), hex.c_str(),
-            kw_event_source(ev), kw_event_attempt(ev), static_cast<int>(getpid()),
+    fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\n", kw_event_queue(ev), hex.c_str(), kw_event_source(ev),
+            kw_event_attempt(ev), static_cast<int>(getpid()),
             static_cast<long long>(kw_event_ts_ms(ev)));
     fflush(out);
     return KW_RESULT_ACK;
