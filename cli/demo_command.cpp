@@ -22,6 +22,7 @@
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 #include "cli/watcher.h"
+#include "core/clock.h"
 
 namespace keywatch::cli {
 namespace {
@@ -51,11 +52,6 @@ struct DemoState {
     std::mutex mu;
     std::map<std::pair<std::string, std::string>, Delivery> delivered;  // (queue, key)
 };
-
-int64_t wall_ms() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // A duration as the command line takes it ("1s", "1200ms").
 std::string duration_arg(int64_t ms) {

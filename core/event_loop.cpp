@@ -8,12 +8,6 @@
 
 namespace keywatch {
 
-int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 EventLoop::EventLoop() {
     static std::once_flag threads_enabled;
     std::call_once(threads_enabled, [] { evthread_use_pthreads(); });

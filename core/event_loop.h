@@ -13,11 +13,9 @@
 #include <thread>
 #include <vector>
 
-namespace keywatch {
+#include "core/clock.h"
 
-// The local wall clock in ms since the Unix epoch (event times, leases as this engine
-// sees them). Thread-safe.
-int64_t wall_ms();
+namespace keywatch {
 
 struct EventDeleter {
     void operator()(event *ev) const { event_free(ev); }

@@ -10,9 +10,10 @@
 // Pure functions: thread-safe.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "core/clock.h"
 
 // The limit as text, for the Lua scripts' source.
 #define KW_MAX_TIME_MS_TEXT "253402300799999"
@@ -32,13 +33,6 @@ constexpr int64_t decimal(const char *s) {
 constexpr int64_t kMaxTimeMs = detail::decimal(KW_MAX_TIME_MS_TEXT);
 static_assert(kMaxTimeMs < (int64_t{1} << 53), "scores must stay exact in a double");
 
-// The local wall clock, ms since the Unix epoch.
-inline int64_t wall_now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // True when the time at_ms is not later than kMaxTimeMs.
 inline bool time_within_max(int64_t at_ms) {
     return at_ms <= kMaxTimeMs;
@@ -46,7 +40,7 @@ inline bool time_within_max(int64_t at_ms) {
 
 // True when now_ms + duration_ms is not later than kMaxTimeMs (computed without overflow;
 // a negative duration is the caller's business).
-inline bool duration_within_max(int64_t duration_ms, int64_t now_ms = wall_now_ms()) {
+inline bool duration_within_max(int64_t duration_ms, int64_t now_ms = wall_ms()) {
     return duration_ms <= kMaxTimeMs - (now_ms < 0 ? 0 : now_ms);
 }
 

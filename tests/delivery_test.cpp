@@ -140,10 +140,10 @@ TEST_F(Delivery, NullFilterDeliversOnlyExpiredEvents) {
 
 TEST_F(Delivery, EventCarriesDbNodeSourceAttemptAndTimestamp) {
     start_watching("set");
-    int64_t before = wall_ms_now();
+    int64_t before = wall_ms();
     ASSERT_EQ(writer_->command({"SET", "meta", "v"}), "OK");
     ASSERT_TRUE(sink_.wait_for("set", "meta")) << sink_.describe();
-    int64_t after = wall_ms_now();
+    int64_t after = wall_ms();
     Event e = sink_.events().front();
     EXPECT_EQ(e.db, 0);
     EXPECT_EQ(e.node, "127.0.0.1:" + std::to_string(redis().port()));

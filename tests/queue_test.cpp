@@ -805,9 +805,9 @@ TEST_F(QueueAofTest, ChaosOfKilledWatchersAndAKilledRedisLosesNothingAndExplains
         victim->kill9();
         if (round == 5) {
             redis().kill9();  // with acks and claims on their way
-            std::cerr << "chaos: Redis killed at " << wall_ms_now() << "\n";
+            std::cerr << "chaos: Redis killed at " << wall_ms() << "\n";
             redis().start();
-            std::cerr << "chaos: Redis back at " << wall_ms_now() << "\n";
+            std::cerr << "chaos: Redis back at " << wall_ms() << "\n";
         }
         files.push_back(out_file("victim" + std::to_string(round)));
         victim = std::make_unique<Worker>(redis().url(), files.back(), lease);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/redis_process.h"
 #include "keywatch.h"
 
@@ -355,12 +356,7 @@ class LogSink {
     std::vector<Line> lines_;
 };
 
-// The local wall clock in ms since the Unix epoch (event timestamps, deadlines).
-inline int64_t wall_ms_now() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
+using keywatch::wall_ms;  // the local wall clock (core/clock.h)
 
 inline bool contains(const std::string &haystack, const std::string &needle) {
     return haystack.find(needle) != std::string::npos;
