@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keywatch_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,44 +38,13 @@ extern "C" {
 /* ---- Version ---------------------------------------------------------------------- */
 
 /* Same major version = same ABI. The SONAME carries the major version. */
-#define KW_VERSION_MAJOR 0
-#define KW_VERSION_MINOR 1
-#define KW_VERSION_PATCH 0
-#define KW_VERSION_STRING "0.1.0"
-/* 0xMMmmpp: compare against kw_version() at run time. */
-#define KW_VERSION ((KW_VERSION_MAJOR << 16) | (KW_VERSION_MINOR << 8) | KW_VERSION_PATCH)
-
 /* Version of the library actually loaded (KW_VERSION layout). Any thread. */
 KW_API int kw_version(void);
 /* "MAJOR.MINOR.PATCH" of the library actually loaded; static storage. Any thread. */
 KW_API const char *kw_version_string(void);
 
 /* ---- Status codes ----------------------------------------------------------------- */
-
-/* One table generates the enum, kw_strerror() and kw_err_name(). Codes are never reused. */
-#define KW_STATUS_TABLE(X)                                                     \
-    X(KW_OK, 0, "success")                                                     \
-    X(KW_ERR_INVALID_ARG, -1, "invalid argument")                              \
-    X(KW_ERR_UNKNOWN_CONF, -2, "unknown configuration name")                   \
-    X(KW_ERR_BAD_VALUE, -3, "bad configuration value")                         \
-    X(KW_ERR_URL, -4, "malformed Redis URL")                                   \
-    X(KW_ERR_CONNECT, -5, "cannot connect to Redis")                           \
-    X(KW_ERR_AUTH, -6, "Redis authentication failed")                          \
-    X(KW_ERR_REDIS, -7, "Redis replied with an error")                         \
-    X(KW_ERR_TIMEOUT, -8, "timed out")                                         \
-    X(KW_ERR_STATE, -9, "not allowed in the handle's current state")           \
-    X(KW_ERR_NOMEM, -10, "out of memory")                                      \
-    X(KW_ERR_INTERNAL, -11, "internal error")                                  \
-    X(KW_ERR_CONDITION, -12, "condition not met (NX/XX): nothing was written") \
-    X(KW_ERR_NOT_FOUND, -13, "no such key, item or entry")                     \
-    X(KW_ERR_TOO_LARGE, -14, "key or value larger than the configured limit")  \
-    X(KW_ERR_IN_FLIGHT, -15, "the item is being handled right now")
-
-typedef enum kw_status {
-#define KW_STATUS_ENUM_(name, code, text) name = code,
-    KW_STATUS_TABLE(KW_STATUS_ENUM_)
-#undef KW_STATUS_ENUM_
-} kw_status;
+/* The codes themselves (KW_STATUS_TABLE, kw_status) are in keywatch_types.h. */
 
 /* Short English text for a status code ("unknown status" for codes not in the table);
  * static storage. Any thread. */
@@ -162,13 +133,6 @@ KW_API int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_
 
 /* ---- Events ----------------------------------------------------------------------- */
 
-/* Where an event came from. */
-typedef enum kw_source {
-    KW_SOURCE_NOTIFICATION = 0,  /* a live keyspace notification */
-    KW_SOURCE_SWEEP = 1,         /* found due by the sweeper (reliable delivery) */
-    KW_SOURCE_LEASE_EXPIRED = 2, /* redelivered because a holder's lease ran out */
-    KW_SOURCE_TASK = 3           /* a delayed task came due */
-} kw_source;
 
 /* An event handed to a handler. Valid only for the duration of the handler call; copy
  * what you need to keep. Accessors may be called from the handler's thread only. */
@@ -203,12 +167,6 @@ KW_API const char *kw_event_queue(const kw_event_t *ev);
  * written to the dead-letter stream. Call from the handler only. */
 KW_API void kw_event_set_error(const kw_event_t *ev, const char *reason);
 
-/* What a handler returns. */
-typedef enum kw_result {
-    KW_RESULT_ACK = 0,   /* done: the event is consumed */
-    KW_RESULT_RETRY = 1, /* failed for now: redeliver later (with backoff) where possible */
-    KW_RESULT_REJECT = 2 /* failed for good: do not redeliver */
-} kw_result;
 
 /* A handler. Runs on a worker thread, never on the event loop; several handlers may run
  * at once on different threads. Return a kw_result. */
@@ -245,21 +203,7 @@ KW_API int kw_filter_set_bytes(kw_filter_t *filter, const char *name, const void
 
 typedef struct kw_engine_s kw_engine_t;
 
-/* Connection states reported to the state callback and by the "conn.state" stat. */
-typedef enum kw_conn_state {
-    KW_CONN_DISCONNECTED = 0,
-    KW_CONN_CONNECTING = 1,
-    KW_CONN_READY = 2, /* connected, authenticated and subscribed */
-    KW_CONN_BROKEN = 3 /* lost; a reconnect is scheduled */
-} kw_conn_state;
 
-/* Log levels for the log callback. */
-typedef enum kw_log_level {
-    KW_LOG_DEBUG = 0,
-    KW_LOG_INFO = 1,
-    KW_LOG_WARN = 2,
-    KW_LOG_ERROR = 3
-} kw_log_level;
 
 /* Called on the event-loop thread when a connection changes state. node is "host:port"
  * or a socket path; detail says why (e.g. the error that broke the connection). Must not
