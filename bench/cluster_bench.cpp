@@ -697,7 +697,7 @@ struct KeyRecorder {
     uint64_t count() const { return std::min<uint64_t>(written.load(), recs.size()); }
 };
 
-int key_handler(const kw_event_t *ev, void *opaque) {
+int key_handler(kw_event_t *ev, void *opaque) {
     double now = wall_ms();
     auto *r = static_cast<KeyRecorder *>(opaque);
     size_t len = 0;

@@ -79,7 +79,7 @@ int EventPrinter::result_for(const kw_event_t *ev, bool printed) {
     return KW_RESULT_RETRY;
 }
 
-int EventPrinter::handle(const kw_event_t *ev, void *opaque) {
+int EventPrinter::handle(kw_event_t *ev, void *opaque) {
     // No exception may cross into the engine's C boundary.
     bool printed = false;
     try {

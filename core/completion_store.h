@@ -22,9 +22,10 @@ struct Completion {
     std::string queue, id;
     int result;
     std::string error;
-    int slot = -1;           // cluster: the id's slot if known
-    int64_t claimed_ms = 0;  // when the item was claimed (local clock; 0: unknown)
-    int64_t done_ms = 0;     // when the handler finished (local clock; set on intake)
+    int slot = -1;                // cluster: the id's slot if known
+    int64_t claimed_ms = 0;       // when the item was claimed (local clock; 0: unknown)
+    int64_t done_ms = 0;          // when the handler finished (local clock; set on intake)
+    int64_t retry_delay_ms = -1;  // RETRY: when due again (<0: the usual backoff)
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
 inline constexpr int kRelease = -2;

@@ -34,6 +34,7 @@ struct Config {
     std::vector<std::string> queues;  // task queues this engine serves
     bool track_enable = true;         // serve the key-tracking queue
     int64_t lease_ms = 30000;
+    int64_t hold_timeout_ms = 300000;  // leases renewed up to this long after the claim
     int64_t retry_base_ms = 1000;
     int64_t retry_max_ms = 300000;
     int64_t max_attempts = 5;

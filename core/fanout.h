@@ -58,7 +58,6 @@ class Fanout : private SubscriberSink {
     void forget(std::vector<std::string> &&keys);
     void untracked(std::vector<Event> &&events);
     void complete(std::vector<Completion> &&done);
-    void renew(std::vector<std::pair<std::string, std::string>> &&waiting);
 
     int64_t nodes() const { return nodes_.load(); }
     kw_conn_state worst_state() const { return worst_.load(); }

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/reply_error.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {

@@ -49,6 +49,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       prune_timer_(loop.base(), [this] { prune_done(); }),
       ack_timer_(loop.base(), [this] { send_completions(); }),
+      renew_timer_(loop.base(), [this] { renew_leases(); }),
       rng_(std::random_device{}()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
     if (opts_.track_keys) served_.insert(kKeysQueue);
@@ -99,6 +100,7 @@ void Sweeper::start() {
     started_ = true;
     down_ = false;
     claiming_ = true;
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
     connect();
 }
 
@@ -119,6 +121,7 @@ void Sweeper::shutdown() {
                                     "items will be delivered again after their lease");
     retry_timer_.cancel();
     ack_timer_.cancel();
+    renew_timer_.cancel();
     conn_.close();
     outstanding_ = 0;
     *opts_.claims_in_flight -= claims_out_;
@@ -479,6 +482,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     ev.slot = q.slot;
     ev.has_value = item.has_payload;
     if (item.has_payload) ev.value = item.payload;
+    ev.last_error = item.last_error;
     ev.deadline_ms = item.deadline_ms;
     ev.attempt = item.attempt;
     ev.ts_ms = live ? live->ts_ms : wall_ms();
@@ -507,7 +511,9 @@ Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
         remembered_--;
     }
     m->second = live ? kNotified : kClaimed;
-    return make_event(q, item, live);
+    Event ev = make_event(q, item, live);
+    q.claimed_at[item.id] = ev.ts_ms;
+    return ev;
 }
 
 void Sweeper::keep_for_later(Event &&ev) {
@@ -733,6 +739,7 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         oldest_claim_ms_ = now;
     }
     for (auto &c : done) {
+        if (c.done_ms == 0 && late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
             c.done_ms = now;
             note_completed(c, now);  // once, on intake (a rerouted one was noted before)
@@ -753,6 +760,7 @@ void Sweeper::note_completed(const Completion &c, int64_t now) {
     auto m = q.mine.find(c.id);
     if (m == q.mine.end() || m->second >= 0) return;
     q.holding--;
+    q.claimed_at.erase(c.id);
     if (q.is_keys && handled && m->second == kClaimed) {
         m->second = now;
         if (remembered_++ == 0) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
@@ -811,7 +819,8 @@ void Sweeper::send_fail(Queue &q, Completion &&c) {
         std::to_string(opts_.max_attempts),
         std::to_string(opts_.retry_base_ms),
         std::to_string(opts_.retry_max_ms),
-        std::to_string(jitter(rng_))};
+        std::to_string(jitter(rng_)),
+        std::to_string(c.retry_delay_ms)};
     std::vector<Completion> batch;
     batch.push_back(std::move(c));
     send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this](redisReply *r) {
@@ -893,24 +902,6 @@ void Sweeper::completions_wait(const std::string &why) {
                                     std::to_string(completion_backoff_ms_) +
                                     "ms (the items stay leased to us)");
     ack_timer_.arm(completion_backoff_ms_);
-}
-
-void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
-    if (conn_.state() != RedisConn::State::Ready) return;
-    std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &w : waiting) {
-        Queue *q = queue_of(w.first, w.second);
-        if (!q) continue;
-        auto m = q->mine.find(w.second);
-        if (m != q->mine.end() && m->second < 0) by_queue[q].push_back(std::move(w.second));
-    }
-    for (auto &kv : by_queue) {
-        for_chunks(kv.second, [&](auto begin, auto end) {
-            std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
-            argv.insert(argv.end(), begin, end);
-            eval(scripts::kRenew, *kv.first, std::move(argv), [](redisReply *) {});
-        });
-    }
 }
 
 void Sweeper::prune_done() {

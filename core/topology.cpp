@@ -10,7 +10,7 @@
 
 #include "core/reply_error.h"
 #include "core/url.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {
