@@ -71,7 +71,7 @@ void EventPrinter::note(const std::string &text) {
     std::fflush(stderr);
 }
 
-int EventPrinter::result_for(const kw_event_t *ev, bool printed) {
+int EventPrinter::result_for(kw_event_t *ev, bool printed) {
     if (printed) return KW_RESULT_ACK;
     const char *queue = kw_event_queue(ev);
     if (!queue || !*queue) return KW_RESULT_ACK;  // a live event: nothing to hand back

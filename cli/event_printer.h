@@ -39,7 +39,7 @@ class EventPrinter {
     // line could not be written, so that the item is delivered again.
     static int handle(kw_event_t *ev, void *opaque);
     // What a handler returns after print() gave `printed` for ev.
-    static int result_for(const kw_event_t *ev, bool printed);
+    static int result_for(kw_event_t *ev, bool printed);
 
     // Lines written to stdout so far.
     uint64_t lines() const { return lines_.load(); }
