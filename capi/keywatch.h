@@ -301,10 +301,12 @@ KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque)
  * background with capped exponential backoff, whatever the cause. Not concurrently with
  * stop/free. */
 KW_API int kw_engine_start(kw_engine_t *engine);
-/* Stop receiving, let in-flight and queued handlers finish for up to timeout_ms
- * (negative: stop.timeout), then stop every thread. Events not yet handled by then are
- * dropped and counted ("events.abandoned"). Returns KW_ERR_TIMEOUT if handlers were
- * still running at the deadline (their threads are still joined before returning).
+/* Stop receiving, let in-flight and queued handlers finish and held events complete for
+ * up to timeout_ms (negative: stop.timeout), then stop every thread. Events not yet
+ * handled by then are dropped and counted ("events.abandoned"); items still held go back
+ * to their queues ("items.released") and their later kw_event_complete returns
+ * KW_ERR_STATE. Returns KW_ERR_TIMEOUT if handlers were still running or events still
+ * held at the deadline (handler threads are still joined before returning).
  * Idempotent. Must not be called from a handler or a callback. */
 KW_API int kw_engine_stop(kw_engine_t *engine, int timeout_ms);
 

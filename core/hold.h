@@ -1,7 +1,7 @@
 // Deferred completion: a handler takes its event over with hold() and completes it later,
 // from any thread, through the Hold (ack, retry with an optional delay, reject).
 //
-// The rules (docs/reliable-delivery.md, "Held events"):
+// The rules (docs/reliable-delivery.md, "Handlers and leases"):
 //  - hold(ev) only inside Handler::handle, on its worker thread (else null). The handler
 //    then returns KW_RESULT_PENDING. Calling hold() again in the same call returns the
 //    same Hold. A handler that held but returns ACK, RETRY or REJECT completes its Hold

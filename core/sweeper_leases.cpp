@@ -1,5 +1,5 @@
 // Sweeper: lease renewal of the items this engine holds, and hold.timeout. The lease rule
-// (docs/reliable-delivery.md, "Leases"): every lease/3 the sweeper renews the lease of
+// (docs/reliable-delivery.md, "Handlers and leases"): every lease/3 the sweeper renews the lease of
 // every item it claimed that has not been completed yet (waiting for a worker, in a
 // handler, or held), until hold.timeout after its claim; then it releases the item (due
 // again at once, the attempt given back) and a completion that comes later is counted in

@@ -21,7 +21,8 @@ static void on_signal(int sig) {
 }
 
 /* Runs on a worker thread, once per matching event. The event is valid only during the
- * call: copy what you need. Keys are bytes (they may hold NUL): use the length. */
+ * call: copy what you need, or hold it (kw_event_hold) and complete it later from any
+ * thread (kw_event_complete). Keys are bytes (they may hold NUL): use the length. */
 static int on_expired(kw_event_t *ev, void *opaque) {
     size_t len = 0;
     const char *key = kw_event_key(ev, &len);
