@@ -6,8 +6,7 @@
 //    then returns KW_RESULT_PENDING. Calling hold() again in the same call returns the
 //    same Hold. A handler that held but returns ACK, RETRY or REJECT completes its Hold
 //    with that result. KW_RESULT_PENDING without a hold is a handler error: it counts as
-//    RETRY (handler.errors, handler.retries) with the reason
-//    kPendingWithoutHold.
+//    RETRY (handler.errors, handler.retries) with the reason kPendingWithoutHold.
 //  - Several handlers may match one event: the item completes when each of them has
 //    (returned, or completed its Hold): ACK only if all ack; any REJECT wins; else RETRY
 //    (the longest retry delay asked wins; none: the usual backoff); a Hold destroyed
