@@ -4,10 +4,12 @@
 // no-op handler), a raw hiredis + libevent keyevent subscriber, the delivery and burst
 // figures, and the end-to-end baseline's pop script. Header-only: each benchmark is one
 // translation unit that includes it once.
+// Thread-safety is noted where a helper is used from the engine's threads (the handlers'
+// recorders); everything else runs on the benchmark's main thread.
 #pragma once
 
+#include "embedded/redis_process.h"
 #include "keywatch.h"
-#include "core/redis_process.h"
 
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>

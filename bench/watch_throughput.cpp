@@ -43,8 +43,8 @@
 //
 // Exit status: 0 whatever the verdict; 1 when the benchmark itself could not run (Redis did
 // not start, a connection failed, a bad flag).
+#include "embedded/redis_process.h"
 #include "keywatch.h"
-#include "core/redis_process.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>

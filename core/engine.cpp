@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "core/config_slices.h"
+
 namespace keywatch {
 
 namespace {
@@ -127,34 +129,14 @@ int Engine::start() {
         set_error(why);
         return rc;
     }
-    Subscriber::Options opts;
-    opts.connect_timeout_ms = config_.connect_timeout_ms;
-    opts.reconnect_min_ms = config_.reconnect_min_ms;
-    opts.reconnect_max_ms = config_.reconnect_max_ms;
-    opts.health_interval_ms = config_.health_interval_ms;
-    opts.health_timeout_ms = config_.health_timeout_ms;
-    opts.notify_enable = config_.notify_enable;
-
-    Sweeper::Options sweep;
+    // Settings from the validated config (config_slices.h); the wiring is added below.
+    Fanout::Options fo = fanout_options(config_, owner_);
+    Subscriber::Options &opts = fo.sub;
+    Sweeper::Options &sweep = fo.sweep;
     if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
         set_error(why);
         return rc;
     }
-    sweep.ns = config_.ns;
-    sweep.owner = owner_;
-    sweep.lease_ms = config_.lease_ms;
-    sweep.hold_timeout_ms = config_.hold_timeout_ms;
-    sweep.retry_base_ms = config_.retry_base_ms;
-    sweep.retry_max_ms = config_.retry_max_ms;
-    sweep.max_attempts = config_.max_attempts;
-    sweep.batch = config_.sweep_batch;
-    sweep.interval_ms = config_.sweep_interval_ms;
-    sweep.done_window_ms = config_.done_window_ms;
-    sweep.dedupe = config_.dedupe_enable;
-    sweep.dedupe_ttl_ms = config_.dedupe_ttl_ms;
-    sweep.connect_timeout_ms = config_.connect_timeout_ms;
-    sweep.reconnect_min_ms = config_.reconnect_min_ms;
-    sweep.reconnect_max_ms = config_.reconnect_max_ms;
     bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
     opts.events = subscribed_events();
     if (sweep.track_keys) {
@@ -170,9 +152,6 @@ int Engine::start() {
             "Redis events, tracked keys or a task queue");
         return KW_ERR_STATE;
     }
-    Fanout::Options fo;
-    fo.seed = config_.effective_url();
-    fo.refresh_ms = config_.cluster_refresh_ms;
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
                              &fo.seed, &fo.cluster, &fo.topology, &why,
                              /*wait_for_server=*/true);
@@ -190,12 +169,10 @@ int Engine::start() {
         opts.keyspace_patterns.push_back("__keyspace@0__:" + config_.ns + ":*:{*}:due");
         opts.extra_flags = "Kzg";
     }
-    sweep.scan_interval_ms = config_.scan_interval_ms;
     // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
     // without the commands, channels or keys keywatch needs.
     opts.select_db = !fo.cluster;
     opts.check_scripts = need_sweeper;
-    opts.ns = config_.ns;
     if (need_sweeper && !fo.cluster) {
         // In a cluster the queue keys live in every slot, each on its master: the check
         // then covers the commands only.
@@ -206,9 +183,7 @@ int Engine::start() {
             for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
                 opts.script_keys.push_back(k);
     }
-    fo.sub = opts;
     fo.sweepers = need_sweeper;
-    fo.sweep = sweep;
     fo.sweep_sink = static_cast<SweeperSink *>(this);
     fo.counters = &sweeper_counters_;
     queues_ = need_sweeper;

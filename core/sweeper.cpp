@@ -174,11 +174,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
         q.deferred.clear();
     }
     if (down_) return;
-    int64_t d = opts_.reconnect_min_ms;
-    for (int i = 0; i < attempt_ && d < opts_.reconnect_max_ms; i++) d *= 2;
-    d = std::min(d, opts_.reconnect_max_ms);
-    attempt_++;
-    int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
+    int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
     sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
                "queue connection: " + f.message + "; reconnecting in " + std::to_string(delay) +
                    "ms (tracked items wait safely in Redis)");
@@ -219,7 +215,7 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
         // Migrating in: this master serves the slot once the migration's last step
         // (SETSLOT NODE) is done, whatever order its keys came in. Look again soon.
         if (q.arrival_retry_ms == 0 && opts_.on_moved) opts_.on_moved();
-        q.arrival_retry_ms = std::clamp<int64_t>(q.arrival_retry_ms * 2, 20, 1000);
+        q.arrival_retry_ms = Backoff{20, 1000}.after(q.arrival_retry_ms);
         q.timer->arm(q.arrival_retry_ms);
         return true;
     }
@@ -263,8 +259,8 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
 
 void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     int64_t now = wall_ms();
-    q.claim_retry_ms = std::clamp<int64_t>(q.claim_retry_ms * 2, opts_.interval_ms,
-                                           std::max(opts_.interval_ms, opts_.reconnect_max_ms));
+    const Backoff claims{opts_.interval_ms, std::max(opts_.interval_ms, opts_.reconnect.max_ms)};
+    q.claim_retry_ms = claims.after(q.claim_retry_ms);
     q.timer->arm(q.claim_retry_ms);
     if (claims_failing_since_ms_ == 0) claims_failing_since_ms_ = now;
     if (now - claim_warned_ms_ < kClaimWarningMs) return;
@@ -894,8 +890,7 @@ void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> arg
 
 void Sweeper::completions_wait(const std::string &why) {
     int64_t previous = completion_backoff_ms_;
-    completion_backoff_ms_ =
-        previous == 0 ? opts_.reconnect_min_ms : std::min(previous * 2, opts_.reconnect_max_ms);
+    completion_backoff_ms_ = opts_.reconnect.after(previous);
     if (completion_backoff_ms_ != previous)
         sink_->log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
                                     "; sending them again in " +

@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/completion_store.h"
 #include "core/event.h"
 #include "core/event_loop.h"
@@ -62,21 +63,24 @@ class SweeperSink {
 
 class Sweeper {
   public:
+    // The settings (the fields without a default here) come from Config through
+    // sweeper_options() (core/config_slices.h); the others are wiring the engine and Fanout
+    // add.
     struct Options {
-        std::string ns = "kw", tag = kStandaloneTag, owner;
+        std::string ns, tag = kStandaloneTag, owner;
         bool track_keys = true;
         std::vector<std::string> task_queues;
-        int64_t lease_ms = 30000, retry_base_ms = 1000, retry_max_ms = 300000;
-        int64_t hold_timeout_ms = 300000;  // hold.timeout: lease renewals end this long
-                                           // after the claim
-        int64_t max_attempts = 5, batch = 500, interval_ms = 100, done_window_ms = 10000;
-        bool dedupe = false;
-        int64_t dedupe_ttl_ms = 60000;
-        int64_t connect_timeout_ms = 5000, reconnect_min_ms = 100, reconnect_max_ms = 10000;
+        int64_t lease_ms, retry_base_ms, retry_max_ms;
+        int64_t hold_timeout_ms;  // hold.timeout: lease renewals end this long after the claim
+        int64_t max_attempts, batch, interval_ms, done_window_ms;
+        bool dedupe;
+        int64_t dedupe_ttl_ms;
+        int64_t connect_timeout_ms;
+        Backoff reconnect;
         const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
         bool cluster = false;
-        int64_t scan_interval_ms = 30000;  // cluster: full SCAN for queue keys
-        std::function<void()> on_moved;    // cluster: a slot is served elsewhere now
+        int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
+        std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
         // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
         // be routed to the slot's new master while their lease lasts. Null: retried here.
         std::function<void(std::vector<Completion> &&)> on_redirect;

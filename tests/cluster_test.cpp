@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "core/redis_cluster.h"
 #include "core/slots.h"
 #include "redis_fixture.h"
+#include "tests/support/redis_cluster.h"
 #include "worker_process.h"
 
 namespace kwtest {

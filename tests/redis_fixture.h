@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 #include "keywatch.h"
 
 namespace kwtest {

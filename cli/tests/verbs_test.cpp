@@ -22,9 +22,9 @@
 
 #include "cli/tests/cli_process.h"
 #include "cli/time_text.h"
-#include "core/redis_cluster.h"
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 #include "keywatch.h"
+#include "tests/support/redis_cluster.h"
 
 #ifndef KW_CLI_PATH
 #error "KW_CLI_PATH must name the keywatch binary"
