@@ -27,6 +27,7 @@ Config odd_config() {
           {"cluster.refresh", "2345ms"},
           {"namespace", "ns1"},
           {"lease", "3456ms"},
+          {"hold.timeout", "654321ms"},
           {"retry.base", "11ms"},
           {"retry.max", "1111ms"},
           {"max_attempts", "9"},
