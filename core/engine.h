@@ -18,6 +18,7 @@
 #include "core/event_loop.h"
 #include "core/fanout.h"
 #include "core/filter.h"
+#include "core/stats.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 
@@ -37,7 +38,10 @@ class Engine : private SubscriberSink, private SweeperSink {
     int start();
     int stop(int64_t timeout_ms);
 
+    // A statistic by name (core/stats.h: a histogram gives its count). Any thread.
     int stat(const std::string &name, int64_t *value) const;
+    // Every sample, in the table's order (labelled families: one per label). Any thread.
+    std::vector<StatSample> stats_snapshot() const;
     std::string stats_json() const;
 
     // Last error message: set by start() and stop().
@@ -76,6 +80,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
+    int64_t stat_value(StatId id) const;  // an unlabelled row's value
     std::vector<std::string> subscribed_events() const;
     void teardown();
 
@@ -107,6 +112,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::string last_event_name_;
     std::atomic<int64_t> *last_event_counter_ = nullptr;
     Counters counters_;
+    EngineStats stats_;  // labelled: per node, queue and handler
     SweeperCounters sweeper_counters_;
 
     std::mutex completion_mu_;  // workers -> loop
