@@ -354,7 +354,7 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
 KW_API int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value);
 /* Every sample as one JSON object into *out (allocated; release with kw_free): "name":
  * integer for counters and gauges, and for a histogram "name": {"count": n, "sum": seconds,
- * "buckets": [[upper bound in seconds, count in that bucket], ..., ["+Inf", count]]}.
+ * "buckets": [[upper bound in seconds, cumulative count], ..., ["+Inf", count]]}.
  * KW_ERR_NOMEM (*out NULL) when out of memory, KW_ERR_INVALID_ARG for a NULL argument.
  * Any thread. */
 KW_API int kw_engine_stats_json(kw_engine_t *engine, char **out);
@@ -364,6 +364,7 @@ KW_API int kw_engine_stats_json(kw_engine_t *engine, char **out);
  * Python's stats dict) that must not parse text. Sample i of count: the row's name (with
  * its <label> placeholder, e.g. "expiry.lateness.<queue>"), type, unit and help from the
  * table above, the label's name and value ("" and "" when unlabelled), and its value.
+ * Samples come in the table's order, a labelled family's samples next to each other.
  * Histograms have fixed buckets in seconds, the same for every histogram; counts are
  * cumulative, as Prometheus' le buckets: counts[k] observations were <= upper_bounds[k],
  * and the last bound is +infinity (HUGE_VAL), whose count is the total.

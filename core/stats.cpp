@@ -157,6 +157,7 @@ std::string stats_json(const std::vector<StatSample> &samples) {
         snprintf(sum, sizeof sum, "%.6f", s.histogram.sum);
         out += "{\"count\":" + std::to_string(s.histogram.count) + ",\"sum\":" + sum +
                ",\"buckets\":[";
+        uint64_t cumulative = 0;
         for (size_t b = 0; b < kHistogramBuckets; b++) {
             char bound[32];
             if (b < kHistogramBounds.size())
@@ -164,7 +165,7 @@ std::string stats_json(const std::vector<StatSample> &samples) {
             else
                 snprintf(bound, sizeof bound, "\"+Inf\"");
             out += std::string(b ? "," : "") + "[" + bound + "," +
-                   std::to_string(s.histogram.buckets[b]) + "]";
+                   std::to_string(cumulative += s.histogram.buckets[b]) + "]";
         }
         out += "]}";
     }

@@ -142,7 +142,7 @@ struct StatSample {
 };
 
 // Every sample as one JSON object: "name": value, a histogram as
-// {"count": n, "sum": seconds, "buckets": [[upper bound, count], ..., ["+Inf", count]]}.
+// {"count": n, "sum": seconds, "buckets": [[upper bound, cumulative count], ..., ["+Inf", n]]}.
 std::string stats_json(const std::vector<StatSample> &samples);
 
 // The labelled statistics of one engine: per node, per queue and per handler. Queues and

@@ -138,6 +138,7 @@ TEST_F(CApiStatsTest, LabelledStatisticsAndHistogramsMoveAfterRealEvents) {
     EXPECT_EQ(j["queue.acked.jobs"], 3);
     EXPECT_EQ(j["expiry.lateness.jobs"]["count"], 3);
     EXPECT_EQ(j["handler.duration.0"]["buckets"].back()[0], "+Inf");
+    EXPECT_EQ(j["handler.duration.0"]["buckets"].back()[1], 3);  // cumulative: every call
     EXPECT_EQ(j["node.state." + node], KW_CONN_READY);
     kw_client_free(c);
 }
