@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 
 #include <cstring>
 #include <fstream>
@@ -631,3 +632,12 @@ TEST(CApiNaming, EveryFunctionTakingAClientStartsWithKwClient) {
 }
 
 }  // namespace capi_settled
+
+// The settled signatures: a change is an ABI break and must come with a new minor version.
+static_assert(std::is_same<decltype(&kw_engine_stop), int (*)(kw_engine_t *, int64_t)>::value,
+              "kw_engine_stop takes an int64_t timeout");
+static_assert(
+    std::is_same<decltype(&kw_client_inspect_json), int (*)(kw_client_t *, char **)>::value,
+    "JSON getters return a status and the text through an out-parameter");
+static_assert(std::is_same<decltype(&kw_engine_stats_json), int (*)(kw_engine_t *, char **)>::value,
+              "JSON getters return a status and the text through an out-parameter");
