@@ -385,8 +385,9 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     ran out
  *   items.unhandled             counter   items       claimed items no handler's filter matched
  *                                                     (acked)
- *   items.late_acks             counter   items       acks refused because the lease had passed to
- *                                                     another holder
+ *   items.late_acks             counter   items       completions not written: the lease had passed
+ *                                                     to another holder, or the item was released
+ *                                                     at hold.timeout
  *   items.released              counter   items       claimed items given back unhandled when the
  *                                                     engine stopped
  *   queue.acked.<queue>         counter   items       items of one queue ("keys" or a task queue)

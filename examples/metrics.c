@@ -13,7 +13,7 @@
 
 #include "keywatch.h"
 
-static int on_expired(const kw_event_t *ev, void *opaque) {
+static int on_expired(kw_event_t *ev, void *opaque) {
     (void)ev;
     (void)opaque;
     return KW_RESULT_ACK;
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "metrics: %s\n", err);
         goto out;
     }
-    if (kw_engine_add_handler(engine, NULL, on_expired, NULL) != KW_OK ||
+    if (kw_engine_add_handler(engine, NULL, on_expired, NULL, NULL) != KW_OK ||
         kw_engine_start(engine) != KW_OK) {
         fprintf(stderr, "metrics: %s\n", kw_engine_last_error(engine));
         goto out;

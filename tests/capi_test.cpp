@@ -527,7 +527,7 @@ kw_engine_t *failing_engine(int port) {
     kw_engine_t *e = nullptr;
     EXPECT_EQ(kw_engine_new(conf.c, &e, err, sizeof err), KW_OK) << err;
     EXPECT_EQ(kw_engine_add_handler(
-                  e, nullptr, [](const kw_event_t *, void *) { return 0; }, nullptr),
+                  e, nullptr, [](kw_event_t *, void *) { return 0; }, nullptr, nullptr),
               KW_OK);
     EXPECT_NE(kw_engine_start(e), KW_OK);
     return e;
