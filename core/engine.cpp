@@ -43,7 +43,17 @@ int Engine::add_handler(const Filter &filter, kw_handler_fn fn, void *opaque) {
         set_error("handlers must be added before kw_engine_start");
         return KW_ERR_STATE;
     }
-    handlers_.push_back({filter, fn, opaque});
+    handlers_.push_back({filter, fn, opaque, nullptr});
+    return KW_OK;
+}
+
+int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
+    if (started_) {
+        set_error("handlers must be added before kw_engine_start");
+        return KW_ERR_STATE;
+    }
+    handlers_.push_back(
+        {filter, nullptr, nullptr, std::shared_ptr<::keywatch::Handler>(std::move(handler))});
     return KW_OK;
 }
 
@@ -421,7 +431,7 @@ void Engine::handle(Event &ev) {
         matched = true;
         int rc;
         try {
-            rc = h.fn(&ev, h.opaque);
+            rc = h.object ? h.object->handle(ev) : h.fn(&ev, h.opaque);
         } catch (...) {
             // A C++ handler may throw; nothing crosses back into the engine.
             rc = KW_RESULT_RETRY;

@@ -18,6 +18,7 @@
 #include "core/event_loop.h"
 #include "core/fanout.h"
 #include "core/filter.h"
+#include "core/handler.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 
@@ -31,6 +32,11 @@ class Engine : private SubscriberSink, private SweeperSink {
     Engine &operator=(const Engine &) = delete;
 
     int add_handler(const Filter &filter, kw_handler_fn fn, void *opaque);
+    // PLACEHOLDER until a-deferred lands: a Handler object (plugins); destroyed with the
+    // engine, after its workers stopped.
+    int add_handler(const Filter &filter, HandlerPtr handler);
+    // A log line through the log callback (plugins' host->log). Any thread.
+    void log(kw_log_level level, const std::string &message) override;
     int set_state_cb(kw_state_fn fn, void *opaque);
     int set_log_cb(kw_log_fn fn, void *opaque);
 
@@ -48,6 +54,7 @@ class Engine : private SubscriberSink, private SweeperSink {
         Filter filter;
         kw_handler_fn fn;
         void *opaque;
+        std::shared_ptr<::keywatch::Handler> object;  // PLACEHOLDER: set instead of fn
     };
     struct Counters {
         std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
@@ -59,8 +66,6 @@ class Engine : private SubscriberSink, private SweeperSink {
     void on_event(Event &&ev) override;
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    // SubscriberSink and SweeperSink; any thread
-    void log(kw_log_level level, const std::string &message) override;
     // SweeperSink (loop thread)
     void deliver_tracked(std::vector<Event> &items) override;
     void deliver_untracked(std::vector<Event> &events) override;
