@@ -14,6 +14,7 @@
 #include "core/engine.h"
 #include "core/event.h"
 #include "core/filter.h"
+#include "core/plugin_handler.h"
 #include "core/time_limit.h"
 
 // The header's documented limit is the one core checks.
@@ -34,7 +35,11 @@ struct kw_client_s {
 };
 
 struct kw_engine_s {
-    explicit kw_engine_s(const keywatch::Config &c) : engine(c) {}
+    explicit kw_engine_s(const keywatch::Config &c)
+        : plugins(c, [this](kw_log_level l, const std::string &m) { engine.log(l, m); }),
+          engine(c) {}
+    // Declared first, destroyed last: the engine releases its plugin handlers first.
+    keywatch::PluginSet plugins;
     keywatch::Engine engine;
 };
 
@@ -295,6 +300,36 @@ int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_han
     });
 }
 
+int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const char *instance,
+                         const kw_filter_t *filter, const char *const *options, char *errstr,
+                         size_t errstr_size) {
+    if (!engine || !plugin) {
+        write_err(errstr, errstr_size, "kw_engine_add_plugin: engine and plugin must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    return guarded(
+        [&] {
+            keywatch::PluginSpec spec;
+            spec.plugin = plugin;
+            spec.instance = instance ? instance : "";
+            if (filter) spec.filter = filter->filter;
+            for (size_t i = 0; options && options[i]; i += 2) {
+                if (!options[i + 1]) {
+                    write_err(errstr, errstr_size,
+                              std::string("kw_engine_add_plugin: option \"") + options[i] +
+                                  "\" has no value: options are name, value, ..., NULL");
+                    return static_cast<int>(KW_ERR_INVALID_ARG);
+                }
+                spec.options.emplace_back(options[i], options[i + 1]);
+            }
+            std::string err;
+            int rc = engine->plugins.add(engine->engine, spec, &err);
+            if (rc != KW_OK) write_err(errstr, errstr_size, err);
+            return rc;
+        },
+        errstr, errstr_size);
+}
+
 int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
     return engine->engine.set_state_cb(fn, opaque);
@@ -327,7 +362,10 @@ const char *kw_engine_last_error(kw_engine_t *engine) {
 
 int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value) {
     if (!engine || !name || !value) return KW_ERR_INVALID_ARG;
-    return guarded([&] { return engine->engine.stat(name, value); });
+    return guarded([&] {
+        if (strncmp(name, "plugin.", 7) == 0) return engine->plugins.stat(name, value);
+        return engine->engine.stat(name, value);
+    });
 }
 
 char *kw_engine_stats_json(kw_engine_t *engine) {
