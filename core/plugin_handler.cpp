@@ -68,7 +68,8 @@ int PluginSet::init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary>
                     void **state, std::string *err) {
     const kw_plugin_descriptor_t *d = lib->descriptor();
     const std::string who = describe(d, instance, lib->path());
-    PluginConfig config;
+    auto ctx = std::make_shared<PluginContext>(instance, log_, redis_);
+    PluginConfig &config = ctx->config();
     std::set<std::string> given;
     for (const auto &nv : spec.options) {
         if (!given.insert(nv.first).second) {
@@ -77,7 +78,6 @@ int PluginSet::init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary>
         }
         config.options.push_back(nv);
     }
-    auto ctx = std::make_shared<PluginContext>(instance, log_, redis_);
     *state = nullptr;
     if (d->init) {
         char msg[1024] = "";
@@ -87,6 +87,7 @@ int PluginSet::init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary>
             return rc < 0 ? rc : KW_ERR_BAD_VALUE;
         }
     }
+    config.in_init = false;
     for (const auto &nv : spec.options) {
         if (config.asked.count(nv.first)) continue;
         if (d->close) d->close(*state);

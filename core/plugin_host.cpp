@@ -91,9 +91,9 @@ void host_log(const kw_plugin_host_t *host, int level, const char *message) {
 
 const char *config_get(const kw_plugin_config_t *config, const char *name) {
     if (!config || !name) return nullptr;
-    auto *c = const_cast<kw_plugin_config_t *>(config);  // init only: one thread
+    auto *c = const_cast<kw_plugin_config_t *>(config);
     try {
-        c->asked.insert(name);
+        if (c->in_init) c->asked.insert(name);  // init: the loading thread only
     } catch (...) {
     }
     for (const auto &nv : c->options)

@@ -24,6 +24,7 @@
 struct kw_plugin_config {
     std::vector<std::pair<std::string, std::string>> options;
     std::set<std::string> asked;  // names init asked for
+    bool in_init = true;          // after init: read-only, from any thread
 };
 
 struct kw_plugin_event {
@@ -87,6 +88,8 @@ class PluginContext {
     int counter(const std::string &counter, int64_t *value) const;
     std::map<std::string, int64_t> counters() const;
     RedisPool &redis() { return *redis_; }
+    // The instance's options: given to init, kept (so the values stay valid) until close.
+    PluginConfig &config() { return config_; }
 
     static PluginContext &of(const kw_plugin_host_t *host);
 
@@ -101,6 +104,7 @@ class PluginContext {
     std::shared_ptr<RedisPool> redis_;
     mutable std::mutex mu_;
     std::map<std::string, int64_t> counters_;
+    PluginConfig config_;
     HostTable host_;
 };
 

@@ -46,7 +46,7 @@ extern "C" {
 typedef struct kw_plugin_host kw_plugin_host_t;
 /* The event being handled. Valid during handle() only: copy what must outlive the call. */
 typedef struct kw_plugin_event kw_plugin_event_t;
-/* The instance's configuration (name/value strings), valid during init() only. */
+/* The instance's configuration (name/value strings), passed to init(). */
 typedef struct kw_plugin_config kw_plugin_config_t;
 /* An event taken over by host->hold; completed exactly once by host->complete. */
 typedef struct kw_plugin_hold kw_plugin_hold_t;
@@ -81,9 +81,9 @@ struct kw_plugin_host {
     /* A log line through the engine's log callback, prefixed with the instance name. */
     void (*log)(const kw_plugin_host_t *host, int level /* kw_log_level */, const char *message);
 
-    /* Configuration, during init only. The value of `name`, or NULL when not given. Every
-     * option given but never asked for by init makes the host refuse the instance ("unknown
-     * option"), so ask for each name you accept. */
+    /* Configuration: the value of `name`, or NULL when not given; the string stays valid
+     * until close returns. Every option given but never asked for during init makes the
+     * host refuse the instance ("unknown option"), so ask for each name you accept. */
     const char *(*config_get)(const kw_plugin_config_t *config, const char *name);
 
     /* Adds delta to the instance's counter `name`, readable as the engine statistic
