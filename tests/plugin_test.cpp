@@ -3,10 +3,15 @@
 // engine still usable after them, the host table (log, counter, routed Redis command), a
 // retry then an ack seeing attempt 2, a C++ plugin's exception, and the built-ins
 // session_index and stream end to end.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "tests/redis_fixture.h"
 
@@ -35,6 +40,50 @@ int add_plugin(kw_engine_t *engine, const std::string &plugin, const char *insta
     return rc;
 }
 
+// tests/webhook_server.py on a free loopback port; killed by pid at the end.
+class WebhookServer {
+  public:
+    WebhookServer() {
+        char tmpl[] = "/tmp/kw_webhook_XXXXXX";
+        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+        dir_ = tmpl;
+        std::string port_file = dir_ + "/port", log = dir_ + "/requests";
+        pid_ = fork();
+        if (pid_ == 0) {
+            execlp("python3", "python3", KW_WEBHOOK_SERVER, port_file.c_str(), log.c_str(),
+                   "s3cret", static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        if (!wait_until([&] { return std::ifstream(port_file).good(); }))
+            throw std::runtime_error("the webhook test server did not start");
+        std::ifstream(port_file) >> port_;
+    }
+    ~WebhookServer() {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        std::string rm = "rm -rf " + dir_;
+        if (system(rm.c_str()) != 0) std::cerr << "could not remove " << dir_ << "\n";
+    }
+    std::string url(const std::string &path) const {
+        return "http://127.0.0.1:" + std::to_string(port_) + path;
+    }
+    // The requests received so far (one JSON object each), for one path.
+    std::vector<nlohmann::json> requests(const std::string &path) const {
+        std::vector<nlohmann::json> out;
+        std::ifstream in(dir_ + "/requests");
+        for (std::string line; std::getline(in, line);) {
+            auto j = nlohmann::json::parse(line, nullptr, false);
+            if (!j.is_discarded() && j["path"] == path) out.push_back(j);
+        }
+        return out;
+    }
+
+  private:
+    std::string dir_;
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
 class PluginTest : public RedisTest {
   protected:
     void SetUp() override {
@@ -61,6 +110,17 @@ class PluginTest : public RedisTest {
     void load(const std::string &plugin, const char *instance, const Options &options) {
         std::string err;
         ASSERT_EQ(add_plugin(engine_->get(), plugin, instance, options, &err), KW_OK) << err;
+    }
+    // Loads a plugin for the keys starting with prefix.
+    void load_for(const std::string &prefix, const std::string &plugin, const char *instance,
+                  const Options &options) {
+        kw_filter_t *f = kw_filter_new();
+        char ferr[256];
+        ASSERT_EQ(kw_filter_set(f, "prefix", prefix.c_str(), ferr, sizeof ferr), KW_OK) << ferr;
+        std::string err;
+        int rc = add_plugin(engine_->get(), plugin, instance, options, &err, f);
+        kw_filter_free(f);
+        ASSERT_EQ(rc, KW_OK) << err;
     }
     // Expects a refusal whose message holds every part.
     void refused(const std::string &plugin, const char *instance, const Options &options,
@@ -114,6 +174,9 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
     refused("session_index", "sessions", {}, {"option \"index\"", "{user}"});
     refused("stream", "out", {{"stream", "a}b"}},
             {"plugin instance \"out\"", "option \"stream\"", "slot"});
+    refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
+            {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}}, {"https is not supported"});
     load(test_plugin("probe"), "p1", {});
     refused(test_plugin("probe"), "p1", {},
             {"an instance named \"p1\" is already loaded", "another instance name"});
@@ -225,6 +288,41 @@ TEST_F(PluginTest, StreamAppendsOncePerEventIdWithTheWatchFields) {
     EXPECT_TRUE(contains(entries, "\nattempt\n1\n")) << entries;
     EXPECT_TRUE(contains(entries, "\nid\nq:keys:")) << entries;
     EXPECT_TRUE(contains(entries, "key_b64\nYmlu/wBrZXk=\n")) << entries;
+}
+
+TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
+    WebhookServer server;
+    engine_->set("max_attempts", "3");
+    load_for("ok:", "webhook", "ok",
+             {{"url", server.url("/ok")}, {"secret", "s3cret"}, {"headers", "X-Extra: yes"}});
+    load_for("flaky:", "webhook", "flaky", {{"url", server.url("/flaky")}, {"secret", "s3cret"}});
+    load_for("bad:", "webhook", "bad", {{"url", server.url("/reject")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v1");
+    track("flaky:1", "v2");
+    track("bad:1", "v3");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.ok.delivered") == 1 &&
+               engine_->stat("plugin.flaky.delivered") == 1 &&
+               engine_->stat("plugin.bad.rejected") == 1;
+    }));
+    auto ok = server.requests("/ok");
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_TRUE(ok[0]["sig_ok"].get<bool>()) << ok[0].dump();
+    EXPECT_EQ(ok[0]["extra"], "yes");
+    auto body = nlohmann::json::parse(ok[0]["body"].get<std::string>());
+    EXPECT_EQ(body["event"], "expired");
+    EXPECT_EQ(body["key"], "ok:1");
+    EXPECT_EQ(body["value"], "v1");
+    EXPECT_EQ(body["id"], ok[0]["event_id"]);
+    auto flaky = server.requests("/flaky");
+    ASSERT_EQ(flaky.size(), 2u) << "503 then 200";
+    EXPECT_EQ(nlohmann::json::parse(flaky[1]["body"].get<std::string>())["attempt"], 2);
+    EXPECT_EQ(engine_->stat("plugin.flaky.retried"), 1);
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 1; }));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "HTTP 400: bad payload: no")) << dead;
+    EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
 }
 
 }  // namespace
