@@ -177,6 +177,7 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
     refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
             {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
     refused("webhook", "hook", {{"url", "https://example.com/x"}}, {"https is not supported"});
+    refused("exec", "run", {{"argv1", "x"}}, {"plugin instance \"run\"", "option \"argv0\""});
     load(test_plugin("probe"), "p1", {});
     refused(test_plugin("probe"), "p1", {},
             {"an instance named \"p1\" is already loaded", "another instance name"});
@@ -323,6 +324,45 @@ TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
     EXPECT_TRUE(contains(dead, "HTTP 400: bad payload: no")) << dead;
     EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
+}
+
+TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
+    char tmpl[] = "/tmp/kw_exec_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string dir = tmpl;
+    engine_->set("max_attempts", "2");
+    auto sh = [](const std::string &script) -> Options {
+        return {{"argv0", "sh"}, {"argv1", "-c"}, {"argv2", script}, {"timeout_ms", "500"}};
+    };
+    load_for("ok:", "exec", "ok", sh("cat > " + dir + "/stdin"));
+    load_for("again:", "exec", "again",
+             sh("if [ -e " + dir + "/flag ]; then exit 0; fi; touch " + dir +
+                "/flag; echo busy >&2; exit 75"));
+    load_for("bad:", "exec", "bad", sh("echo 'it broke' >&2; exit 3"));
+    load_for("slow:", "exec", "slow", sh("sleep 5 & sleep 5"));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v1");
+    track("again:1", "v");
+    track("bad:1", "v");
+    track("slow:1", "v");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.ok.succeeded") == 1 &&
+               engine_->stat("plugin.again.succeeded") == 1 &&
+               engine_->stat("plugin.bad.rejected") == 1 &&
+               engine_->stat("plugin.slow.timed_out") == 2;
+    })) << engine_->stat("plugin.slow.timed_out");
+    std::ifstream in(dir + "/stdin");
+    std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["key"], "ok:1");
+    EXPECT_EQ(j["value"], "v1");
+    EXPECT_EQ(engine_->stat("plugin.again.retried"), 1) << "75 means retry";
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 2; }));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "bad: sh exited 3: it broke")) << dead;
+    EXPECT_TRUE(contains(dead, "slow: sh ran longer than 500ms: killed")) << dead;
+    std::string rm = "rm -rf " + dir;
+    EXPECT_EQ(system(rm.c_str()), 0);
 }
 
 }  // namespace
