@@ -365,4 +365,36 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     EXPECT_EQ(system(rm.c_str()), 0);
 }
 
+TEST_F(PluginTest, APluginThatAbortsKillsItsProcessAndAnotherEngineRedeliversTheItem) {
+    // The crashing engine runs in a child process (forked before this process starts any
+    // engine thread): its plugin calls abort() on the first event.
+    engine_->set("lease", "1s");
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        Engine crashing(redis().url());
+        crashing.set("lease", "1s");
+        std::vector<const char *> options = {"abort", "1", nullptr};
+        char err[1024];
+        if (kw_engine_add_plugin(crashing.get(), test_plugin("probe").c_str(), "crash", nullptr,
+                                 options.data(), err, sizeof err) != KW_OK ||
+            crashing.start() != KW_OK)
+            _exit(3);
+        sleep(30);  // abort() ends it sooner
+        _exit(4);
+    }
+    // Let the child engine claim the item and die on it.
+    track("job:crash", "v", 300);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), SIGABRT);
+    // A second engine takes the item over once the dead holder's lease ran out.
+    load(test_plugin("probe"), "survivor", {{"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(wait_until([&] { return redis_cmd({"LLEN", "calls"}) == "1"; }));
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "job:crash:2")
+        << "the crashed delivery was attempt 1";
+}
+
 }  // namespace

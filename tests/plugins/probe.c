@@ -8,7 +8,8 @@
  *   KW_TEST_NO_ENTRY      no KW_HANDLER_DEFINE: no kw_handler_entry
  *   KW_TEST_UNDEFINED     needs a symbol nothing defines: dlopen(RTLD_NOW) fails
  * The probe's options: record (a list: RPUSH "<key>:<attempt>" per call), retry_first
- * (1: the first attempt returns KW_RESULT_RETRY), fail_init (init fails with this text).
+ * (1: the first attempt returns KW_RESULT_RETRY), fail_init (init fails with this text),
+ * abort (1: abort() the process on every call, as a crashing plugin does).
  * Counter: handled. Logs "handled <key> attempt <n>" per call. Thread-safe (read-only state).
  */
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct state {
     const kw_plugin_host_t *host;
     char record[256];
     int retry_first;
+    int abort;
 } state_t;
 
 #ifdef KW_TEST_UNDEFINED
@@ -32,6 +34,7 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     const char *fail = host->config_get(config, "fail_init");
     const char *record = host->config_get(config, "record");
     const char *retry = host->config_get(config, "retry_first");
+    const char *crash = host->config_get(config, "abort");
     state_t *s;
     if (fail) {
         snprintf(err, n, "%s", fail);
@@ -42,6 +45,7 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     s->host = host;
     if (record) snprintf(s->record, sizeof s->record, "%s", record);
     s->retry_first = retry && !strcmp(retry, "1");
+    s->abort = crash && !strcmp(crash, "1");
 #ifdef KW_TEST_UNDEFINED
     s->retry_first = kw_test_missing_symbol();
 #endif
@@ -59,6 +63,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     snprintf(line, sizeof line, "handled %.*s attempt %d", (int)klen, key, attempt);
     h->log(h, KW_LOG_INFO, line);
     h->counter_add(h, "handled", 1);
+    if (s->abort) abort();
     if (s->record[0]) {
         char item[300];
         const char *argv[3];
