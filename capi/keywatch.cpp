@@ -2,6 +2,7 @@
 // exception crosses this boundary.
 #include "keywatch.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -36,9 +37,17 @@ struct kw_client_s {
 
 struct kw_engine_s {
     explicit kw_engine_s(const keywatch::Config &c)
-        : plugins(c, [this](kw_log_level l, const std::string &m) { engine.log(l, m); }),
+        : plugins(c,
+                  [this](kw_log_level l, const std::string &m) {
+                      if (!freeing) engine.log(l, m);
+                  }),
           engine(c) {}
-    // Declared first, destroyed last: the engine releases its plugin handlers first.
+    // Plugin log lines during kw_engine_free (a plugin's close) are dropped: the engine is
+    // being destroyed.
+    ~kw_engine_s() { freeing = true; }
+    std::atomic<bool> freeing{false};
+    // Declared before the engine, destroyed after it: the engine releases its plugin
+    // handlers (close, dlclose) first.
     keywatch::PluginSet plugins;
     keywatch::Engine engine;
 };

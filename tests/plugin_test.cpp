@@ -331,15 +331,17 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string dir = tmpl;
     engine_->set("max_attempts", "2");
-    auto sh = [](const std::string &script) -> Options {
-        return {{"argv0", "sh"}, {"argv1", "-c"}, {"argv2", script}, {"timeout_ms", "500"}};
+    // A generous timeout for the programs that finish at once (a loaded machine must not
+    // turn them into timeouts); the slow one never finishes.
+    auto sh = [](const std::string &script, const char *timeout_ms = "20000") -> Options {
+        return {{"argv0", "sh"}, {"argv1", "-c"}, {"argv2", script}, {"timeout_ms", timeout_ms}};
     };
     load_for("ok:", "exec", "ok", sh("cat > " + dir + "/stdin"));
     load_for("again:", "exec", "again",
              sh("if [ -e " + dir + "/flag ]; then exit 0; fi; touch " + dir +
                 "/flag; echo busy >&2; exit 75"));
     load_for("bad:", "exec", "bad", sh("echo 'it broke' >&2; exit 3"));
-    load_for("slow:", "exec", "slow", sh("sleep 5 & sleep 5"));
+    load_for("slow:", "exec", "slow", sh("sleep 60 & sleep 60", "300"));
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("ok:1", "v1");
     track("again:1", "v");
@@ -360,7 +362,7 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 2; }));
     std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
     EXPECT_TRUE(contains(dead, "bad: sh exited 3: it broke")) << dead;
-    EXPECT_TRUE(contains(dead, "slow: sh ran longer than 500ms: killed")) << dead;
+    EXPECT_TRUE(contains(dead, "slow: sh ran longer than 300ms: killed")) << dead;
     std::string rm = "rm -rf " + dir;
     EXPECT_EQ(system(rm.c_str()), 0);
 }
