@@ -133,6 +133,7 @@ KW_API int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_
 
 /* ---- Events ----------------------------------------------------------------------- */
 
+
 /* An event handed to a handler. Valid only for the duration of the handler call; copy
  * what you need to keep. Accessors may be called from the handler's thread only. */
 typedef struct kw_event_s kw_event_t;
@@ -165,6 +166,7 @@ KW_API const char *kw_event_queue(const kw_event_t *ev);
 /* Record why the handler is about to return RETRY or REJECT; it is kept with the item and
  * written to the dead-letter stream. Call from the handler only. */
 KW_API void kw_event_set_error(const kw_event_t *ev, const char *reason);
+
 
 /* A handler. Runs on a worker thread, never on the event loop; several handlers may run
  * at once on different threads. Return a kw_result. */
@@ -203,7 +205,6 @@ typedef struct kw_engine_s kw_engine_t;
 
 
 
-
 /* Called on the event-loop thread when a connection changes state. node is "host:port"
  * or a socket path; detail says why (e.g. the error that broke the connection). Must not
  * block and must not call kw_engine_stop/kw_engine_free. */
@@ -235,8 +236,8 @@ KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter,
  * leaves the engine unchanged; errstr says why and what to do. Only before
  * kw_engine_start. Not concurrently with other calls on the engine. */
 KW_API int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const char *instance,
-                                const kw_filter_t *filter, const char *const *options, char *errstr,
-                                size_t errstr_size);
+                                const kw_filter_t *filter, const char *const *options,
+                                char *errstr, size_t errstr_size);
 /* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
  * log sink writes warnings and errors to stderr. */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);
