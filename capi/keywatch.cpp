@@ -3,6 +3,7 @@
 #include "keywatch.h"
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "core/event.h"
 #include "core/filter.h"
 #include "core/stats.h"
+#include "core/plugin_handler.h"
 #include "core/time_limit.h"
 
 // The header's documented limit is the one core checks.
@@ -43,7 +45,19 @@ struct kw_client_s {
 };
 
 struct kw_engine_s {
-    explicit kw_engine_s(const keywatch::Config &c) : engine(c) {}
+    explicit kw_engine_s(const keywatch::Config &c)
+        : plugins(c,
+                  [this](kw_log_level l, const std::string &m) {
+                      if (!freeing) engine.log(l, m);
+                  }),
+          engine(c) {}
+    // Plugin log lines during kw_engine_free (a plugin's close) are dropped: the engine is
+    // being destroyed.
+    ~kw_engine_s() { freeing = true; }
+    std::atomic<bool> freeing{false};
+    // Declared before the engine, destroyed after it: the engine releases its plugin
+    // handlers (close, dlclose) first.
+    keywatch::PluginSet plugins;
     keywatch::Engine engine;
     // Copies handed out by kw_engine_last_error, one per calling thread, so that a pointer
     // stays valid until that thread asks this engine again (other engines and threads
@@ -271,6 +285,36 @@ int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_han
     });
 }
 
+int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const char *instance,
+                         const kw_filter_t *filter, const char *const *options, char *errstr,
+                         size_t errstr_size) {
+    if (!engine || !plugin) {
+        write_err(errstr, errstr_size, "kw_engine_add_plugin: engine and plugin must not be NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    return guarded(
+        [&] {
+            keywatch::PluginSpec spec;
+            spec.plugin = plugin;
+            spec.instance = instance ? instance : "";
+            if (filter) spec.filter = filter->filter;
+            for (size_t i = 0; options && options[i]; i += 2) {
+                if (!options[i + 1]) {
+                    write_err(errstr, errstr_size,
+                              std::string("kw_engine_add_plugin: option \"") + options[i] +
+                                  "\" has no value: options are name, value, ..., NULL");
+                    return static_cast<int>(KW_ERR_INVALID_ARG);
+                }
+                spec.options.emplace_back(options[i], options[i + 1]);
+            }
+            std::string err;
+            int rc = engine->plugins.add(engine->engine, spec, &err);
+            if (rc != KW_OK) write_err(errstr, errstr_size, err);
+            return rc;
+        },
+        errstr, errstr_size);
+}
+
 int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
     return guarded([&] {
@@ -321,7 +365,10 @@ const char *kw_engine_last_error(kw_engine_t *engine) {
 
 int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value) {
     if (!engine || !name || !value) return KW_ERR_INVALID_ARG;
-    return guarded([&] { return engine->engine.stat(name, value); });
+    return guarded([&] {
+        if (strncmp(name, "plugin.", 7) == 0) return engine->plugins.stat(name, value);
+        return engine->engine.stat(name, value);
+    });
 }
 
 int kw_engine_stats_json(kw_engine_t *engine, char **out) {

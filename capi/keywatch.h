@@ -303,6 +303,18 @@ KW_API void kw_engine_free(kw_engine_t *engine);
  * its last handler call; if this call fails it is not called (opaque stays the caller's). */
 KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
                                  void *opaque, void (*free_opaque)(void *));
+/* Load a handler plugin (docs/plugins.md) and register an instance of it for the events the
+ * filter selects (NULL: every "expired" event). plugin: a path (containing '/'), or a name
+ * looked up as <name>.so in $KEYWATCH_PLUGIN_PATH's directories, then in the installed
+ * plugin directory. instance: a name for this instance (NULL: the plugin's own name);
+ * several instances of one plugin need different names; its counters are the statistics
+ * "plugin.<instance>.<counter>". options: name, value, name, value, ..., NULL (NULL: none),
+ * passed to the plugin's init; an option it does not read is refused. A refused plugin
+ * leaves the engine unchanged; errstr says why and what to do. Only before
+ * kw_engine_start. Not concurrently with other calls on the engine. */
+KW_API int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const char *instance,
+                                const kw_filter_t *filter, const char *const *options,
+                                char *errstr, size_t errstr_size);
 /* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
  * log sink writes warnings and errors to stderr. */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);

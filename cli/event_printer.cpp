@@ -7,20 +7,6 @@
 
 namespace keywatch::cli {
 
-const char *source_name(kw_source source) {
-    switch (source) {
-        case KW_SOURCE_NOTIFICATION:
-            return "notification";
-        case KW_SOURCE_SWEEP:
-            return "sweep";
-        case KW_SOURCE_LEASE_EXPIRED:
-            return "lease_expired";
-        case KW_SOURCE_TASK:
-            return "task";
-    }
-    return "unknown";
-}
-
 EventRecord read_event(const kw_event_t *ev) {
     EventRecord r;
     const char *name = kw_event_name(ev);

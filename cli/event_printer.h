@@ -21,9 +21,6 @@ namespace keywatch::cli {
 // The fields of ev as plain data; valid while ev is (the handler call).
 EventRecord read_event(const kw_event_t *ev);
 
-// "notification", "sweep", "lease_expired", "task".
-const char *source_name(kw_source source);
-
 class EventPrinter {
   public:
     explicit EventPrinter(StopSignal *stop) : stop_(stop) {}

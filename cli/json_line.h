@@ -8,6 +8,10 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "capi/keywatch_types.h"
+
 namespace keywatch::cli {
 
 // The fields of a delivered event, as plain data (views stay valid for the call only).
@@ -31,5 +35,11 @@ struct EventRecord {
 // when a snapshot or payload exists, deadline_ms only when known, queue only when there is
 // one. Ends with '\n'.
 std::string json_line(const EventRecord &record);
+// The same fields as an ordered JSON object (json_line is its dump plus '\n'); the plugin
+// host hands them to plugins one by one.
+nlohmann::ordered_json json_object(const EventRecord &record);
+
+// "notification", "sweep", "lease_expired", "task".
+const char *source_name(kw_source source);
 
 }  // namespace keywatch::cli

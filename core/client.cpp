@@ -1,6 +1,7 @@
 #include "core/client.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -232,7 +233,7 @@ ReplyPtr Client::exec(Call &c) {
             last_error = text(r.get());
             last_node = c.endpoint;
         }
-        if (kind == ReplyError::NoScript) {
+        if (kind == ReplyError::NoScript && c.script) {
             c.args[0] = "EVAL";
             c.args[1] = c.script->body;
         } else if (kind == ReplyError::Moved) {
@@ -264,10 +265,10 @@ ReplyPtr Client::exec(Call &c) {
                                "split between nodes (" +
                                last_node + ": '" + last_error + "'); retry in a moment");
     else
-        fail(KW_ERR_REDIS, std::string(c.script->name) + ": slot " + std::to_string(c.slot) +
-                               " was redirected " + std::to_string(kMaxRedirects) +
-                               " times (last: " + last_node + " answered '" + last_error +
-                               "'); is the cluster resharding? retry");
+        fail(KW_ERR_REDIS, std::string(c.script ? c.script->name : c.args[0].c_str()) + ": slot " +
+                               std::to_string(c.slot) + " was redirected " +
+                               std::to_string(kMaxRedirects) + " times (last: " + last_node +
+                               " answered '" + last_error + "'); is the cluster resharding? retry");
     return nullptr;
 }
 
@@ -276,6 +277,31 @@ int Client::finish(Call &c, ReplyPtr r) {
     if (is_error(r.get()))
         return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
     return c.decode(r.get());
+}
+
+size_t Client::first_key_index(const std::vector<std::string> &args) {
+    if (args.size() < 2) return 0;
+    std::string cmd = args[0];
+    for (auto &ch : cmd) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+    static const std::set<std::string> scripts = {"EVAL",       "EVALSHA", "EVAL_RO",
+                                                  "EVALSHA_RO", "FCALL",   "FCALL_RO"};
+    if (!scripts.count(cmd)) return 1;
+    if (args.size() < 4 || args[2].empty() || args[2] == "0") return 0;
+    return 3;
+}
+
+int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
+    reply->reset();
+    if (args.empty()) return fail(KW_ERR_INVALID_ARG, "command: no arguments");
+    if (int rc = connect(); rc != KW_OK) return rc;
+    Call c;
+    c.script = nullptr;
+    size_t k = first_key_index(args);
+    c.slot = k ? key_slot(args[k]) : 0;
+    c.endpoint = endpoint_for_slot(c.slot);
+    c.args = args;
+    *reply = exec(c);
+    return *reply ? KW_OK : call_status_;
 }
 
 const QueueKeys &Client::queue_keys(const std::string &name, const std::string &tag) {

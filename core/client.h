@@ -109,6 +109,15 @@ class Client {
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
 
+    // Any command (binary-safe args) on the master of its first key's slot, following
+    // MOVED/ASK and waiting out TRYAGAIN/CLUSTERDOWN like the queue scripts (first key:
+    // first_key_index). KW_OK with *reply set, which may be the command's own error reply;
+    // else a status with last_error() and *reply null.
+    int command(const std::vector<std::string> &args, ReplyPtr *reply);
+    // Index in args of a command's first key: 3 for EVAL/EVALSHA/FCALL (and _RO) with
+    // numkeys > 0, else 1; 0 when the command has no key (any master serves it).
+    static size_t first_key_index(const std::vector<std::string> &args);
+
     const std::string &last_error() const { return error_; }
     bool is_cluster() const { return cluster_; }
 

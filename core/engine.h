@@ -46,6 +46,8 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     // and errors).
     int set_state_sink(StateSink sink);
     int set_log_sink(LogSink sink);
+    // A log line through the log sink (plugins' host->log). Any thread.
+    void log(kw_log_level level, const std::string &message) override;
 
     int start();
     int stop(int64_t timeout_ms);
@@ -75,8 +77,6 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     void on_event(Event &&ev) override;
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    // SubscriberSink and SweeperSink; any thread
-    void log(kw_log_level level, const std::string &message) override;
     // SweeperSink (loop thread)
     void deliver_tracked(std::vector<Event> &items) override;
     void deliver_untracked(std::vector<Event> &events) override;

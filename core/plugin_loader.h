@@ -1,0 +1,39 @@
+// Plugin loader: finds a handler plugin (a path, or a name on the search path), checks
+// that it is an ELF shared object, dlopens it (RTLD_NOW | RTLD_LOCAL), calls its entry
+// function and checks the descriptor against this host's ABI. Every refusal names the
+// file, what it has, what the host needs and what to do (PostgreSQL's style).
+// The search path: $KEYWATCH_PLUGIN_PATH (colon-separated directories), then the
+// installed plugin directory (KW_PLUGIN_DIR). Thread-safe (no shared state).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "handlers/keywatch_plugin.h"
+
+namespace keywatch {
+
+// An open plugin library: dlclose on destruction. Shared by the instances made from it.
+class PluginLibrary {
+  public:
+    ~PluginLibrary();
+    const std::string &path() const { return path_; }
+    const kw_plugin_descriptor_t *descriptor() const { return descriptor_; }
+
+  private:
+    friend int open_plugin(const std::string &, std::shared_ptr<PluginLibrary> *, std::string *);
+    void *handle_ = nullptr;
+    std::string path_;
+    const kw_plugin_descriptor_t *descriptor_ = nullptr;
+};
+
+// The directories searched for a plugin given by name, in order.
+std::vector<std::string> plugin_search_path();
+
+// Opens `path_or_name` (a path when it contains '/', else "<name>.so" on the search path)
+// and checks it. KW_OK with *out set, or a status with the refusal in *err.
+int open_plugin(const std::string &path_or_name, std::shared_ptr<PluginLibrary> *out,
+                std::string *err);
+
+}  // namespace keywatch

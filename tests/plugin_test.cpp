@@ -1,0 +1,402 @@
+// Handler plugins through the C API (kw_engine_add_plugin) against a real redis-server:
+// every refusal of the loader with its message (the broken plugins of tests/plugins/), the
+// engine still usable after them, the host table (log, counter, routed Redis command), a
+// retry then an ack seeing attempt 2, a C++ plugin's exception, and the built-ins
+// session_index and stream end to end.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tests/redis_fixture.h"
+
+namespace {
+
+using namespace kwtest;
+using Options = std::vector<std::pair<std::string, std::string>>;
+
+std::string test_plugin(const std::string &name) {
+    return std::string(KW_TEST_PLUGIN_DIR) + "/" + name + ".so";
+}
+
+// kw_engine_add_plugin with options as pairs; the status, and the message in *err.
+int add_plugin(kw_engine_t *engine, const std::string &plugin, const char *instance,
+               const Options &options, std::string *err, const kw_filter_t *filter = nullptr) {
+    std::vector<const char *> argv;
+    for (const auto &nv : options) {
+        argv.push_back(nv.first.c_str());
+        argv.push_back(nv.second.c_str());
+    }
+    argv.push_back(nullptr);
+    char buf[2048] = "";
+    int rc = kw_engine_add_plugin(engine, plugin.c_str(), instance, filter, argv.data(), buf,
+                                  sizeof buf);
+    if (err) *err = buf;
+    return rc;
+}
+
+// tests/webhook_server.py on a free loopback port; killed by pid at the end.
+class WebhookServer {
+  public:
+    WebhookServer() {
+        char tmpl[] = "/tmp/kw_webhook_XXXXXX";
+        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+        dir_ = tmpl;
+        std::string port_file = dir_ + "/port", log = dir_ + "/requests";
+        pid_ = fork();
+        if (pid_ == 0) {
+            execlp("python3", "python3", KW_WEBHOOK_SERVER, port_file.c_str(), log.c_str(),
+                   "s3cret", static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        if (!wait_until([&] { return std::ifstream(port_file).good(); }))
+            throw std::runtime_error("the webhook test server did not start");
+        std::ifstream(port_file) >> port_;
+    }
+    ~WebhookServer() {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        std::string rm = "rm -rf " + dir_;
+        if (system(rm.c_str()) != 0) std::cerr << "could not remove " << dir_ << "\n";
+    }
+    std::string url(const std::string &path) const {
+        return "http://127.0.0.1:" + std::to_string(port_) + path;
+    }
+    // The requests received so far (one JSON object each), for one path.
+    std::vector<nlohmann::json> requests(const std::string &path) const {
+        std::vector<nlohmann::json> out;
+        std::ifstream in(dir_ + "/requests");
+        for (std::string line; std::getline(in, line);) {
+            auto j = nlohmann::json::parse(line, nullptr, false);
+            if (!j.is_discarded() && j["path"] == path) out.push_back(j);
+        }
+        return out;
+    }
+
+  private:
+    std::string dir_;
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+class PluginTest : public RedisTest {
+  protected:
+    void SetUp() override {
+        RedisTest::SetUp();
+        setenv("KEYWATCH_PLUGIN_PATH", KW_HANDLERS_DIR, 1);
+        engine_ = std::make_unique<Engine>(redis().url());
+        engine_->set("retry.base", "50ms");
+        engine_->set("retry.max", "100ms");
+        engine_->watch_logs(&logs_);
+        kw_conf_t *conf = kw_conf_new();
+        char err[256];
+        ASSERT_EQ(kw_conf_set(conf, "redis.url", redis().url().c_str(), err, sizeof err), KW_OK);
+        ASSERT_EQ(kw_client_new(conf, &client_, err, sizeof err), KW_OK) << err;
+        kw_conf_free(conf);
+        redis_client_ = client();
+    }
+    void TearDown() override {
+        engine_.reset();
+        kw_client_free(client_);
+        RedisTest::TearDown();
+    }
+
+    // Loads a plugin; a refusal is a test failure with its message.
+    void load(const std::string &plugin, const char *instance, const Options &options) {
+        std::string err;
+        ASSERT_EQ(add_plugin(engine_->get(), plugin, instance, options, &err), KW_OK) << err;
+    }
+    // Loads a plugin for the keys starting with prefix.
+    void load_for(const std::string &prefix, const std::string &plugin, const char *instance,
+                  const Options &options) {
+        kw_filter_t *f = kw_filter_new();
+        char ferr[256];
+        ASSERT_EQ(kw_filter_set(f, "prefix", prefix.c_str(), ferr, sizeof ferr), KW_OK) << ferr;
+        std::string err;
+        int rc = add_plugin(engine_->get(), plugin, instance, options, &err, f);
+        kw_filter_free(f);
+        ASSERT_EQ(rc, KW_OK) << err;
+    }
+    // Expects a refusal whose message holds every part.
+    void refused(const std::string &plugin, const char *instance, const Options &options,
+                 const std::vector<std::string> &parts) {
+        std::string err;
+        int rc = add_plugin(engine_->get(), plugin, instance, options, &err);
+        EXPECT_NE(rc, KW_OK) << plugin << " was loaded";
+        for (const auto &p : parts)
+            EXPECT_TRUE(contains(err, p)) << "'" << p << "' not in: " << err;
+    }
+    void track(const std::string &key, const std::string &value, int64_t ttl_ms = 100) {
+        ASSERT_EQ(kw_client_track(client_, key.data(), key.size(), value.data(), value.size(), ttl_ms,
+                           KW_TRACK_SNAPSHOT, nullptr),
+                  KW_OK);
+    }
+    std::string redis_cmd(const std::vector<std::string> &args) {
+        return redis_client_->command(args);
+    }
+
+    LogSink logs_;
+    std::unique_ptr<Engine> engine_;
+    kw_client_t *client_ = nullptr;
+    std::unique_ptr<RedisClient> redis_client_;
+};
+
+TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
+    refused("no_such_plugin", nullptr, {},
+            {"\"no_such_plugin\" not found", KW_HANDLERS_DIR, "KEYWATCH_PLUGIN_PATH"});
+    refused("/nonexistent/x.so", nullptr, {}, {"/nonexistent/x.so", "no such file"});
+    std::string text = std::string(::testing::TempDir()) + "/kw_not_elf.so";
+    std::ofstream(text) << "not a library\n";
+    refused(text, nullptr, {}, {text, "is not an ELF file", "ELF shared object", "-shared -fPIC"});
+    unlink(text.c_str());
+    refused(KW_TEST_OBJECT_FILE, nullptr, {}, {"relocatable object", "not a shared object"});
+    refused(test_plugin("bad_undefined"), nullptr, {},
+            {"cannot be loaded", "kw_test_missing_symbol", "ldd -r"});
+    refused(test_plugin("bad_no_entry"), nullptr, {},
+            {"does not export kw_handler_entry", "KW_HANDLER_DEFINE"});
+    refused(test_plugin("bad_abi"), nullptr, {},
+            {"bad_abi.so", "handler ABI 2", "requires ABI 1", "rebuild", KW_VERSION_STRING});
+    refused(test_plugin("bad_short"), nullptr, {},
+            {"descriptor is 16 bytes", "needs at least", "sizeof(kw_plugin_descriptor_t)"});
+    refused(test_plugin("bad_null_handle"), nullptr, {}, {"handle callback is NULL", ".handle"});
+    refused(test_plugin("probe"), "p1", {{"fail_init", "the moon is not reachable"}},
+            {"plugin instance \"p1\"", "probe 0.0.1", "init failed: the moon is not reachable"});
+    refused(test_plugin("probe"), "p1", {{"colour", "red"}},
+            {"plugin instance \"p1\"", "unknown option \"colour\"", "record", "retry_first"});
+    refused(test_plugin("probe"), "bad name", {}, {"instance name \"bad name\" is not valid"});
+    refused("session_index", "sessions", {{"index", "u:{user}"}, {"type", "list"}},
+            {"plugin instance \"sessions\"", "option \"type\"", "\"list\"", "set, hash or zset"});
+    refused("session_index", "sessions", {}, {"option \"index\"", "{user}"});
+    refused("stream", "out", {{"stream", "a}b"}},
+            {"plugin instance \"out\"", "option \"stream\"", "slot"});
+    refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
+            {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}}, {"https is not supported"});
+    refused("exec", "run", {{"argv1", "x"}}, {"plugin instance \"run\"", "option \"argv0\""});
+    load(test_plugin("probe"), "p1", {});
+    refused(test_plugin("probe"), "p1", {},
+            {"an instance named \"p1\" is already loaded", "another instance name"});
+
+    // Nothing refused was added: the engine runs the one loaded instance.
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("after-refusals", "v");
+    EXPECT_TRUE(wait_until([&] {
+        int64_t v = 0;
+        return kw_engine_stat(engine_->get(), "plugin.p1.handled", &v) == KW_OK && v == 1;
+    }));
+}
+
+TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
+    load(test_plugin("probe"), "probe", {{"record", "calls"}, {"retry_first", "1"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("job:1", "v");
+    ASSERT_TRUE(wait_until([&] {
+        return redis_cmd({"LLEN", "calls"}) == "2";
+    })) << redis_cmd({"LRANGE", "calls", "0", "-1"});
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "job:1:1\njob:1:2");
+    EXPECT_TRUE(wait_until([&] { return engine_->stat("plugin.probe.handled") == 2; }));
+    EXPECT_EQ(engine_->stat("plugin.probe.never_counted"), 0);
+    int64_t v;
+    EXPECT_EQ(kw_engine_stat(engine_->get(), "plugin.nobody.handled", &v), KW_ERR_INVALID_ARG);
+    EXPECT_NE(logs_.find(KW_LOG_INFO,
+                         [](const std::string &m) {
+                             return m == "plugin probe: handled job:1 attempt 2";
+                         }),
+              "")
+        << logs_.describe();
+}
+
+TEST_F(PluginTest, AnExceptionInACppPluginIsARetry) {
+    load(test_plugin("probe_cpp"), nullptr, {});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("job:throws", "v");
+    EXPECT_TRUE(wait_until([&] { return engine_->stat("handler.retries") >= 2; }));
+}
+
+TEST_F(PluginTest, SeveralInstancesOfOnePluginWithTheirOwnConfiguration) {
+    load(test_plugin("probe"), "a", {{"record", "list-a"}});
+    load(test_plugin("probe"), "b", {{"record", "list-b"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("k", "v");
+    EXPECT_TRUE(wait_until([&] { return redis_cmd({"LRANGE", "list-a", "0", "-1"}) == "k:1"; }));
+    EXPECT_TRUE(wait_until([&] { return redis_cmd({"LRANGE", "list-b", "0", "-1"}) == "k:1"; }));
+}
+
+TEST_F(PluginTest, SessionIndexRemovesTheSessionFromItsUsersIndex) {
+    // user from the whole value (set), a JSON field (hash), a key capture (sorted set).
+    load("session_index", "by_value", {{"index", "user:{user}:sessions"}, {"pattern", "sv:*"}});
+    load("session_index", "by_json",
+         {{"index", "user:{user}:h"}, {"type", "hash"}, {"user", "json:uid"}, {"pattern", "sj:*"}});
+    load("session_index", "by_key",
+         {{"index", "user:{user}:z"},
+          {"type", "zset"},
+          {"user", "key"},
+          {"member", "session"},
+          {"pattern", "sk:{user}:{session}"}});
+    redis_cmd({"SADD", "user:42:sessions", "sv:abc", "sv:other"});
+    redis_cmd({"HSET", "user:7:h", "sj:def", "x", "sj:keep", "y"});
+    redis_cmd({"ZADD", "user:9:z", "1", "ghi", "2", "keep"});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("sv:abc", "42");
+    track("sj:def", "{\"name\": \"x\", \"nested\": {\"uid\": \"no\"}, \"uid\": \"7\"}");
+    track("sk:9:ghi", "anything");
+    EXPECT_TRUE(wait_until([&] {
+        return redis_cmd({"SMEMBERS", "user:42:sessions"}) == "sv:other";
+    }));
+    EXPECT_TRUE(wait_until([&] { return redis_cmd({"HKEYS", "user:7:h"}) == "sj:keep"; }));
+    EXPECT_TRUE(wait_until([&] { return redis_cmd({"ZRANGE", "user:9:z", "0", "-1"}) == "keep"; }));
+    EXPECT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.by_value.removed") == 1 &&
+               engine_->stat("plugin.by_json.removed") == 1 &&
+               engine_->stat("plugin.by_key.removed") == 1;
+    }));
+}
+
+TEST_F(PluginTest, SessionIndexRejectsAKeyOutsideItsPatternToTheDeadLetters) {
+    engine_->set("max_attempts", "1");
+    load("session_index", "s", {{"index", "u:{user}"}, {"user", "key"}, {"pattern", "s:{user}"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("other:1", "v");
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 1; }));
+    std::string stream = redis_cmd({"KEYS", "*dead*"});
+    std::string dead = redis_cmd({"XRANGE", stream, "-", "+"});
+    EXPECT_TRUE(contains(dead, "s: key \"other:1\" does not match pattern \"s:{user}\""))
+        << stream << ": " << dead;
+}
+
+TEST_F(PluginTest, StreamAppendsOncePerEventIdWithTheWatchFields) {
+    // Two instances on one stream see the same event (same id): one entry, one duplicate.
+    load("stream", "s1", {{"stream", "events"}, {"maxlen", "1000"}});
+    load("stream", "s2", {{"stream", "events"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    std::string binary("bin\xff\x00key", 8);
+    track("order:1", "payload");
+    track(binary, "v");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.s1.appended") + engine_->stat("plugin.s2.appended") == 2 &&
+               engine_->stat("plugin.s1.duplicates") + engine_->stat("plugin.s2.duplicates") == 2;
+    }));
+    EXPECT_EQ(redis_cmd({"XLEN", "events"}), "2");
+    std::string entries = redis_cmd({"XRANGE", "events", "-", "+"});
+    // Field names and encoding as `keywatch watch` prints them.
+    EXPECT_TRUE(contains(entries, "event\nexpired\nkey\norder:1\nvalue\npayload\n")) << entries;
+    EXPECT_TRUE(contains(entries, "deadline_ms\n")) << entries;
+    EXPECT_TRUE(contains(entries, "\nattempt\n1\n")) << entries;
+    EXPECT_TRUE(contains(entries, "\nid\nq:keys:")) << entries;
+    EXPECT_TRUE(contains(entries, "key_b64\nYmlu/wBrZXk=\n")) << entries;
+}
+
+TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
+    WebhookServer server;
+    engine_->set("max_attempts", "3");
+    load_for("ok:", "webhook", "ok",
+             {{"url", server.url("/ok")}, {"secret", "s3cret"}, {"headers", "X-Extra: yes"}});
+    load_for("flaky:", "webhook", "flaky", {{"url", server.url("/flaky")}, {"secret", "s3cret"}});
+    load_for("bad:", "webhook", "bad", {{"url", server.url("/reject")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v1");
+    track("flaky:1", "v2");
+    track("bad:1", "v3");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.ok.delivered") == 1 &&
+               engine_->stat("plugin.flaky.delivered") == 1 &&
+               engine_->stat("plugin.bad.rejected") == 1;
+    }));
+    auto ok = server.requests("/ok");
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_TRUE(ok[0]["sig_ok"].get<bool>()) << ok[0].dump();
+    EXPECT_EQ(ok[0]["extra"], "yes");
+    auto body = nlohmann::json::parse(ok[0]["body"].get<std::string>());
+    EXPECT_EQ(body["event"], "expired");
+    EXPECT_EQ(body["key"], "ok:1");
+    EXPECT_EQ(body["value"], "v1");
+    EXPECT_EQ(body["id"], ok[0]["event_id"]);
+    auto flaky = server.requests("/flaky");
+    ASSERT_EQ(flaky.size(), 2u) << "503 then 200";
+    EXPECT_EQ(nlohmann::json::parse(flaky[1]["body"].get<std::string>())["attempt"], 2);
+    EXPECT_EQ(engine_->stat("plugin.flaky.retried"), 1);
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 1; }));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "HTTP 400: bad payload: no")) << dead;
+    EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
+}
+
+TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
+    char tmpl[] = "/tmp/kw_exec_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string dir = tmpl;
+    engine_->set("max_attempts", "2");
+    // A generous timeout for the programs that finish at once (a loaded machine must not
+    // turn them into timeouts); the slow one never finishes.
+    auto sh = [](const std::string &script, const char *timeout_ms = "20000") -> Options {
+        return {{"argv0", "sh"}, {"argv1", "-c"}, {"argv2", script}, {"timeout_ms", timeout_ms}};
+    };
+    load_for("ok:", "exec", "ok", sh("cat > " + dir + "/stdin"));
+    load_for("again:", "exec", "again",
+             sh("if [ -e " + dir + "/flag ]; then exit 0; fi; touch " + dir +
+                "/flag; echo busy >&2; exit 75"));
+    load_for("bad:", "exec", "bad", sh("echo 'it broke' >&2; exit 3"));
+    load_for("slow:", "exec", "slow", sh("sleep 60 & sleep 60", "300"));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v1");
+    track("again:1", "v");
+    track("bad:1", "v");
+    track("slow:1", "v");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.ok.succeeded") == 1 &&
+               engine_->stat("plugin.again.succeeded") == 1 &&
+               engine_->stat("plugin.bad.rejected") == 1 &&
+               engine_->stat("plugin.slow.timed_out") == 2;
+    })) << engine_->stat("plugin.slow.timed_out");
+    std::ifstream in(dir + "/stdin");
+    std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["key"], "ok:1");
+    EXPECT_EQ(j["value"], "v1");
+    EXPECT_EQ(engine_->stat("plugin.again.retried"), 1) << "75 means retry";
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 2; }));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "bad: sh exited 3: it broke")) << dead;
+    EXPECT_TRUE(contains(dead, "slow: sh ran longer than 300ms: killed")) << dead;
+    std::string rm = "rm -rf " + dir;
+    EXPECT_EQ(system(rm.c_str()), 0);
+}
+
+TEST_F(PluginTest, APluginThatAbortsKillsItsProcessAndAnotherEngineRedeliversTheItem) {
+    // The crashing engine runs in a child process (forked before this process starts any
+    // engine thread): its plugin calls abort() on the first event.
+    engine_->set("lease", "1s");
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        Engine crashing(redis().url());
+        crashing.set("lease", "1s");
+        std::vector<const char *> options = {"abort", "1", nullptr};
+        char err[1024];
+        if (kw_engine_add_plugin(crashing.get(), test_plugin("probe").c_str(), "crash", nullptr,
+                                 options.data(), err, sizeof err) != KW_OK ||
+            crashing.start() != KW_OK)
+            _exit(3);
+        sleep(30);  // abort() ends it sooner
+        _exit(4);
+    }
+    // Let the child engine claim the item and die on it.
+    track("job:crash", "v", 300);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), SIGABRT);
+    // A second engine takes the item over once the dead holder's lease ran out.
+    load(test_plugin("probe"), "survivor", {{"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(wait_until([&] { return redis_cmd({"LLEN", "calls"}) == "1"; }));
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "job:crash:2")
+        << "the crashed delivery was attempt 1";
+}
+
+}  // namespace

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""A real HTTP server on loopback for the webhook plugin's test (tests/plugin_test.cpp).
+
+Usage: webhook_server.py PORT_FILE LOG_FILE SECRET
+Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). POST /ok answers
+200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no".
+Each request is appended to LOG_FILE as one JSON line: path, the X-Keywatch-* headers,
+the body, and sig_ok (the signature verifies: HMAC-SHA256 of "<timestamp>.<body>").
+Runs until killed.
+"""
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import sys
+
+port_file, log_file, secret = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+seen = {}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        stamp = self.headers.get("X-Keywatch-Timestamp", "")
+        sig = self.headers.get("X-Keywatch-Signature", "")
+        want = "sha256=" + hmac.new(secret, stamp.encode() + b"." + body,
+                                    hashlib.sha256).hexdigest()
+        with open(log_file, "a") as f:
+            f.write(json.dumps({"path": self.path, "event_id":
+                                self.headers.get("X-Keywatch-Event-Id", ""),
+                                "extra": self.headers.get("X-Extra", ""),
+                                "body": body.decode("utf-8", "replace"),
+                                "sig_ok": hmac.compare_digest(sig, want)}) + "\n")
+        seen[self.path] = seen.get(self.path, 0) + 1
+        if self.path == "/flaky" and seen[self.path] == 1:
+            status, text = 503, b"busy"
+        elif self.path == "/reject":
+            status, text = 400, b"bad payload: no"
+        else:
+            status, text = 200, b"ok"
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
