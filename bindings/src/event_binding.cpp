@@ -1,0 +1,83 @@
+#include "bindings/src/event_binding.h"
+
+#include "bindings/src/capi_seam.h"
+#include "bindings/src/status_error.h"
+#include "cli/event_printer.h"
+#include "cli/json_line.h"
+
+namespace py = pybind11;
+
+namespace keywatch::python {
+
+const kw_event_t *Event::get() const {
+    if (!ev_)
+        raise_python_error("EventCompleted",
+                           "this event was completed when its handler returned and its data is "
+                           "gone: read the fields you need (key, value, id, ...) inside the "
+                           "handler and keep those");
+    return ev_;
+}
+
+std::string Event::name() const { return capi::event_name(get()); }
+
+py::bytes Event::key() const {
+    size_t len = 0;
+    const void *p = capi::event_key(get(), &len);
+    return py::bytes(static_cast<const char *>(p), p ? len : 0);
+}
+
+py::object Event::value() const {
+    size_t len = 0;
+    const void *p = capi::event_value(get(), &len);
+    if (!p) return py::none();
+    return py::bytes(static_cast<const char *>(p), len);
+}
+
+int Event::db() const { return capi::event_db(get()); }
+int64_t Event::ts_ms() const { return capi::event_ts_ms(get()); }
+int64_t Event::deadline_ms() const { return capi::event_deadline_ms(get()); }
+int Event::attempt() const { return capi::event_attempt(get()); }
+
+int Event::max_attempts() const {
+    get();
+    return max_attempts_;
+}
+
+std::string Event::source() const { return cli::source_name(capi::event_source(get())); }
+
+py::object Event::queue() const {
+    const char *q = capi::event_queue(get());
+    if (!q || !*q) return py::none();
+    return py::str(q);
+}
+
+std::string Event::id() const { return capi::event_id(get()); }
+std::string Event::node() const { return capi::event_node(get()); }
+std::string Event::json_line() const { return cli::json_line(cli::read_event(get())); }
+void Event::set_error(const std::string &reason) const {
+    capi::event_set_error(get(), reason.c_str());
+}
+
+void bind_event(py::module_ &m) {
+    py::class_<Event>(m, "Event",
+                      "One event, readable while its handler runs (EventCompleted after).")
+        .def_property_readonly("name", &Event::name, "event name: expired, del, task, ...")
+        .def_property_readonly("key", &Event::key, "the key (task: its id), bytes")
+        .def_property_readonly("value", &Event::value, "value snapshot or task payload, or None")
+        .def_property_readonly("db", &Event::db)
+        .def_property_readonly("ts_ms", &Event::ts_ms, "when keywatch received it (ms)")
+        .def_property_readonly("deadline_ms", &Event::deadline_ms, "deadline (ms), 0 if unknown")
+        .def_property_readonly("attempt", &Event::attempt, "delivery attempt, 1 for the first")
+        .def_property_readonly("max_attempts", &Event::max_attempts,
+                               "deliveries before the item is dead-lettered")
+        .def_property_readonly("source", &Event::source,
+                               "notification, sweep, lease_expired or task")
+        .def_property_readonly("queue", &Event::queue, "keys, a task queue, or None")
+        .def_property_readonly("id", &Event::id, "stable id, the same for every redelivery")
+        .def_property_readonly("node", &Event::node, "the Redis node it came from")
+        .def_property_readonly("completed", &Event::completed)
+        .def("json_line", &Event::json_line, "the line keywatch watch prints for it")
+        .def("set_error", &Event::set_error, py::arg("reason"));
+}
+
+}  // namespace keywatch::python

@@ -1,0 +1,49 @@
+// keywatch.Event: one event as a handler sees it. It reads the C event (kw_event_t)
+// lazily and only while the handler runs: once the handler returned, the event is
+// completed, the C event is gone, and every accessor raises keywatch.EventCompleted
+// instead of reading freed memory. Used with the GIL held; not shared between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+#include "keywatch.h"
+
+namespace keywatch::python {
+
+class Event {
+  public:
+    Event(const kw_event_t *ev, int max_attempts) : ev_(ev), max_attempts_(max_attempts) {}
+
+    std::string name() const;
+    pybind11::bytes key() const;
+    pybind11::object value() const;  // bytes or None
+    int db() const;
+    int64_t ts_ms() const;
+    int64_t deadline_ms() const;  // 0: unknown
+    int attempt() const;
+    int max_attempts() const;
+    std::string source() const;
+    pybind11::object queue() const;  // str or None for live events
+    std::string id() const;
+    std::string node() const;
+    // The line `keywatch watch` prints for this event (cli/json_line.h), with its '\n'.
+    std::string json_line() const;
+    // Records why the handler retries or rejects (kept with the item, dead letters).
+    void set_error(const std::string &reason) const;
+    bool completed() const { return ev_ == nullptr; }
+
+    // The handler returned: the C event is no longer readable.
+    void complete() { ev_ = nullptr; }
+
+  private:
+    const kw_event_t *get() const;
+    const kw_event_t *ev_;
+    int max_attempts_;
+};
+
+void bind_event(pybind11::module_ &m);
+
+}  // namespace keywatch::python
