@@ -212,17 +212,18 @@ class Engine:
 
     def run(self) -> None:
         """Starts the engine (unless started) and blocks until Ctrl-C (SIGINT), SIGTERM or
-        ``stop()`` from another thread, then stops it."""
-        if not self._started:
-            self.start()
+        ``stop()`` from another thread, then stops it. Logs "running" (INFO) once it waits."""
         previous = None
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, lambda *_: self._stop_requested.set())
         try:
+            if not self._started:
+                self.start()
+            logger.info("running until Ctrl-C, SIGTERM or stop()")
             while not self._stop_requested.wait(0.5):
                 pass
         except KeyboardInterrupt:
-            logger.info("keywatch: Ctrl-C: stopping")
+            logger.info("Ctrl-C: stopping")
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)

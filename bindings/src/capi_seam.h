@@ -13,21 +13,35 @@
 namespace keywatch::python::capi {
 
 // ---- library ----
-inline const char *version_string() { return kw_version_string(); }
-inline const char *strerror(int status) { return kw_strerror(status); }
-inline const char *err_name(int status) { return kw_err_name(status); }
+inline const char *version_string() {
+    return kw_version_string();
+}
+inline const char *strerror(int status) {
+    return kw_strerror(status);
+}
+inline const char *err_name(int status) {
+    return kw_err_name(status);
+}
 
 // ---- configuration and filters ----
-inline kw_conf_t *conf_new() { return kw_conf_new(); }
-inline void conf_free(kw_conf_t *c) { kw_conf_free(c); }
+inline kw_conf_t *conf_new() {
+    return kw_conf_new();
+}
+inline void conf_free(kw_conf_t *c) {
+    kw_conf_free(c);
+}
 inline int conf_set(kw_conf_t *c, const char *name, const char *value, char *err, size_t n) {
     return kw_conf_set(c, name, value, err, n);
 }
 inline int conf_get(const kw_conf_t *c, const char *name, char *buf, size_t n) {
     return kw_conf_get(c, name, buf, n);
 }
-inline kw_filter_t *filter_new() { return kw_filter_new(); }
-inline void filter_free(kw_filter_t *f) { kw_filter_free(f); }
+inline kw_filter_t *filter_new() {
+    return kw_filter_new();
+}
+inline void filter_free(kw_filter_t *f) {
+    kw_filter_free(f);
+}
 inline int filter_set(kw_filter_t *f, const char *name, const char *value, char *err, size_t n) {
     return kw_filter_set(f, name, value, err, n);
 }
@@ -37,17 +51,39 @@ inline int filter_set_bytes(kw_filter_t *f, const char *name, const std::string 
 }
 
 // ---- events (valid during the handler call only) ----
-inline const char *event_name(const kw_event_t *e) { return kw_event_name(e); }
-inline const void *event_key(const kw_event_t *e, size_t *len) { return kw_event_key(e, len); }
-inline const void *event_value(const kw_event_t *e, size_t *len) { return kw_event_value(e, len); }
-inline int event_db(const kw_event_t *e) { return kw_event_db(e); }
-inline int64_t event_ts_ms(const kw_event_t *e) { return kw_event_ts_ms(e); }
-inline int64_t event_deadline_ms(const kw_event_t *e) { return kw_event_deadline_ms(e); }
-inline int event_attempt(const kw_event_t *e) { return kw_event_attempt(e); }
-inline kw_source event_source(const kw_event_t *e) { return kw_event_source(e); }
-inline const char *event_id(const kw_event_t *e) { return kw_event_id(e); }
-inline const char *event_node(const kw_event_t *e) { return kw_event_node(e); }
-inline const char *event_queue(const kw_event_t *e) { return kw_event_queue(e); }
+inline const char *event_name(const kw_event_t *e) {
+    return kw_event_name(e);
+}
+inline const void *event_key(const kw_event_t *e, size_t *len) {
+    return kw_event_key(e, len);
+}
+inline const void *event_value(const kw_event_t *e, size_t *len) {
+    return kw_event_value(e, len);
+}
+inline int event_db(const kw_event_t *e) {
+    return kw_event_db(e);
+}
+inline int64_t event_ts_ms(const kw_event_t *e) {
+    return kw_event_ts_ms(e);
+}
+inline int64_t event_deadline_ms(const kw_event_t *e) {
+    return kw_event_deadline_ms(e);
+}
+inline int event_attempt(const kw_event_t *e) {
+    return kw_event_attempt(e);
+}
+inline kw_source event_source(const kw_event_t *e) {
+    return kw_event_source(e);
+}
+inline const char *event_id(const kw_event_t *e) {
+    return kw_event_id(e);
+}
+inline const char *event_node(const kw_event_t *e) {
+    return kw_event_node(e);
+}
+inline const char *event_queue(const kw_event_t *e) {
+    return kw_event_queue(e);
+}
 inline void event_set_error(const kw_event_t *e, const char *reason) {
     kw_event_set_error(e, reason);
 }
@@ -56,18 +92,25 @@ inline void event_set_error(const kw_event_t *e, const char *reason) {
 inline int engine_new(const kw_conf_t *c, kw_engine_t **out, char *err, size_t n) {
     return kw_engine_new(c, out, err, n);
 }
-inline void engine_free(kw_engine_t *e) { kw_engine_free(e); }
-inline int engine_add_handler(kw_engine_t *e, const kw_filter_t *f, kw_handler_fn fn, void *opaque) {
+inline void engine_free(kw_engine_t *e) {
+    kw_engine_free(e);
+}
+inline int engine_add_handler(kw_engine_t *e, const kw_filter_t *f, kw_handler_fn fn,
+                              void *opaque) {
     return kw_engine_add_handler(e, f, fn, opaque);
 }
 inline int engine_set_log_cb(kw_engine_t *e, kw_log_fn fn, void *opaque) {
     return kw_engine_set_log_cb(e, fn, opaque);
 }
-inline int engine_start(kw_engine_t *e) { return kw_engine_start(e); }
+inline int engine_start(kw_engine_t *e) {
+    return kw_engine_start(e);
+}
 inline int engine_stop(kw_engine_t *e, int64_t timeout_ms) {
     return kw_engine_stop(e, static_cast<int>(timeout_ms));
 }
-inline const char *engine_last_error(kw_engine_t *e) { return kw_engine_last_error(e); }
+inline const char *engine_last_error(kw_engine_t *e) {
+    return kw_engine_last_error(e);
+}
 inline int engine_stat(kw_engine_t *e, const char *name, int64_t *value) {
     return kw_engine_stat(e, name, value);
 }
@@ -83,8 +126,12 @@ inline int engine_stats_json(kw_engine_t *e, std::string *out) {
 inline int client_new(const kw_conf_t *c, kw_client_t **out, char *err, size_t n) {
     return kw_client_new(c, out, err, n);
 }
-inline void client_free(kw_client_t *c) { kw_client_free(c); }
-inline const char *client_last_error(kw_client_t *c) { return kw_client_last_error(c); }
+inline void client_free(kw_client_t *c) {
+    kw_client_free(c);
+}
+inline const char *client_last_error(kw_client_t *c) {
+    return kw_client_last_error(c);
+}
 inline int client_track(kw_client_t *c, const std::string &key, const std::string &value,
                         int64_t ttl_ms, int flags, int64_t *deadline_ms) {
     return kw_track(c, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
@@ -109,7 +156,9 @@ inline int client_reschedule(kw_client_t *c, const std::string &queue, const std
                              int64_t at_ms, int64_t delay_ms, int64_t *at_out) {
     return kw_reschedule(c, queue.c_str(), id.data(), id.size(), at_ms, delay_ms, at_out);
 }
-inline int client_pipeline_begin(kw_client_t *c) { return kw_client_pipeline_begin(c); }
+inline int client_pipeline_begin(kw_client_t *c) {
+    return kw_client_pipeline_begin(c);
+}
 inline int client_pipeline_end(kw_client_t *c, int *statuses, size_t cap, size_t *count) {
     return kw_client_pipeline_end(c, statuses, cap, count);
 }

@@ -53,8 +53,7 @@ void Client::call(const char *what, F &&f) {
     check(rc, message);
 }
 
-int64_t Client::track(const std::string &key, const std::string &value, int64_t ttl_ms,
-                      int flags) {
+int64_t Client::track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags) {
     int64_t deadline = 0;
     call("track", [&](kw_client_t *c) {
         return capi::client_track(c, key, value, ttl_ms, flags, &deadline);
@@ -159,9 +158,8 @@ std::vector<int> Client::run_pipeline(const std::vector<PipelineCall> &calls) {
 void bind_client(py::module_ &m) {
     py::class_<PipelineCall>(m, "PipelineCall")
         .def(py::init([](std::string op, py::bytes a, py::bytes b, py::bytes c, int64_t n1,
-                         int64_t n2, int flags) {
-                 return PipelineCall{op, a, b, c, n1, n2, flags};
-             }),
+                         int64_t n2,
+                         int flags) { return PipelineCall{op, a, b, c, n1, n2, flags}; }),
              py::arg("op"), py::arg("a"), py::arg("b") = py::bytes(), py::arg("c") = py::bytes(),
              py::arg("n1") = 0, py::arg("n2") = 0, py::arg("flags") = 0);
     py::class_<Client>(m, "Client", "The blocking client of the C API (not thread-safe).")
@@ -173,8 +171,8 @@ void bind_client(py::module_ &m) {
         .def("schedule", &Client::schedule, py::arg("queue"), py::arg("id"), py::arg("payload"),
              py::arg("at_ms"), py::arg("delay_ms"), py::arg("flags"))
         .def("cancel", &Client::cancel, py::arg("queue"), py::arg("id"))
-        .def("reschedule", &Client::reschedule, py::arg("queue"), py::arg("id"),
-             py::arg("at_ms"), py::arg("delay_ms"))
+        .def("reschedule", &Client::reschedule, py::arg("queue"), py::arg("id"), py::arg("at_ms"),
+             py::arg("delay_ms"))
         .def("inspect_json", &Client::inspect_json)
         .def("dead_list_json", &Client::dead_list_json, py::arg("queue"), py::arg("limit"))
         .def("dead_replay", &Client::dead_replay, py::arg("queue"), py::arg("entry"),

@@ -17,7 +17,9 @@ Conf::Conf(const std::map<std::string, std::string> &options) : conf_(capi::conf
     }
 }
 
-Conf::~Conf() { capi::conf_free(conf_); }
+Conf::~Conf() {
+    capi::conf_free(conf_);
+}
 
 void Conf::set(const std::string &name, const std::string &value) {
     char err[512] = "";

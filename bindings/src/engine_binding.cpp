@@ -74,18 +74,21 @@ kw_engine_t *Engine::handle() {
     return engine_;
 }
 
-std::string Engine::last_error() { return capi::engine_last_error(engine_); }
+std::string Engine::last_error() {
+    return capi::engine_last_error(engine_);
+}
 
 void Engine::add_handler(const std::string &events, std::optional<std::string> prefix,
                          std::optional<std::string> glob, std::optional<int> db,
                          std::optional<std::string> queue, py::object invoke) {
     kw_engine_t *e = handle();
     std::unique_ptr<kw_filter_t, void (*)(kw_filter_t *)> filter(capi::filter_new(),
-                                                                  capi::filter_free);
+                                                                 capi::filter_free);
     if (!filter) throw std::bad_alloc();
     char err[512] = "";
     check(capi::filter_set(filter.get(), "events", events.c_str(), err, sizeof err), err);
-    if (prefix) check(capi::filter_set_bytes(filter.get(), "prefix", *prefix, err, sizeof err), err);
+    if (prefix)
+        check(capi::filter_set_bytes(filter.get(), "prefix", *prefix, err, sizeof err), err);
     if (glob) check(capi::filter_set_bytes(filter.get(), "glob", *glob, err, sizeof err), err);
     if (db) {
         const std::string text = std::to_string(*db);

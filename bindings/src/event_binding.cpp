@@ -18,7 +18,9 @@ const kw_event_t *Event::get() const {
     return ev_;
 }
 
-std::string Event::name() const { return capi::event_name(get()); }
+std::string Event::name() const {
+    return capi::event_name(get());
+}
 
 py::bytes Event::key() const {
     size_t len = 0;
@@ -33,17 +35,27 @@ py::object Event::value() const {
     return py::bytes(static_cast<const char *>(p), len);
 }
 
-int Event::db() const { return capi::event_db(get()); }
-int64_t Event::ts_ms() const { return capi::event_ts_ms(get()); }
-int64_t Event::deadline_ms() const { return capi::event_deadline_ms(get()); }
-int Event::attempt() const { return capi::event_attempt(get()); }
+int Event::db() const {
+    return capi::event_db(get());
+}
+int64_t Event::ts_ms() const {
+    return capi::event_ts_ms(get());
+}
+int64_t Event::deadline_ms() const {
+    return capi::event_deadline_ms(get());
+}
+int Event::attempt() const {
+    return capi::event_attempt(get());
+}
 
 int Event::max_attempts() const {
     get();
     return max_attempts_;
 }
 
-std::string Event::source() const { return cli::source_name(capi::event_source(get())); }
+std::string Event::source() const {
+    return cli::source_name(capi::event_source(get()));
+}
 
 py::object Event::queue() const {
     const char *q = capi::event_queue(get());
@@ -51,9 +63,15 @@ py::object Event::queue() const {
     return py::str(q);
 }
 
-std::string Event::id() const { return capi::event_id(get()); }
-std::string Event::node() const { return capi::event_node(get()); }
-std::string Event::json_line() const { return cli::json_line(cli::read_event(get())); }
+std::string Event::id() const {
+    return capi::event_id(get());
+}
+std::string Event::node() const {
+    return capi::event_node(get());
+}
+std::string Event::json_line() const {
+    return cli::json_line(cli::read_event(get()));
+}
 void Event::set_error(const std::string &reason) const {
     capi::event_set_error(get(), reason.c_str());
 }

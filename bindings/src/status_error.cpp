@@ -21,14 +21,17 @@ void raise_python_error(const char *class_name, const std::string &message) {
 
 ProcessGuard::ProcessGuard() : pid_(getpid()) {}
 
-bool ProcessGuard::in_child() const { return getpid() != pid_; }
+bool ProcessGuard::in_child() const {
+    return getpid() != pid_;
+}
 
 void ProcessGuard::check(const char *what) const {
     if (!in_child()) return;
-    raise_python_error("ForkError", std::string(what) + " was created in process " +
-                                        std::to_string(pid_) + " and cannot be used after os.fork() "
-                                        "(this is process " + std::to_string(getpid()) +
-                                        "): create a new one in the child");
+    raise_python_error("ForkError",
+                       std::string(what) + " was created in process " + std::to_string(pid_) +
+                           " and cannot be used after os.fork() "
+                           "(this is process " +
+                           std::to_string(getpid()) + "): create a new one in the child");
 }
 
 void register_status_error(py::module_ &) {
