@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from . import Engine, Error, Retry, __version__, library_version
 from ._errors import InvalidArgument
@@ -69,8 +69,8 @@ class _Printer:
             raise Retry("python -m keywatch watch could not write the event to its stdout")
 
 
-def _options(args: argparse.Namespace) -> dict:
-    options: dict = {"workers": args.workers}
+def _options(args: argparse.Namespace) -> Dict[str, Any]:
+    options: Dict[str, Any] = {"workers": args.workers}
     for item in args.conf:
         name, sep, value = item.partition("=")
         if not sep:

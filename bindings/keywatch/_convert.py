@@ -4,7 +4,7 @@ milliseconds, times as milliseconds since the Unix epoch, option values as text.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Iterable, Mapping, Optional, Union
+from typing import Dict, Iterable, Mapping, Optional, Union
 
 Bytes = Union[bytes, bytearray, memoryview, str]
 Duration = Union[_dt.timedelta, int, float]
@@ -71,7 +71,7 @@ def option_text(name: str, value: object) -> str:
     raise TypeError(f"option {name}: cannot use a {type(value).__name__} as its value")
 
 
-def options_text(url: Optional[str], options: Mapping[str, object]) -> dict:
+def options_text(url: Optional[str], options: Mapping[str, object]) -> Dict[str, str]:
     """Keyword options (plus the URL as redis.url) as the library's name/value texts."""
     out = {name: option_text(name, value) for name, value in options.items()}
     if url is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import threading
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _keywatch
 from ._convert import Bytes, Duration, from_epoch_ms, options_text, to_bytes, to_epoch_ms, to_ms
@@ -38,7 +38,7 @@ def _deadline(ms: int) -> _dt.datetime:
     return when
 
 
-def _when(at: Optional[_dt.datetime], delay: Optional[Duration]) -> tuple:
+def _when(at: Optional[_dt.datetime], delay: Optional[Duration]) -> Tuple[int, int]:
     """(at_ms, delay_ms) of the C API from at= or delay= (neither: now)."""
     if at is not None and delay is not None:
         raise ValueError("give at= or delay=, not both")

@@ -48,18 +48,6 @@ from ._convert import Bytes, Duration, from_epoch_ms, options_text, to_bytes, to
 logger = logging.getLogger("keywatch")
 
 Event = _keywatch.Event
-Event.__module__ = "keywatch"
-Event.deadline = property(  # type: ignore[attr-defined]
-    lambda self: from_epoch_ms(self.deadline_ms),
-    doc="the deadline as an aware UTC datetime, None if unknown (live events)")
-Event.ts = property(  # type: ignore[attr-defined]
-    lambda self: from_epoch_ms(self.ts_ms), doc="when keywatch received it (aware UTC)")
-Event.last_error = property(  # type: ignore[attr-defined]
-    lambda self: (self.id, None)[1],
-    doc="the previous attempt's error: not readable through this release's C API (None)")
-Event.__repr__ = lambda self: (  # type: ignore[assignment]
-    "<keywatch.Event completed>" if self.completed else
-    f"<keywatch.Event {self.name} {self.key!r} attempt {self.attempt} id {self.id}>")
 
 Handler = Callable[[Any], Any]
 F = TypeVar("F", bound=Handler)

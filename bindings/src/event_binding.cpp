@@ -8,6 +8,14 @@
 namespace py = pybind11;
 
 namespace keywatch::python {
+namespace {
+
+// ms since the epoch as keywatch's Python layer shows times (aware UTC datetime, None for 0).
+py::object from_epoch_ms(int64_t ms) {
+    return py::module_::import("keywatch._convert").attr("from_epoch_ms")(ms);
+}
+
+}  // namespace
 
 const kw_event_t *Event::get() const {
     if (!ev_)
@@ -63,6 +71,24 @@ py::object Event::queue() const {
     return py::str(q);
 }
 
+py::object Event::deadline() const {
+    return from_epoch_ms(deadline_ms());
+}
+py::object Event::ts() const {
+    return from_epoch_ms(ts_ms());
+}
+
+py::object Event::last_error() const {
+    get();
+    return py::none();
+}
+
+std::string Event::repr() const {
+    if (!ev_) return "<keywatch.Event completed>";
+    return "<keywatch.Event " + name() + " " + py::repr(key()).cast<std::string>() + " attempt " +
+           std::to_string(attempt()) + " id " + id() + ">";
+}
+
 std::string Event::id() const {
     return capi::event_id(get());
 }
@@ -93,7 +119,14 @@ void bind_event(py::module_ &m) {
         .def_property_readonly("queue", &Event::queue, "keys, a task queue, or None")
         .def_property_readonly("id", &Event::id, "stable id, the same for every redelivery")
         .def_property_readonly("node", &Event::node, "the Redis node it came from")
+        .def_property_readonly("deadline", &Event::deadline,
+                               "the deadline as an aware UTC datetime, None if unknown")
+        .def_property_readonly("ts", &Event::ts, "when keywatch received it (aware UTC)")
+        .def_property_readonly("last_error", &Event::last_error,
+                               "the previous attempt's error: not readable through this "
+                               "release's C API (always None)")
         .def_property_readonly("completed", &Event::completed)
+        .def("__repr__", &Event::repr)
         .def("json_line", &Event::json_line, "the line keywatch watch prints for it")
         .def("set_error", &Event::set_error, py::arg("reason"));
 }

@@ -29,6 +29,10 @@ class Event {
     pybind11::object queue() const;  // str or None for live events
     std::string id() const;
     std::string node() const;
+    pybind11::object deadline() const;    // aware datetime or None
+    pybind11::object ts() const;          // aware datetime
+    pybind11::object last_error() const;  // None until the C API carries it
+    std::string repr() const;
     // The line `keywatch watch` prints for this event (cli/json_line.h), with its '\n'.
     std::string json_line() const;
     // Records why the handler retries or rejects (kept with the item, dead letters).
