@@ -262,3 +262,31 @@ def test_stop_waits_for_a_running_handler_without_deadlocking_on_the_gil(redis, 
     assert entered.wait(20)
     assert engine.stop() is True
     assert finished == [b"s"]
+
+
+def test_slow_handler_leaves_tracked_keys_in_redis(redis, client):
+    # Backpressure: with one worker stuck, the engine claims no more than its dispatch
+    # queue holds; the rest of the due keys wait in Redis, not in memory.
+    release, handled = threading.Event(), []
+
+    def setup(engine):
+        @engine.on("expired", queue="keys")
+        def slow(event):
+            release.wait(60)
+            handled.append(event.key)
+
+    engine = started(redis, setup, workers=1, dispatch_queue_size=16)
+    try:
+        with client.pipeline() as p:
+            for i in range(500):
+                p.track(f"bp:{i}", b"", ttl=0.05)
+        wait_for(lambda: engine.stat("items.claimed") >= 1, what="the first claim")
+        keys = next(q for q in client.inspect()["queues"] if q["queue"] == "keys")
+        assert keys["due"] + keys["inflight"] == 500
+        assert keys["inflight"] <= 16 + 1 + 1  # the queue, the busy worker, one in hand
+        assert keys["due"] >= 500 - 18
+        release.set()
+        wait_for(lambda: len(handled) == 500, timeout=60, what="every key once released")
+    finally:
+        release.set()
+        engine.stop()
