@@ -135,7 +135,8 @@ count_pytest() {
 # setuptools and pybind11), `pip install --no-build-isolation .` (setup.py drives CMake into
 # build/python-<abi>/), then its pytest suite from outside the source tree. Extra arguments
 # are ctest's and do not apply here. The CLI of the release stage, when built, is compared
-# line for line with `python -m keywatch watch`.
+# line for line with `python -m keywatch watch`; its cluster starter, when built, runs the
+# cluster tests (they are skipped without it).
 run_python_stage() {
     local venv="$root/build/python-venv" t0 t1 t2 ok=1 log="$root/build/pytest-output.log"
     echo "==== test.sh: stage python ($venv)"
@@ -152,6 +153,9 @@ run_python_stage() {
     (
         cd "$root/build"  # not the source tree: the installed package is the one imported
         [ ! -x "$root/build/cli/keywatch" ] || export KW_CLI="$root/build/cli/keywatch"
+        # The project's cluster starter (release build): the cluster tests run through it.
+        starter="$root/build/tests/support/kw_test_cluster"
+        [ ! -x "$starter" ] || export KW_TEST_CLUSTER="$starter"
         "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/bindings/tests"
     ) 2>&1 | tee "$log" || ok=0
     t2=$(date +%s)

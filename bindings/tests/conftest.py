@@ -118,6 +118,41 @@ def redis() -> Iterator[RedisServer]:
         server.stop()
 
 
+class Cluster:
+    """A real 3-master, 3-replica Redis Cluster started by the project's starter
+    (KW_TEST_CLUSTER); ``seed`` is a node's URL, ``nodes`` what the starter printed."""
+
+    def __init__(self, starter: str) -> None:
+        self._proc = subprocess.Popen([starter, "--notify", "KEA"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line:
+            self._proc.wait(30)
+            pytest.fail(f"{starter} printed no nodes (exit status {self._proc.returncode})")
+        info = json.loads(line)
+        self.seed: str = info["seed"]
+        self.nodes = info["nodes"]
+
+    def stop(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait(60)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    starter = os.environ.get("KW_TEST_CLUSTER")
+    if not starter or not os.access(starter, os.X_OK):
+        pytest.skip("KW_TEST_CLUSTER (tests/support/kw_test_cluster, the project's cluster "
+                    "starter) not given")
+    c = Cluster(starter)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
 @pytest.fixture
 def python_child() -> Callable[..., "subprocess.Popen[str]"]:
     """Starts `python -c code` (this interpreter, same environment) with pipes."""
