@@ -43,7 +43,8 @@ import weakref
 from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
 
 from . import _keywatch
-from ._convert import Bytes, Duration, from_epoch_ms, options_text, to_bytes, to_ms
+from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
+from ._errors import StateError
 
 logger = logging.getLogger("keywatch")
 
@@ -76,11 +77,15 @@ class Reject(Exception):
         self.reason = reason
 
 
+_handler_thread = threading.local()  # .active: this thread is running a handler
+
+
 def _invoker(fn: Handler) -> Callable[[Any], int]:
     """The callable the C++ trampoline runs: the user's handler, its outcome as a result."""
     name = getattr(fn, "__qualname__", repr(fn))
 
     def invoke(event: Any) -> int:
+        _handler_thread.active = True
         try:
             fn(event)
         except Retry as r:
@@ -95,6 +100,8 @@ def _invoker(fn: Handler) -> Callable[[Any], int]:
                              event.attempt)
             event.set_error(f"{type(e).__name__}: {e}")
             return _RESULT_RETRY
+        finally:
+            _handler_thread.active = False
         return _RESULT_ACK
 
     return invoke
@@ -179,7 +186,12 @@ class Engine:
     def stop(self, timeout: Optional[Duration] = None) -> bool:
         """Stops receiving, lets running handlers finish for up to ``timeout`` (default: the
         ``stop_timeout`` option), then stops every thread. False if handlers were still
-        running at the deadline. Idempotent; releases the GIL while it waits."""
+        running at the deadline. Idempotent; releases the GIL while it waits. Not from a
+        handler (it waits for the handlers): StateError there."""
+        if getattr(_handler_thread, "active", False):
+            raise StateError("Engine.stop() cannot run inside a handler: it waits for the "
+                             "handlers to finish. Call it from another thread, e.g. "
+                             "threading.Thread(target=engine.stop).start()", -9)
         self._stop_requested.set()
         with self._lock:
             if not self._started:

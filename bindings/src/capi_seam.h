@@ -7,10 +7,23 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "keywatch.h"
 
 namespace keywatch::python::capi {
+
+// The event pointer a C handler receives, taken from kw_handler_fn itself: `const
+// kw_event_t *` in this release, `kw_event_t *` once kw_event_set_error and holds take a
+// non-const event. Everything that passes events around uses this type, so that change
+// needs no edit here.
+template <typename Fn>
+struct HandlerEventArg;
+template <typename R, typename E, typename O>
+struct HandlerEventArg<R (*)(E, O)> {
+    using type = E;
+};
+using EventPtr = HandlerEventArg<kw_handler_fn>::type;
 
 // ---- library ----
 inline const char *version_string() {
@@ -84,9 +97,25 @@ inline const char *event_node(const kw_event_t *e) {
 inline const char *event_queue(const kw_event_t *e) {
     return kw_event_queue(e);
 }
-inline void event_set_error(const kw_event_t *e, const char *reason) {
+inline void event_set_error(EventPtr e, const char *reason) {
     kw_event_set_error(e, reason);
 }
+
+#ifdef KW_PY_HAVE_HOLD
+// ---- held events (deferred completion) ----
+inline kw_hold_t *event_hold(EventPtr e) {
+    return kw_event_hold(e);
+}
+inline const kw_event_t *hold_event(const kw_hold_t *h) {
+    return kw_hold_event(h);
+}
+inline int event_complete(kw_hold_t *h, int result, const char *reason, int64_t delay_ms) {
+    return kw_event_complete(h, result, reason, delay_ms);
+}
+inline void hold_free(kw_hold_t *h) {
+    kw_hold_free(h);
+}
+#endif
 
 // ---- engine ----
 inline int engine_new(const kw_conf_t *c, kw_engine_t **out, char *err, size_t n) {
@@ -95,9 +124,22 @@ inline int engine_new(const kw_conf_t *c, kw_engine_t **out, char *err, size_t n
 inline void engine_free(kw_engine_t *e) {
     kw_engine_free(e);
 }
+// kw_engine_add_handler gains a `void (*free_opaque)(void *)` argument with deferred
+// completion; the binding owns its opaques and passes none. The call is made through a
+// pointer of deduced type so that only the form the header declares is compiled.
+template <typename AddHandler>
+inline int add_handler_call(AddHandler add, kw_engine_t *e, const kw_filter_t *f, kw_handler_fn fn,
+                            void *opaque) {
+    using FreeOpaque = void (*)(void *);
+    if constexpr (std::is_invocable_v<AddHandler, kw_engine_t *, const kw_filter_t *, kw_handler_fn,
+                                      void *, FreeOpaque>)
+        return add(e, f, fn, opaque, FreeOpaque{nullptr});
+    else
+        return add(e, f, fn, opaque);
+}
 inline int engine_add_handler(kw_engine_t *e, const kw_filter_t *f, kw_handler_fn fn,
                               void *opaque) {
-    return kw_engine_add_handler(e, f, fn, opaque);
+    return add_handler_call(&kw_engine_add_handler, e, f, fn, opaque);
 }
 inline int engine_set_log_cb(kw_engine_t *e, kw_log_fn fn, void *opaque) {
     return kw_engine_set_log_cb(e, fn, opaque);

@@ -20,7 +20,7 @@ bool interpreter_finalizing() {
 }
 
 // A C handler calling into Python. Runs on an engine worker thread.
-int handler_trampoline(const kw_event_t *ev, void *opaque) {
+int handler_trampoline(capi::EventPtr ev, void *opaque) {
     // Taking the GIL while the interpreter shuts down would end this thread inside the
     // engine: give the item back for redelivery instead.
     if (interpreter_finalizing()) return KW_RESULT_RETRY;
@@ -40,6 +40,22 @@ int handler_trampoline(const kw_event_t *ev, void *opaque) {
     event.cast<Event &>().complete();
     return result;
 }
+
+#ifdef KW_PY_HAVE_HOLD
+// The C handler of an async handler: holds the event and queues it for the loop, without
+// the GIL; waits for room first (backpressure). Runs on an engine worker thread.
+int async_trampoline(capi::EventPtr ev, void *opaque) {
+    auto *slot = static_cast<HandlerSlot *>(opaque);
+    if (!slot->held->reserve()) return KW_RESULT_RETRY;  // stopping
+    kw_hold_t *hold = capi::event_hold(ev);
+    if (!hold) {
+        slot->held->release_one();
+        return KW_RESULT_RETRY;
+    }
+    slot->held->push(slot->id, hold);
+    return KW_RESULT_PENDING;
+}
+#endif
 
 void log_trampoline(kw_log_level level, const char *message, void *opaque) {
     if (interpreter_finalizing()) return;
@@ -78,9 +94,9 @@ std::string Engine::last_error() {
     return capi::engine_last_error(engine_);
 }
 
-void Engine::add_handler(const std::string &events, std::optional<std::string> prefix,
-                         std::optional<std::string> glob, std::optional<int> db,
-                         std::optional<std::string> queue, py::object invoke) {
+void Engine::add(const std::string &events, std::optional<std::string> prefix,
+                 std::optional<std::string> glob, std::optional<int> db,
+                 std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn) {
     kw_engine_t *e = handle();
     std::unique_ptr<kw_filter_t, void (*)(kw_filter_t *)> filter(capi::filter_new(),
                                                                  capi::filter_free);
@@ -95,14 +111,54 @@ void Engine::add_handler(const std::string &events, std::optional<std::string> p
         check(capi::filter_set(filter.get(), "db", text.c_str(), err, sizeof err), err);
     }
     if (queue) check(capi::filter_set(filter.get(), "queue", queue->c_str(), err, sizeof err), err);
-    slots_.push_back(HandlerSlot{std::move(invoke), max_attempts_});
-    int rc = capi::engine_add_handler(e, filter.get(), handler_trampoline, &slots_.back());
+    slots_.push_back(std::move(slot));
+    int rc = capi::engine_add_handler(e, filter.get(), fn, &slots_.back());
     if (rc != KW_OK) {
         slots_.pop_back();
         check(rc, rc == KW_ERR_STATE ? "handlers can only be added before the engine starts"
                                      : last_error());
     }
 }
+
+void Engine::add_handler(const std::string &events, std::optional<std::string> prefix,
+                         std::optional<std::string> glob, std::optional<int> db,
+                         std::optional<std::string> queue, py::object invoke) {
+    HandlerSlot slot;
+    slot.invoke = std::move(invoke);
+    slot.max_attempts = max_attempts_;
+    add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
+        handler_trampoline);
+}
+
+#ifdef KW_PY_HAVE_HOLD
+void Engine::add_async_handler(const std::string &events, std::optional<std::string> prefix,
+                               std::optional<std::string> glob, std::optional<int> db,
+                               std::optional<std::string> queue, int id, size_t limit) {
+    handle();
+    if (!held_) held_ = std::make_shared<HeldEvents>(limit);
+    HandlerSlot slot;
+    slot.max_attempts = max_attempts_;
+    slot.held = held_;
+    slot.id = id;
+    add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
+        async_trampoline);
+}
+
+int Engine::held_fd() {
+    handle();
+    if (!held_) throw StatusError(KW_ERR_STATE, "the engine has no async handler");
+    return held_->fd();
+}
+
+std::vector<std::pair<int, std::unique_ptr<Hold>>> Engine::take_holds() {
+    handle();
+    std::vector<std::pair<int, std::unique_ptr<Hold>>> out;
+    if (!held_) return out;
+    for (auto &[id, hold] : held_->take())
+        out.emplace_back(id, std::make_unique<Hold>(hold, held_, max_attempts_));
+    return out;
+}
+#endif
 
 void Engine::set_logger(py::object log) {
     kw_engine_t *e = handle();
@@ -113,6 +169,9 @@ void Engine::set_logger(py::object log) {
 
 void Engine::start() {
     kw_engine_t *e = handle();
+#ifdef KW_PY_HAVE_HOLD
+    if (held_) held_->open();
+#endif
     int rc;
     std::string message;
     {
@@ -125,6 +184,9 @@ void Engine::start() {
 
 bool Engine::stop(int64_t timeout_ms) {
     kw_engine_t *e = handle();
+#ifdef KW_PY_HAVE_HOLD
+    if (held_) held_->close();  // workers waiting for room give their event back
+#endif
     int rc;
     {
         py::gil_scoped_release release;
@@ -166,7 +228,14 @@ void bind_engine(py::module_ &m) {
         .def("stop", &Engine::stop, py::arg("timeout_ms"))
         .def("stat", &Engine::stat, py::arg("name"))
         .def("stats_json", &Engine::stats_json)
-        .def("close", &Engine::close);
+        .def("close", &Engine::close)
+#ifdef KW_PY_HAVE_HOLD
+        .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
+             py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
+        .def("held_fd", &Engine::held_fd)
+        .def("take_holds", &Engine::take_holds)
+#endif
+        ;
 }
 
 }  // namespace keywatch::python

@@ -99,7 +99,11 @@ std::string Event::json_line() const {
     return cli::json_line(cli::read_event(get()));
 }
 void Event::set_error(const std::string &reason) const {
-    capi::event_set_error(get(), reason.c_str());
+    get();
+    if (!writable_)
+        raise_python_error("StateError",
+                           "a held event takes its reason with its completion, not set_error");
+    capi::event_set_error(writable_, reason.c_str());
 }
 
 void bind_event(py::module_ &m) {

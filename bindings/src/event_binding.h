@@ -9,13 +9,20 @@
 
 #include <pybind11/pybind11.h>
 
-#include "keywatch.h"
+#include "bindings/src/capi_seam.h"
 
 namespace keywatch::python {
 
 class Event {
   public:
-    Event(const kw_event_t *ev, int max_attempts) : ev_(ev), max_attempts_(max_attempts) {}
+    // The event of a handler call.
+    Event(capi::EventPtr ev, int max_attempts)
+        : ev_(ev), writable_(ev), max_attempts_(max_attempts) {}
+    // The event of a hold (deferred completion): read-only, its reason goes with the
+    // completion instead of set_error.
+    struct Held {};
+    Event(Held, const kw_event_t *held, int max_attempts)
+        : ev_(held), writable_(nullptr), max_attempts_(max_attempts) {}
 
     std::string name() const;
     pybind11::bytes key() const;
@@ -40,11 +47,12 @@ class Event {
     bool completed() const { return ev_ == nullptr; }
 
     // The handler returned: the C event is no longer readable.
-    void complete() { ev_ = nullptr; }
+    void complete() { ev_ = nullptr, writable_ = nullptr; }
 
   private:
     const kw_event_t *get() const;
     const kw_event_t *ev_;
+    capi::EventPtr writable_;
     int max_attempts_;
 };
 

@@ -27,17 +27,14 @@ print("stopped", engine.running, flush=True)
 """
 
 
-_readers: "dict[int, queue.Queue[str]]" = {}
-
-
 def read_line(child, timeout=20.0):
     """The child's next stdout line (a reader thread per child: no buffered-select trap)."""
-    if id(child) not in _readers:
-        lines: "queue.Queue[str]" = queue.Queue()
-        _readers[id(child)] = lines
+    lines = getattr(child, "kw_lines", None)
+    if lines is None:
+        lines = child.kw_lines = queue.Queue()
         threading.Thread(target=lambda: [lines.put(l) for l in child.stdout], daemon=True).start()
     try:
-        return _readers[id(child)].get(timeout=timeout)
+        return lines.get(timeout=timeout)
     except queue.Empty:
         pytest.fail(f"no line from the child within {timeout} s")
 

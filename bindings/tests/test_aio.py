@@ -1,0 +1,148 @@
+"""keywatch.aio: coroutine handlers and `async for`, on deferred completion. Skipped when
+the library has no deferred completion (keywatch._keywatch.HAS_HOLD false)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import keywatch
+from keywatch import _keywatch
+
+pytestmark = pytest.mark.skipif(not _keywatch.HAS_HOLD,
+                                reason="libkeywatch without deferred completion")
+
+FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms")
+
+
+async def until(predicate, timeout=20.0, what="condition"):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def client(redis):
+    with keywatch.Client(redis.url) as c:
+        yield c
+
+
+def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
+    from keywatch import aio
+
+    caplog.set_level(logging.ERROR, logger="keywatch")
+    seen = []
+
+    async def main():
+        engine = aio.Engine(redis.url, max_attempts=3, **FAST)
+
+        @engine.on("expired", queue="keys")
+        async def expired(event):
+            await asyncio.sleep(0.01)
+            seen.append(("key", event.key, event.value))
+
+        @engine.task("jobs")
+        async def job(event):
+            seen.append(("job", event.key, event.attempt))
+            if event.key == b"flaky" and event.attempt == 1:
+                raise RuntimeError("first attempt fails")
+            if event.key == b"bad":
+                raise keywatch.Reject("bad job")
+
+        async with engine:
+            client.track(b"s:\x00", b"v", ttl=0.05, snapshot=True)
+            client.schedule("jobs", b"flaky")
+            client.schedule("jobs", b"bad")
+            await until(lambda: len(seen) == 4 and client.dead_letters("jobs"),
+                        what="the key, the retried job and the dead letter")
+            await until(lambda: engine.stat("items.acked") == 2, what="two acks")
+        return engine
+
+    engine = asyncio.run(main())
+    assert ("key", b"s:\x00", b"v") in seen
+    assert ("job", b"flaky", 1) in seen and ("job", b"flaky", 2) in seen
+    dead = client.dead_letters("jobs")
+    assert [d["id"] for d in dead] == ["bad"] and dead[0]["error"] == "bad job"
+    assert any("first attempt fails" in (r.exc_text or "") for r in caplog.records)
+    assert engine.stats()["items.dead"] == 1
+
+
+def test_async_for_pulls_events_and_acks_on_next(redis, client):
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        got = []
+        async with engine:
+            for i in range(5):
+                client.schedule("pull", f"t{i}".encode())
+            async for event in stream:
+                got.append(event.key)
+                if len(got) == 5:
+                    break
+            stream._settle(None)  # the last one: acked by moving on
+            await until(lambda: engine.stat("items.acked") == 5, what="five acks")
+        return got
+
+    assert sorted(asyncio.run(main())) == [f"t{i}".encode() for i in range(5)]
+
+
+def test_unfinished_coroutine_keeps_its_lease(redis, client):
+    # The handler takes three leases' time; the item is renewed, not redelivered.
+    from keywatch import aio
+
+    calls = []
+
+    async def main():
+        engine = aio.Engine(redis.url, lease="1s", **FAST)
+
+        @engine.task("slow")
+        async def slow(event):
+            calls.append(event.attempt)
+            await asyncio.sleep(3)
+
+        async with engine:
+            client.schedule("slow", b"s")
+            await until(lambda: engine.stat("items.acked") == 1, timeout=30, what="the ack")
+            return engine.stat("items.lease_expired")
+
+    assert asyncio.run(main()) == 0
+    assert calls == [1]
+
+
+def test_event_after_completion_raises_and_the_loop_is_not_blocked(redis, client):
+    from keywatch import aio
+
+    kept = []
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+
+        @engine.task("q")
+        async def handler(event):
+            kept.append(event)
+
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        async with engine:  # start() connects in a thread: the loop keeps ticking
+            client.schedule("q", b"t")
+            await until(lambda: kept and engine.stat("items.acked") == 1, what="the ack")
+        t.cancel()
+        return ticks
+
+    assert asyncio.run(main()) > 0
+    with pytest.raises(keywatch.EventCompleted):
+        kept[0].key
