@@ -1,5 +1,5 @@
-"""keywatch.aio: coroutine handlers and `async for`, on deferred completion. Skipped when
-the library has no deferred completion (keywatch._keywatch.HAS_HOLD false)."""
+"""keywatch.aio: coroutine handlers and `async for` on deferred completion (skipped when
+the library has none: keywatch._keywatch.HAS_HOLD false), and the async client."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import keywatch
 from keywatch import _keywatch
 
-pytestmark = pytest.mark.skipif(not _keywatch.HAS_HOLD,
+needs_hold = pytest.mark.skipif(not _keywatch.HAS_HOLD,
                                 reason="libkeywatch without deferred completion")
 
 FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms")
@@ -32,6 +32,7 @@ def client(redis):
         yield c
 
 
+@needs_hold
 def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
     from keywatch import aio
 
@@ -72,6 +73,7 @@ def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
     assert engine.stats()["items.dead"] == 1
 
 
+@needs_hold
 def test_async_for_pulls_events_and_acks_on_next(redis, client):
     from keywatch import aio
 
@@ -93,6 +95,7 @@ def test_async_for_pulls_events_and_acks_on_next(redis, client):
     assert sorted(asyncio.run(main())) == [f"t{i}".encode() for i in range(5)]
 
 
+@needs_hold
 def test_unfinished_coroutine_keeps_its_lease(redis, client):
     # The handler takes three leases' time; the item is renewed, not redelivered.
     from keywatch import aio
@@ -116,6 +119,7 @@ def test_unfinished_coroutine_keeps_its_lease(redis, client):
     assert calls == [1]
 
 
+@needs_hold
 def test_event_after_completion_raises_and_the_loop_is_not_blocked(redis, client):
     from keywatch import aio
 
@@ -146,3 +150,34 @@ def test_event_after_completion_raises_and_the_loop_is_not_blocked(redis, client
     assert asyncio.run(main()) > 0
     with pytest.raises(keywatch.EventCompleted):
         kept[0].key
+
+
+def test_async_client_pipelines_concurrent_calls(redis):
+    import redis as redispy
+
+    from keywatch import aio
+
+    async def main():
+        async with aio.Client(redis.url) as client:
+            await asyncio.gather(*[client.track(f"a:{i}", b"v", ttl=60) for i in range(500)])
+            with pytest.raises(keywatch.ConditionFailed):
+                await client.track("a:1", b"v", ttl=60, nx=True)
+            with pytest.raises(keywatch.NotFound):
+                await client.cancel("q", b"none")
+            figures = await client.inspect()
+            await client.schedule("q", b"t", delay=60)
+            due = await client.reschedule("q", b"t", delay=120)
+            return figures, due
+
+    figures, due = asyncio.run(main())
+    keys = next(q for q in figures["queues"] if q["queue"] == "keys")
+    assert keys["due"] == 500 and due.tzinfo is not None
+    assert redispy.Redis(port=redis.port).exists(*[f"a:{i}" for i in range(500)]) == 500
+
+
+@pytest.mark.skipif(_keywatch.HAS_HOLD, reason="this library has deferred completion")
+def test_async_engine_without_deferred_completion_says_so():
+    from keywatch import aio
+
+    with pytest.raises(keywatch.StateError, match="deferred completion"):
+        aio.Engine("redis://127.0.0.1:1")
