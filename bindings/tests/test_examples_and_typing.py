@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import keywatch
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 
 
@@ -32,6 +34,15 @@ def test_delayed_tasks_example_handles_and_dead_letters(redis):
     assert "reminder for alice: standup (attempt 1)" in out.stdout
     assert "reminder for bob: review (attempt 1)" in out.stdout
     assert "task r3: payload is not JSON" in out.stdout
+
+
+@pytest.mark.skipif(not keywatch._keywatch.HAS_HOLD,
+                    reason="libkeywatch without deferred completion (keywatch.aio.Engine)")
+def test_session_cleanup_asyncio_example_empties_every_index(redis):
+    out = run_example("session_cleanup_async.py", redis)
+    assert out.returncode == 0, out.stderr
+    assert "every session left its user's index" in out.stdout
+    assert out.stderr.count("expired: removed from the index") == 3
 
 
 def mypy(*args):

@@ -47,7 +47,7 @@ def make_engine(url: str, r: "redis.Redis[bytes]") -> keywatch.Engine:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--redis", default="redis://127.0.0.1:6379")
     parser.add_argument("--serve", action="store_true", help="only serve, until Ctrl-C")
     args = parser.parse_args()
