@@ -82,6 +82,8 @@ class Engine:
             self._sync.add_handler(fn, events, prefix=prefix, glob=glob, db=db, queue=queue)
             return
         names = events if isinstance(events, str) else ",".join(events)
+        # At interpreter exit no loop is left to complete holds: stop without waiting.
+        self._sync._exit_timeout = 0
         self._sync._e.add_async_handler(
             names, None if prefix is None else to_bytes(prefix, "prefix"),
             None if glob is None else to_bytes(glob, "glob"), db, queue, len(self._handlers),
@@ -133,8 +135,8 @@ class Engine:
         finished = await loop.run_in_executor(None, self._sync.stop, timeout)
         if self._loop is not None and self._handlers:
             self._loop.remove_reader(self._sync._e.held_fd())
-            self._drain()  # holds queued while stopping: their items go back
         self._loop = None
+        self._drain()  # holds queued while stopping are freed: their items go back
         return bool(finished)
 
     async def run(self) -> None:

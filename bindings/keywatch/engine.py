@@ -116,7 +116,7 @@ def _stop_running_engines() -> None:
     their handlers."""
     for engine in list(_running):
         try:
-            engine.stop()
+            engine.stop(engine._exit_timeout)
         except Exception:  # a forked child's engines: nothing to stop here
             pass
 
@@ -133,6 +133,7 @@ class Engine:
         self._stop_requested = threading.Event()
         self._lock = threading.Lock()
         self._started = False
+        self._exit_timeout: Optional[Duration] = None  # stop's timeout at interpreter exit
 
     @staticmethod
     def _log(level: int, message: str) -> None:

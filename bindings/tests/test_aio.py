@@ -181,3 +181,73 @@ def test_async_engine_without_deferred_completion_says_so():
 
     with pytest.raises(keywatch.StateError, match="deferred completion"):
         aio.Engine("redis://127.0.0.1:1")
+
+
+AIO_RUN = """
+import asyncio, logging, sys, keywatch
+from keywatch import aio
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+engine = aio.Engine(sys.argv[1])
+
+@engine.on("del")
+async def handler(event):
+    pass
+
+asyncio.run(engine.run())
+print("stopped", flush=True)
+"""
+
+
+@needs_hold
+def test_sigint_stops_async_engine_run(redis, python_child):
+    import signal
+    import time
+
+    child = python_child(AIO_RUN, redis.url)
+    assert child.stdout.readline() == "running until Ctrl-C, SIGTERM or cancellation\n"
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    child.wait(30)
+    elapsed = time.monotonic() - sent
+    assert child.returncode == 0, child.stderr.read()
+    assert child.stdout.read() == "stopped\n"
+    assert elapsed < 1.0, f"run() took {elapsed:.2f} s to stop after SIGINT"
+
+
+@needs_hold
+def test_interpreter_exit_with_a_held_event_does_not_wait_for_the_loop(redis, python_child):
+    # The coroutine never finishes and the loop is gone at exit: the engine is stopped
+    # without waiting for the hold (its item goes back to its queue).
+    code = """
+import asyncio, sys, keywatch
+from keywatch import aio
+
+async def main():
+    engine = aio.Engine(sys.argv[1], stop_timeout="20s")
+    held = asyncio.Event()
+
+    @engine.task("q")
+    async def forever(event):
+        held.set()
+        await asyncio.Event().wait()
+
+    await engine.start()
+    with keywatch.Client(sys.argv[1]) as c:
+        c.schedule("q", b"t")
+    await held.wait()
+    print("held", flush=True)
+    sys.exit(0)  # leaves with the engine running and the event held
+
+asyncio.run(main())
+"""
+    import time
+
+    start = time.monotonic()
+    child = python_child(code, redis.url)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out == "held\n" and "Fatal" not in err
+    assert time.monotonic() - start < 15  # not the 20 s stop_timeout
+    with keywatch.Client(redis.url) as c:
+        q = [x for x in c.inspect()["queues"] if x["queue"] == "q"]
+        assert q and q[0]["due"] + q[0]["inflight"] == 1  # still in Redis
