@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import threading
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _keywatch
 from ._convert import Bytes, Duration, from_epoch_ms, options_text, to_bytes, to_epoch_ms, to_ms
@@ -213,7 +213,7 @@ class Pipeline:
         self._add("cancel", id, _keywatch.PipelineCall(
             "cancel", queue.encode("utf-8"), to_bytes(id, "id")))
 
-    def _add(self, op: str, key: Union[Bytes], call: Any) -> None:
+    def _add(self, op: str, key: Bytes, call: Any) -> None:
         self._calls.append(call)
         self._what.append(f"{op} {key!r}")
 
