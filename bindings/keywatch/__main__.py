@@ -99,22 +99,26 @@ def watch(args: argparse.Namespace) -> int:
     except (Error, ValueError, TypeError) as e:
         print(f"python -m keywatch watch: {e}", file=sys.stderr)
         return 2
-    try:
-        engine.start()
-    except Error as e:
-        print(f"python -m keywatch watch: cannot watch {args.redis}: {e}", file=sys.stderr)
-        return 1
-    print(f"keywatch: watching {args.redis} for {args.events} events", file=sys.stderr,
-          flush=True)
     timer: Optional[threading.Timer] = None
-    if args.duration is not None:
-        timer = threading.Timer(args.duration, engine.stop)
-        timer.daemon = True
-        timer.start()
-    engine.run()
-    if timer is not None:
-        timer.cancel()
-    engine.close()
+    try:
+        try:
+            engine.start()
+        except Error as e:
+            print(f"python -m keywatch watch: cannot watch {args.redis}: {e}", file=sys.stderr)
+            return 1
+        print(f"keywatch: watching {args.redis} for {args.events} events", file=sys.stderr,
+              flush=True)
+        if args.duration is not None:
+            timer = threading.Timer(args.duration, engine.stop)
+            timer.daemon = True
+            timer.start()
+        engine.run()
+    except KeyboardInterrupt:  # Ctrl-C before run() took over: stop all the same
+        pass
+    finally:
+        if timer is not None:
+            timer.cancel()
+        engine.close()
     return 0
 
 

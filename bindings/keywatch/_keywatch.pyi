@@ -7,6 +7,8 @@ __version__: str
 # True when the library has deferred completion (keywatch.aio works); the members marked
 # "HAS_HOLD only" below exist only then.
 HAS_HOLD: bool
+# True when events carry the previous attempt's error (Event.last_error) and max_attempts.
+HAS_EVENT_HISTORY: bool
 
 def library_version() -> str: ...
 def strerror(status: int) -> str: ...

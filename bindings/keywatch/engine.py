@@ -58,9 +58,9 @@ _LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging
 
 
 class Retry(Exception):
-    """Raise in a handler to have the event delivered again later. ``delay`` is kept for
-    when the C API carries a per-call retry delay (deferred completion); until then the
-    engine's ``retry_base``/``retry_max`` backoff decides when."""
+    """Raise in a handler to have the event delivered again later. ``delay`` (a timedelta
+    or seconds) is honoured by keywatch.aio handlers, whose completion carries it; for
+    keywatch.Engine's handlers the engine's ``retry_base``/``retry_max`` backoff decides."""
 
     def __init__(self, reason: str = "", delay: Optional[Duration] = None) -> None:
         super().__init__(reason)

@@ -88,6 +88,14 @@ inline int event_attempt(const kw_event_t *e) {
 inline kw_source event_source(const kw_event_t *e) {
     return kw_event_source(e);
 }
+#ifdef KW_PY_HAVE_EVENT_HISTORY
+inline int event_max_attempts(const kw_event_t *e) {
+    return kw_event_max_attempts(e);
+}
+inline const char *event_last_error(const kw_event_t *e) {
+    return kw_event_last_error(e);
+}
+#endif
 inline const char *event_id(const kw_event_t *e) {
     return kw_event_id(e);
 }

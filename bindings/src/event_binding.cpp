@@ -57,8 +57,12 @@ int Event::attempt() const {
 }
 
 int Event::max_attempts() const {
+#ifdef KW_PY_HAVE_EVENT_HISTORY
+    return capi::event_max_attempts(get());
+#else
     get();
-    return max_attempts_;
+    return max_attempts_;  // the engine's setting: this C API has no per-event reader
+#endif
 }
 
 std::string Event::source() const {
@@ -79,8 +83,14 @@ py::object Event::ts() const {
 }
 
 py::object Event::last_error() const {
+#ifdef KW_PY_HAVE_EVENT_HISTORY
+    const char *text = capi::event_last_error(get());
+    if (!text || !*text) return py::none();
+    return py::str(text);
+#else
     get();
-    return py::none();
+    return py::none();  // this C API does not carry the previous attempt's error
+#endif
 }
 
 std::string Event::repr() const {
@@ -127,8 +137,8 @@ void bind_event(py::module_ &m) {
                                "the deadline as an aware UTC datetime, None if unknown")
         .def_property_readonly("ts", &Event::ts, "when keywatch received it (aware UTC)")
         .def_property_readonly("last_error", &Event::last_error,
-                               "the previous attempt's error: not readable through this "
-                               "release's C API (always None)")
+                               "the previous attempt's error, None if none (always None "
+                               "when the C API cannot tell: HAS_EVENT_HISTORY false)")
         .def_property_readonly("completed", &Event::completed)
         .def("__repr__", &Event::repr)
         .def("json_line", &Event::json_line, "the line keywatch watch prints for it")

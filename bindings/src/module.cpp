@@ -25,6 +25,11 @@ PYBIND11_MODULE(_keywatch, m) {
     bind_event(m);
     bind_client(m);
     bind_engine(m);
+#ifdef KW_PY_HAVE_EVENT_HISTORY
+    m.attr("HAS_EVENT_HISTORY") = true;  // Event.last_error and max_attempts per event
+#else
+    m.attr("HAS_EVENT_HISTORY") = false;
+#endif
 #ifdef KW_PY_HAVE_HOLD
     bind_hold(m);
     m.attr("HAS_HOLD") = true;  // deferred completion: keywatch.aio works

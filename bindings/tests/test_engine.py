@@ -83,10 +83,13 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
     fail = threading.Event()
     fail.set()
 
+    errors = []
+
     def setup(engine):
         @engine.task("jobs")
         def job(event):
             attempts.append(event.attempt)
+            errors.append(event.last_error)
             if fail.is_set():
                 if event.attempt == 1:
                     raise keywatch.Retry("not yet", delay=0.01)
@@ -101,6 +104,10 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
         assert len(dead) == 1 and dead[0]["id"] == "j1" and dead[0]["payload"] == "payload"
         assert dead[0]["attempts"] == 2 and "ValueError: boom" in dead[0]["error"]
         assert attempts == [1, 2]
+        if keywatch._keywatch.HAS_EVENT_HISTORY:
+            assert errors == [None, "not yet"]  # the Retry's reason, seen by attempt 2
+        else:
+            assert errors == [None, None]
         assert any("ValueError: boom" in r.exc_text for r in caplog.records if r.exc_text)
         fail.clear()
         assert client.replay("jobs", dead[0]["entry"]) == 1
