@@ -251,3 +251,30 @@ asyncio.run(main())
     with keywatch.Client(redis.url) as c:
         q = [x for x in c.inspect()["queues"] if x["queue"] == "q"]
         assert q and q[0]["due"] + q[0]["inflight"] == 1  # still in Redis
+
+
+@needs_hold
+def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
+    # retry_base is 20 ms here: a second attempt a second later can only come from the
+    # delay the Retry carried.
+    from keywatch import aio
+
+    times = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        engine = aio.Engine(redis.url, **FAST)
+
+        @engine.task("later")
+        async def later(event):
+            times.append((event.attempt, loop.time()))
+            if event.attempt == 1:
+                raise keywatch.Retry("later please", delay=1.0)
+
+        async with engine:
+            client.schedule("later", b"t")
+            await until(lambda: engine.stat("items.acked") == 1, what="the second attempt")
+
+    asyncio.run(main())
+    assert [a for a, _ in times] == [1, 2]
+    assert times[1][1] - times[0][1] >= 0.95
