@@ -278,3 +278,23 @@ def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
     asyncio.run(main())
     assert [a for a, _ in times] == [1, 2]
     assert times[1][1] - times[0][1] >= 0.95
+
+
+@needs_hold
+def test_event_of_a_failed_async_for_body_is_retried(redis, client):
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        async with engine:
+            client.schedule("pull", b"t")
+            with pytest.raises(ValueError):
+                async for event in stream:
+                    assert event.key == b"t"
+                    raise ValueError("the consumer failed")
+        return engine.stat("items.retried"), engine.stat("items.acked")
+
+    assert asyncio.run(main()) == (1, 0)
+    due = next(q for q in client.inspect()["queues"] if q["queue"] == "pull")
+    assert due["due"] == 1 and due["inflight"] == 0  # back in its queue for a retry
