@@ -12,6 +12,8 @@ packages=(
     libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libtomlplusplus-dev
     libgtest-dev libgmock-dev googletest libbenchmark-dev
     pybind11-dev python3-pybind11 python3-pytest python3-setuptools python3-wheel
+    # The Python package (bindings/): its venv, redis-py for its tests, mypy for its stubs.
+    python3-dev python3-venv python3-redis mypy
     clang-format
     # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
     clang-14 libclang-rt-14-dev

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # The second command of the README: installs what is needed, builds everything and runs
-# every test against real redis-servers that the tests start themselves, in four stages,
+# every test against real redis-servers that the tests start themselves, in five stages,
 # each in its own build folder (reused when present):
 #   release  the whole suite, Release build            build/
+#   python   the Python package: pip install into a venv, then its pytest suite
+#                                                      build/python-venv, build/python-*/
 #   asan     the C++ and CLI suites, ASan + UBSan      build-asan/
 #   tsan     the threaded suites, ThreadSanitizer      build-tsan/
 #   fuzz     every fuzz target replays its corpus      build-fuzz/ (clang, libFuzzer)
 # Any failed test or sanitizer report fails the run (reports are shown at the end of their
 # stage); every stage runs, and the times of each are printed at the end.
 #
-#   KW_FAST=1              only the release stage (a quick local run)
+#   KW_FAST=1              only the release and python stages (a quick local run)
 #   KW_STAGES="asan fuzz"  only these stages
 #   KW_SANITIZE=address    only the asan stage; KW_SANITIZE=thread only the tsan stage
 # Extra arguments go to every ctest call (e.g. -R cli. to run some tests).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-stages="release asan tsan fuzz"
+stages="release python asan tsan fuzz"
 case "${KW_SANITIZE:-}" in
     "") ;;
     address) stages=asan ;;
@@ -27,10 +29,10 @@ case "${KW_SANITIZE:-}" in
         ;;
 esac
 [ -z "${KW_STAGES:-}" ] || stages=$KW_STAGES
-[ "${KW_FAST:-}" != 1 ] || stages=release
+[ "${KW_FAST:-}" != 1 ] || stages="release python"
 for s in $stages; do
-    case $s in release | asan | tsan | fuzz) ;; *)
-        echo "test.sh: unknown stage '$s' in KW_STAGES (use release, asan, tsan, fuzz)" >&2
+    case $s in release | python | asan | tsan | fuzz) ;; *)
+        echo "test.sh: unknown stage '$s' in KW_STAGES (use release, python, asan, tsan, fuzz)" >&2
         exit 2
         ;;
     esac
@@ -118,8 +120,53 @@ run_stage() {
     times+=("$stage: build $((t1 - t0)) s, tests $((t2 - t1)) s")
 }
 
+# Adds pytest's closing "N passed, F failed, S skipped in T s" to the totals.
+count_pytest() {
+    local line p f e
+    line=$(grep -E '^=*.* in [0-9.]+s' "$1" | tail -1 || true)
+    p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+    f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+    e=$(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+    passed_total=$((passed_total + p))
+    failed_total=$((failed_total + f + e))
+}
+
+# The Python package, as a user installs it: a venv on Debian's python3 (with the system's
+# setuptools and pybind11), `pip install --no-build-isolation .` (setup.py drives CMake into
+# build/python-<abi>/), then its pytest suite from outside the source tree. Extra arguments
+# are ctest's and do not apply here. The CLI of the release stage, when built, is compared
+# line for line with `python -m keywatch watch`; its cluster starter, when built, runs the
+# cluster tests (they are skipped without it).
+run_python_stage() {
+    local venv="$root/build/python-venv" t0 t1 t2 ok=1 log="$root/build/pytest-output.log"
+    echo "==== test.sh: stage python ($venv)"
+    t0=$(date +%s)
+    mkdir -p "$root/build"
+    if ! { { [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"; } &&
+        (cd "$root" && CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$venv/bin/pip" install -q \
+            --no-build-isolation --no-deps .); }; then
+        failed+=("python (build)")
+        times+=("python: build failed after $(($(date +%s) - t0)) s")
+        return
+    fi
+    t1=$(date +%s)
+    (
+        cd "$root/build"  # not the source tree: the installed package is the one imported
+        [ ! -x "$root/build/cli/keywatch" ] || export KW_CLI="$root/build/cli/keywatch"
+        # The project's cluster starter (release build): the cluster tests run through it.
+        starter="$root/build/tests/support/kw_test_cluster"
+        [ ! -x "$starter" ] || export KW_TEST_CLUSTER="$starter"
+        "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/bindings/tests"
+    ) 2>&1 | tee "$log" || ok=0
+    t2=$(date +%s)
+    count_pytest "$log"
+    [ "$ok" = 1 ] || failed+=("python")
+    times+=("python: build $((t1 - t0)) s, tests $((t2 - t1)) s")
+}
+
 for stage in $stages; do
     case $stage in
+        python) run_python_stage ;;
         tsan) run_stage tsan -L "$tsan_labels" "$@" ;;
         *) run_stage "$stage" "$@" ;;
     esac

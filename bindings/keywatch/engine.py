@@ -1,0 +1,241 @@
+"""keywatch.Engine: run Python handlers for key expiry, keyspace events and delayed tasks.
+
+Example::
+
+    import keywatch
+
+    engine = keywatch.Engine("redis://127.0.0.1:6379")
+
+    @engine.on("expired", prefix="session:")
+    def session_expired(event: keywatch.Event) -> None:
+        user = event.key.split(b":", 1)[1]
+        ...                        # returning acknowledges the event
+
+    @engine.task("emails")
+    def send_email(event: keywatch.Event) -> None:
+        if not mail_server_up():
+            raise keywatch.Retry("mail server down")   # delivered again later
+        if event.value is None:
+            raise keywatch.Reject("no payload")        # to the dead letters
+
+    engine.run()                   # until Ctrl-C or SIGTERM
+
+Handlers run on the engine's worker threads (``workers`` option), each call holding the GIL
+only while Python runs. A handler that returns acknowledges its event; one that raises
+:class:`Retry` or any other exception has it delivered again (tracked keys and tasks; the
+traceback is logged), up to ``max_attempts``; :class:`Reject` sends it to the dead-letter
+stream at once. Library messages go to the ``logging`` logger ``"keywatch"``.
+
+Thread-safety: configure (handlers) before ``start()``; ``start``/``stop``/``stats`` may be
+called from any thread. An engine left running at interpreter exit is stopped by an
+``atexit`` hook; an engine made before ``os.fork()`` raises keywatch.ForkError in the child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import signal
+import threading
+import weakref
+from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
+
+from . import _keywatch
+from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
+from ._errors import StateError
+
+logger = logging.getLogger("keywatch")
+
+Event = _keywatch.Event
+
+Handler = Callable[[Any], Any]
+F = TypeVar("F", bound=Handler)
+
+_RESULT_ACK, _RESULT_RETRY, _RESULT_REJECT = 0, 1, 2
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+
+
+class Retry(Exception):
+    """Raise in a handler to have the event delivered again later. ``delay`` (a timedelta
+    or seconds) is honoured by keywatch.aio handlers, whose completion carries it; for
+    keywatch.Engine's handlers the engine's ``retry_base``/``retry_max`` backoff decides."""
+
+    def __init__(self, reason: str = "", delay: Optional[Duration] = None) -> None:
+        super().__init__(reason)
+        self.reason = reason or "the handler asked for a retry"
+        self.delay_ms = None if delay is None else to_ms(delay, "delay")
+
+
+class Reject(Exception):
+    """Raise in a handler to fail the event for good: a tracked key or task goes to its
+    queue's dead-letter stream with ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_handler_thread = threading.local()  # .active: this thread is running a handler
+
+
+def _invoker(fn: Handler) -> Callable[[Any], int]:
+    """The callable the C++ trampoline runs: the user's handler, its outcome as a result."""
+    name = getattr(fn, "__qualname__", repr(fn))
+
+    def invoke(event: Any) -> int:
+        _handler_thread.active = True
+        try:
+            fn(event)
+        except Retry as r:
+            event.set_error(r.reason)
+            return _RESULT_RETRY
+        except Reject as r:
+            event.set_error(r.reason)
+            return _RESULT_REJECT
+        except BaseException as e:  # noqa: B902 - nothing may reach the engine
+            logger.exception("handler %s raised on %s %r (id %s, attempt %d); it will be "
+                             "retried where possible", name, event.name, event.key, event.id,
+                             event.attempt)
+            event.set_error(f"{type(e).__name__}: {e}")
+            return _RESULT_RETRY
+        finally:
+            _handler_thread.active = False
+        return _RESULT_ACK
+
+    return invoke
+
+
+_running: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_running_engines() -> None:
+    """Interpreter exit: stop engines still running, before Python can no longer run
+    their handlers."""
+    for engine in list(_running):
+        try:
+            engine.stop(engine._exit_timeout)
+        except Exception:  # a forked child's engines: nothing to stop here
+            pass
+
+
+class Engine:
+    """An engine: ``url`` is a redis:// or unix:// URL (a cluster: any node); ``options``
+    are the library's configuration options (``workers=8``, ``lease=timedelta(seconds=30)``,
+    ``max_attempts=5``, ``retry_base=1``, ``queues=["emails"]``, ...; a '.' in a name may be
+    written '_')."""
+
+    def __init__(self, url: Optional[str] = None, **options: Any) -> None:
+        self._e = _keywatch.Engine(options_text(url, options))
+        self._e.set_logger(self._log)
+        self._stop_requested = threading.Event()
+        self._lock = threading.Lock()
+        self._started = False
+        self._exit_timeout: Optional[Duration] = None  # stop's timeout at interpreter exit
+
+    @staticmethod
+    def _log(level: int, message: str) -> None:
+        logger.log(_LOG_LEVELS.get(level, logging.ERROR), "%s", message)
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_handler(self, fn: Handler, events: Union[str, Iterable[str]] = "expired", *,
+                    prefix: Optional[Bytes] = None, glob: Optional[Bytes] = None,
+                    db: Optional[int] = None, queue: Optional[str] = None) -> None:
+        """Runs ``fn(event)`` for the events the filter selects: ``events`` (names, or "*"),
+        keys starting with ``prefix`` or matching ``glob`` (bytes or str), ``db``, and
+        ``queue`` ("keys" for tracked keys, or a task queue). Before ``start()`` only."""
+        if asyncio.iscoroutinefunction(fn):
+            raise TypeError(f"{fn!r} is a coroutine function: keywatch.Engine runs plain "
+                            "functions on its worker threads")
+        names = events if isinstance(events, str) else ",".join(events)
+        self._e.add_handler(names, None if prefix is None else to_bytes(prefix, "prefix"),
+                            None if glob is None else to_bytes(glob, "glob"), db, queue,
+                            _invoker(fn))
+
+    def on(self, events: Union[str, Iterable[str]] = "expired", *,
+           prefix: Optional[Bytes] = None, glob: Optional[Bytes] = None,
+           db: Optional[int] = None, queue: Optional[str] = None) -> Callable[[F], F]:
+        """Decorator form of :meth:`add_handler`: ``@engine.on("expired", prefix="s:")``."""
+
+        def register(fn: F) -> F:
+            self.add_handler(fn, events, prefix=prefix, glob=glob, db=db, queue=queue)
+            return fn
+
+        return register
+
+    def task(self, queue: str) -> Callable[[F], F]:
+        """Decorator: ``fn(event)`` handles the delayed tasks of ``queue``."""
+        return self.on("task", queue=queue)
+
+    def start(self) -> None:
+        """Connects, subscribes and starts the engine's threads; returns once subscribed.
+        Raises keywatch.ConnectionError, AuthenticationError, TimeoutError, ... with the
+        library's message."""
+        with self._lock:
+            self._e.start()
+            self._started = True
+            self._stop_requested.clear()
+            _running.add(self)
+
+    def stop(self, timeout: Optional[Duration] = None) -> bool:
+        """Stops receiving, lets running handlers finish for up to ``timeout`` (default: the
+        ``stop_timeout`` option), then stops every thread. False if handlers were still
+        running at the deadline. Idempotent; releases the GIL while it waits. Not from a
+        handler (it waits for the handlers): StateError there."""
+        if getattr(_handler_thread, "active", False):
+            raise StateError("Engine.stop() cannot run inside a handler: it waits for the "
+                             "handlers to finish. Call it from another thread, e.g. "
+                             "threading.Thread(target=engine.stop).start()", -9)
+        self._stop_requested.set()
+        with self._lock:
+            if not self._started:
+                return True
+            finished = bool(self._e.stop(-1 if timeout is None else to_ms(timeout, "timeout")))
+            self._started = False
+            _running.discard(self)
+            return finished
+
+    def close(self) -> None:
+        """Stops the engine if running, then frees it."""
+        self.stop()
+        self._e.close()
+
+    @property
+    def running(self) -> bool:
+        return self._started
+
+    def run(self) -> None:
+        """Starts the engine (unless started) and blocks until Ctrl-C (SIGINT), SIGTERM or
+        ``stop()`` from another thread, then stops it. Logs "running" (INFO) once it waits."""
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, lambda *_: self._stop_requested.set())
+        try:
+            if not self._started:
+                self.start()
+            logger.info("running until Ctrl-C, SIGTERM or stop()")
+            while not self._stop_requested.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            logger.info("Ctrl-C: stopping")
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            self.stop()
+
+    def stats(self) -> Dict[str, Any]:
+        """Every statistic of the engine (see keywatch.h) as a dict."""
+        result: Dict[str, Any] = json.loads(self._e.stats_json())
+        return result
+
+    def stat(self, name: str) -> int:
+        """One statistic by name, e.g. ``"items.acked"``."""
+        return int(self._e.stat(name))
+

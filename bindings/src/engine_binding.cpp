@@ -1,0 +1,241 @@
+#include "bindings/src/engine_binding.h"
+
+#include <pybind11/stl.h>
+
+#include "bindings/src/capi_seam.h"
+#include "bindings/src/conf.h"
+#include "bindings/src/event_binding.h"
+
+namespace py = pybind11;
+
+namespace keywatch::python {
+namespace {
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+// A C handler calling into Python. Runs on an engine worker thread.
+int handler_trampoline(capi::EventPtr ev, void *opaque) {
+    // Taking the GIL while the interpreter shuts down would end this thread inside the
+    // engine: give the item back for redelivery instead.
+    if (interpreter_finalizing()) return KW_RESULT_RETRY;
+    auto *slot = static_cast<HandlerSlot *>(opaque);
+    py::gil_scoped_acquire gil;
+    py::object event = py::cast(Event(ev, slot->max_attempts));
+    int result = KW_RESULT_RETRY;
+    try {
+        result = slot->invoke(event).cast<int>();
+    } catch (py::error_already_set &e) {
+        // keywatch.engine's wrapper handles the user's exceptions; this is a failure of
+        // the wrapper itself. Report it and retry the item.
+        e.discard_as_unraisable("keywatch handler");
+    } catch (const std::exception &e) {
+        PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "keywatch handler: %s", e.what());
+    }
+    event.cast<Event &>().complete();
+    return result;
+}
+
+#ifdef KW_PY_HAVE_HOLD
+// The C handler of an async handler: holds the event and queues it for the loop, without
+// the GIL; waits for room first (backpressure). Runs on an engine worker thread.
+int async_trampoline(capi::EventPtr ev, void *opaque) {
+    auto *slot = static_cast<HandlerSlot *>(opaque);
+    if (!slot->held->reserve()) return KW_RESULT_RETRY;  // stopping
+    kw_hold_t *hold = capi::event_hold(ev);
+    if (!hold) {
+        slot->held->release_one();
+        return KW_RESULT_RETRY;
+    }
+    slot->held->push(slot->id, hold);
+    return KW_RESULT_PENDING;
+}
+#endif
+
+void log_trampoline(kw_log_level level, const char *message, void *opaque) {
+    if (interpreter_finalizing()) return;
+    py::gil_scoped_acquire gil;
+    try {
+        static_cast<py::object *>(opaque)->operator()(static_cast<int>(level), message);
+    } catch (py::error_already_set &e) {
+        e.discard_as_unraisable("keywatch log");
+    } catch (...) {
+    }
+}
+
+}  // namespace
+
+Engine::Engine(const std::map<std::string, std::string> &options) {
+    Conf conf(options);
+    max_attempts_ = std::stoi(conf.value("max_attempts"));
+    char err[512] = "";
+    check(capi::engine_new(conf.get(), &engine_, err, sizeof err), err);
+}
+
+Engine::~Engine() {
+    // In a forked child the engine's threads do not exist: freeing would wait for them.
+    if (!engine_ || guard_.in_child()) return;
+    py::gil_scoped_release release;
+    capi::engine_free(engine_);
+}
+
+kw_engine_t *Engine::handle() {
+    guard_.check("this Engine");
+    if (!engine_) throw StatusError(KW_ERR_STATE, "the engine is closed");
+    return engine_;
+}
+
+std::string Engine::last_error() {
+    return capi::engine_last_error(engine_);
+}
+
+void Engine::add(const std::string &events, std::optional<std::string> prefix,
+                 std::optional<std::string> glob, std::optional<int> db,
+                 std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn) {
+    kw_engine_t *e = handle();
+    std::unique_ptr<kw_filter_t, void (*)(kw_filter_t *)> filter(capi::filter_new(),
+                                                                 capi::filter_free);
+    if (!filter) throw std::bad_alloc();
+    char err[512] = "";
+    check(capi::filter_set(filter.get(), "events", events.c_str(), err, sizeof err), err);
+    if (prefix)
+        check(capi::filter_set_bytes(filter.get(), "prefix", *prefix, err, sizeof err), err);
+    if (glob) check(capi::filter_set_bytes(filter.get(), "glob", *glob, err, sizeof err), err);
+    if (db) {
+        const std::string text = std::to_string(*db);
+        check(capi::filter_set(filter.get(), "db", text.c_str(), err, sizeof err), err);
+    }
+    if (queue) check(capi::filter_set(filter.get(), "queue", queue->c_str(), err, sizeof err), err);
+    slots_.push_back(std::move(slot));
+    int rc = capi::engine_add_handler(e, filter.get(), fn, &slots_.back());
+    if (rc != KW_OK) {
+        slots_.pop_back();
+        check(rc, rc == KW_ERR_STATE ? "handlers can only be added before the engine starts"
+                                     : last_error());
+    }
+}
+
+void Engine::add_handler(const std::string &events, std::optional<std::string> prefix,
+                         std::optional<std::string> glob, std::optional<int> db,
+                         std::optional<std::string> queue, py::object invoke) {
+    HandlerSlot slot;
+    slot.invoke = std::move(invoke);
+    slot.max_attempts = max_attempts_;
+    add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
+        handler_trampoline);
+}
+
+#ifdef KW_PY_HAVE_HOLD
+void Engine::add_async_handler(const std::string &events, std::optional<std::string> prefix,
+                               std::optional<std::string> glob, std::optional<int> db,
+                               std::optional<std::string> queue, int id, size_t limit) {
+    handle();
+    if (!held_) held_ = std::make_shared<HeldEvents>(limit);
+    HandlerSlot slot;
+    slot.max_attempts = max_attempts_;
+    slot.held = held_;
+    slot.id = id;
+    add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
+        async_trampoline);
+}
+
+int Engine::held_fd() {
+    handle();
+    if (!held_) throw StatusError(KW_ERR_STATE, "the engine has no async handler");
+    return held_->fd();
+}
+
+std::vector<std::pair<int, std::unique_ptr<Hold>>> Engine::take_holds() {
+    handle();
+    std::vector<std::pair<int, std::unique_ptr<Hold>>> out;
+    if (!held_) return out;
+    for (auto &[id, hold] : held_->take())
+        out.emplace_back(id, std::make_unique<Hold>(hold, held_, max_attempts_));
+    return out;
+}
+#endif
+
+void Engine::set_logger(py::object log) {
+    kw_engine_t *e = handle();
+    log_ = std::move(log);
+    check(capi::engine_set_log_cb(e, log_trampoline, &log_),
+          "the logger can only be set before the engine starts");
+}
+
+void Engine::start() {
+    kw_engine_t *e = handle();
+#ifdef KW_PY_HAVE_HOLD
+    if (held_) held_->open();
+#endif
+    int rc;
+    std::string message;
+    {
+        py::gil_scoped_release release;
+        rc = capi::engine_start(e);
+        if (rc != KW_OK) message = capi::engine_last_error(e);
+    }
+    check(rc, message);
+}
+
+bool Engine::stop(int64_t timeout_ms) {
+    kw_engine_t *e = handle();
+#ifdef KW_PY_HAVE_HOLD
+    if (held_) held_->close();  // workers waiting for room give their event back
+#endif
+    int rc;
+    {
+        py::gil_scoped_release release;
+        rc = capi::engine_stop(e, timeout_ms);
+    }
+    if (rc == KW_ERR_TIMEOUT) return false;
+    check(rc, last_error());
+    return true;
+}
+
+int64_t Engine::stat(const std::string &name) {
+    int64_t value = 0;
+    check(capi::engine_stat(handle(), name.c_str(), &value), "unknown statistic '" + name + "'");
+    return value;
+}
+
+std::string Engine::stats_json() {
+    std::string json;
+    check(capi::engine_stats_json(handle(), &json), "");
+    return json;
+}
+
+void Engine::close() {
+    if (!engine_) return;
+    guard_.check("this Engine");
+    kw_engine_t *e = engine_;
+    engine_ = nullptr;
+    py::gil_scoped_release release;
+    capi::engine_free(e);
+}
+
+void bind_engine(py::module_ &m) {
+    py::class_<Engine>(m, "Engine", "The C engine with Python handlers.")
+        .def(py::init<const std::map<std::string, std::string> &>(), py::arg("options"))
+        .def("add_handler", &Engine::add_handler, py::arg("events"), py::arg("prefix"),
+             py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("invoke"))
+        .def("set_logger", &Engine::set_logger, py::arg("log"))
+        .def("start", &Engine::start)
+        .def("stop", &Engine::stop, py::arg("timeout_ms"))
+        .def("stat", &Engine::stat, py::arg("name"))
+        .def("stats_json", &Engine::stats_json)
+        .def("close", &Engine::close)
+#ifdef KW_PY_HAVE_HOLD
+        .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
+             py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
+        .def("held_fd", &Engine::held_fd)
+        .def("take_holds", &Engine::take_holds)
+#endif
+        ;
+}
+
+}  // namespace keywatch::python

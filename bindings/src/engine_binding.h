@@ -1,0 +1,88 @@
+// keywatch._keywatch.Engine: the C engine (kw_engine_t) with Python handlers. The core
+// knows nothing of Python: each handler is a C handler (handler_trampoline) whose opaque
+// is a HandlerSlot; it takes the GIL only for the call into Python, never lets a Python
+// exception reach the engine (it becomes RETRY) and never touches Python once the
+// interpreter is finalizing. start/stop/close release the GIL, so handler threads waiting
+// for it can finish while stop joins them.
+// Thread-safety: methods are called with the GIL held, which serialises them.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+#include <optional>
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+#include "bindings/src/status_error.h"
+#ifdef KW_PY_HAVE_HOLD
+#include "bindings/src/held_events.h"
+#endif
+#include "keywatch.h"
+
+namespace keywatch::python {
+
+// What a handler's opaque points to: the Python callable that runs one event and returns
+// a kw_result (keywatch.engine wraps the user's function in it).
+struct HandlerSlot {
+    pybind11::object invoke;
+    int max_attempts = 0;
+#ifdef KW_PY_HAVE_HOLD
+    std::shared_ptr<HeldEvents> held;  // async handlers: where their holds are queued
+    int id = -1;                       // and the number the loop knows the handler by
+#endif
+};
+
+class Engine {
+  public:
+    explicit Engine(const std::map<std::string, std::string> &options);
+    ~Engine();
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    void add_handler(const std::string &events, std::optional<std::string> prefix,
+                     std::optional<std::string> glob, std::optional<int> db,
+                     std::optional<std::string> queue, pybind11::object invoke);
+#ifdef KW_PY_HAVE_HOLD
+    // An async handler: its events are held and queued for the asyncio loop (held_fd,
+    // take_holds) as handler number `id`; at most `limit` holds uncompleted at once.
+    void add_async_handler(const std::string &events, std::optional<std::string> prefix,
+                           std::optional<std::string> glob, std::optional<int> db,
+                           std::optional<std::string> queue, int id, size_t limit);
+    int held_fd();
+    std::vector<std::pair<int, std::unique_ptr<Hold>>> take_holds();
+#endif
+    // log(level: int, message: str), called from engine threads with the GIL taken.
+    void set_logger(pybind11::object log);
+    void start();
+    // False when handlers were still running at the deadline (KW_ERR_TIMEOUT).
+    bool stop(int64_t timeout_ms);
+    int64_t stat(const std::string &name);
+    std::string stats_json();
+    // Stops (if running) and frees the engine. Idempotent.
+    void close();
+
+  private:
+    kw_engine_t *handle();
+    std::string last_error();
+    void add(const std::string &events, std::optional<std::string> prefix,
+             std::optional<std::string> glob, std::optional<int> db,
+             std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn);
+
+    kw_engine_t *engine_ = nullptr;
+    std::list<HandlerSlot> slots_;  // stable addresses: the engine holds pointers to them
+    pybind11::object log_;
+    int max_attempts_ = 0;
+    ProcessGuard guard_;
+#ifdef KW_PY_HAVE_HOLD
+    std::shared_ptr<HeldEvents> held_;
+#endif
+};
+
+void bind_engine(pybind11::module_ &m);
+
+}  // namespace keywatch::python

@@ -1,0 +1,300 @@
+"""keywatch.aio: coroutine handlers and `async for` on deferred completion (skipped when
+the library has none: keywatch._keywatch.HAS_HOLD false), and the async client."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import keywatch
+from keywatch import _keywatch
+
+needs_hold = pytest.mark.skipif(not _keywatch.HAS_HOLD,
+                                reason="libkeywatch without deferred completion")
+
+FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms")
+
+
+async def until(predicate, timeout=20.0, what="condition"):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def client(redis):
+    with keywatch.Client(redis.url) as c:
+        yield c
+
+
+@needs_hold
+def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
+    from keywatch import aio
+
+    caplog.set_level(logging.ERROR, logger="keywatch")
+    seen = []
+
+    async def main():
+        engine = aio.Engine(redis.url, max_attempts=3, **FAST)
+
+        @engine.on("expired", queue="keys")
+        async def expired(event):
+            await asyncio.sleep(0.01)
+            seen.append(("key", event.key, event.value))
+
+        @engine.task("jobs")
+        async def job(event):
+            seen.append(("job", event.key, event.attempt))
+            if event.key == b"flaky" and event.attempt == 1:
+                raise RuntimeError("first attempt fails")
+            if event.key == b"bad":
+                raise keywatch.Reject("bad job")
+
+        async with engine:
+            client.track(b"s:\x00", b"v", ttl=0.05, snapshot=True)
+            client.schedule("jobs", b"flaky")
+            client.schedule("jobs", b"bad")
+            await until(lambda: len(seen) == 4 and client.dead_letters("jobs"),
+                        what="the key, the retried job and the dead letter")
+            await until(lambda: engine.stat("items.acked") == 2, what="two acks")
+        return engine
+
+    engine = asyncio.run(main())
+    assert ("key", b"s:\x00", b"v") in seen
+    assert ("job", b"flaky", 1) in seen and ("job", b"flaky", 2) in seen
+    dead = client.dead_letters("jobs")
+    assert [d["id"] for d in dead] == ["bad"] and dead[0]["error"] == "bad job"
+    assert any("first attempt fails" in (r.exc_text or "") for r in caplog.records)
+    assert engine.stats()["items.dead"] == 1
+
+
+@needs_hold
+def test_async_for_pulls_events_and_acks_on_next(redis, client):
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        got = []
+        async with engine:
+            for i in range(5):
+                client.schedule("pull", f"t{i}".encode())
+            async for event in stream:
+                got.append(event.key)
+                if len(got) == 5:
+                    break
+            stream._settle(None)  # the last one: acked by moving on
+            await until(lambda: engine.stat("items.acked") == 5, what="five acks")
+        return got
+
+    assert sorted(asyncio.run(main())) == [f"t{i}".encode() for i in range(5)]
+
+
+@needs_hold
+def test_unfinished_coroutine_keeps_its_lease(redis, client):
+    # The handler takes three leases' time; the item is renewed, not redelivered.
+    from keywatch import aio
+
+    calls = []
+
+    async def main():
+        engine = aio.Engine(redis.url, lease="1s", **FAST)
+
+        @engine.task("slow")
+        async def slow(event):
+            calls.append(event.attempt)
+            await asyncio.sleep(3)
+
+        async with engine:
+            client.schedule("slow", b"s")
+            await until(lambda: engine.stat("items.acked") == 1, timeout=30, what="the ack")
+            return engine.stat("items.lease_expired")
+
+    assert asyncio.run(main()) == 0
+    assert calls == [1]
+
+
+@needs_hold
+def test_event_after_completion_raises_and_the_loop_is_not_blocked(redis, client):
+    from keywatch import aio
+
+    kept = []
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+
+        @engine.task("q")
+        async def handler(event):
+            kept.append(event)
+
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        async with engine:  # start() connects in a thread: the loop keeps ticking
+            client.schedule("q", b"t")
+            await until(lambda: kept and engine.stat("items.acked") == 1, what="the ack")
+        t.cancel()
+        return ticks
+
+    assert asyncio.run(main()) > 0
+    with pytest.raises(keywatch.EventCompleted):
+        kept[0].key
+
+
+def test_async_client_pipelines_concurrent_calls(redis):
+    import redis as redispy
+
+    from keywatch import aio
+
+    async def main():
+        async with aio.Client(redis.url) as client:
+            await asyncio.gather(*[client.track(f"a:{i}", b"v", ttl=60) for i in range(500)])
+            with pytest.raises(keywatch.ConditionFailed):
+                await client.track("a:1", b"v", ttl=60, nx=True)
+            with pytest.raises(keywatch.NotFound):
+                await client.cancel("q", b"none")
+            figures = await client.inspect()
+            await client.schedule("q", b"t", delay=60)
+            due = await client.reschedule("q", b"t", delay=120)
+            return figures, due
+
+    figures, due = asyncio.run(main())
+    keys = next(q for q in figures["queues"] if q["queue"] == "keys")
+    assert keys["due"] == 500 and due.tzinfo is not None
+    assert redispy.Redis(port=redis.port).exists(*[f"a:{i}" for i in range(500)]) == 500
+
+
+@pytest.mark.skipif(_keywatch.HAS_HOLD, reason="this library has deferred completion")
+def test_async_engine_without_deferred_completion_says_so():
+    from keywatch import aio
+
+    with pytest.raises(keywatch.StateError, match="deferred completion"):
+        aio.Engine("redis://127.0.0.1:1")
+
+
+AIO_RUN = """
+import asyncio, logging, sys, keywatch
+from keywatch import aio
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+engine = aio.Engine(sys.argv[1])
+
+@engine.on("del")
+async def handler(event):
+    pass
+
+asyncio.run(engine.run())
+print("stopped", flush=True)
+"""
+
+
+@needs_hold
+def test_sigint_stops_async_engine_run(redis, python_child):
+    import signal
+    import time
+
+    child = python_child(AIO_RUN, redis.url)
+    assert child.stdout.readline() == "running until Ctrl-C, SIGTERM or cancellation\n"
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    child.wait(30)
+    elapsed = time.monotonic() - sent
+    assert child.returncode == 0, child.stderr.read()
+    assert child.stdout.read() == "stopped\n"
+    assert elapsed < 1.0, f"run() took {elapsed:.2f} s to stop after SIGINT"
+
+
+@needs_hold
+def test_interpreter_exit_with_a_held_event_does_not_wait_for_the_loop(redis, python_child):
+    # The coroutine never finishes and the loop is gone at exit: the engine is stopped
+    # without waiting for the hold (its item goes back to its queue).
+    code = """
+import asyncio, sys, keywatch
+from keywatch import aio
+
+async def main():
+    engine = aio.Engine(sys.argv[1], stop_timeout="20s")
+    held = asyncio.Event()
+
+    @engine.task("q")
+    async def forever(event):
+        held.set()
+        await asyncio.Event().wait()
+
+    await engine.start()
+    with keywatch.Client(sys.argv[1]) as c:
+        c.schedule("q", b"t")
+    await held.wait()
+    print("held", flush=True)
+    sys.exit(0)  # leaves with the engine running and the event held
+
+asyncio.run(main())
+"""
+    import time
+
+    start = time.monotonic()
+    child = python_child(code, redis.url)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out == "held\n" and "Fatal" not in err
+    assert time.monotonic() - start < 15  # not the 20 s stop_timeout
+    with keywatch.Client(redis.url) as c:
+        q = [x for x in c.inspect()["queues"] if x["queue"] == "q"]
+        assert q and q[0]["due"] + q[0]["inflight"] == 1  # still in Redis
+
+
+@needs_hold
+def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
+    # retry_base is 20 ms here: a second attempt a second later can only come from the
+    # delay the Retry carried.
+    from keywatch import aio
+
+    times = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        engine = aio.Engine(redis.url, **FAST)
+
+        @engine.task("later")
+        async def later(event):
+            times.append((event.attempt, loop.time()))
+            if event.attempt == 1:
+                raise keywatch.Retry("later please", delay=1.0)
+
+        async with engine:
+            client.schedule("later", b"t")
+            await until(lambda: engine.stat("items.acked") == 1, what="the second attempt")
+
+    asyncio.run(main())
+    assert [a for a, _ in times] == [1, 2]
+    assert times[1][1] - times[0][1] >= 0.95
+
+
+@needs_hold
+def test_event_of_a_failed_async_for_body_is_retried(redis, client):
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        async with engine:
+            client.schedule("pull", b"t")
+            with pytest.raises(ValueError):
+                async for event in stream:
+                    assert event.key == b"t"
+                    raise ValueError("the consumer failed")
+        return engine.stat("items.retried"), engine.stat("items.acked")
+
+    assert asyncio.run(main()) == (1, 0)
+    due = next(q for q in client.inspect()["queues"] if q["queue"] == "pull")
+    assert due["due"] == 1 and due["inflight"] == 0  # back in its queue for a retry
