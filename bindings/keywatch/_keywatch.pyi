@@ -4,11 +4,6 @@ import datetime
 from typing import Callable, Dict, List, Optional, Tuple
 
 __version__: str
-# True when the library has deferred completion (keywatch.aio works); the members marked
-# "HAS_HOLD only" below exist only then.
-HAS_HOLD: bool
-# True when events carry the previous attempt's error (Event.last_error) and max_attempts.
-HAS_EVENT_HISTORY: bool
 
 def library_version() -> str: ...
 def strerror(status: int) -> str: ...
@@ -73,7 +68,7 @@ class Client:
     def run_pipeline(self, calls: List[PipelineCall]) -> List[int]: ...
     def close(self) -> None: ...
 
-class Hold:  # HAS_HOLD only
+class Hold:
     """A held event (deferred completion), completed once."""
 
     @property
@@ -91,7 +86,6 @@ class Engine:
     def stat(self, name: str) -> int: ...
     def stats_json(self) -> str: ...
     def close(self) -> None: ...
-    # HAS_HOLD only:
     def add_async_handler(self, events: str, prefix: Optional[bytes], glob: Optional[bytes],
                           db: Optional[int], queue: Optional[str], id: int,
                           limit: int) -> None: ...

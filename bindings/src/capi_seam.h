@@ -88,14 +88,12 @@ inline int event_attempt(const kw_event_t *e) {
 inline kw_source event_source(const kw_event_t *e) {
     return kw_event_source(e);
 }
-#ifdef KW_PY_HAVE_EVENT_HISTORY
 inline int event_max_attempts(const kw_event_t *e) {
     return kw_event_max_attempts(e);
 }
 inline const char *event_last_error(const kw_event_t *e) {
     return kw_event_last_error(e);
 }
-#endif
 inline const char *event_id(const kw_event_t *e) {
     return kw_event_id(e);
 }
@@ -109,7 +107,6 @@ inline void event_set_error(EventPtr e, const char *reason) {
     kw_event_set_error(e, reason);
 }
 
-#ifdef KW_PY_HAVE_HOLD
 // ---- held events (deferred completion) ----
 inline kw_hold_t *event_hold(EventPtr e) {
     return kw_event_hold(e);
@@ -123,7 +120,6 @@ inline int event_complete(kw_hold_t *h, int result, const char *reason, int64_t 
 inline void hold_free(kw_hold_t *h) {
     kw_hold_free(h);
 }
-#endif
 
 // ---- engine ----
 inline int engine_new(const kw_conf_t *c, kw_engine_t **out, char *err, size_t n) {
@@ -156,7 +152,7 @@ inline int engine_start(kw_engine_t *e) {
     return kw_engine_start(e);
 }
 inline int engine_stop(kw_engine_t *e, int64_t timeout_ms) {
-    return kw_engine_stop(e, static_cast<int>(timeout_ms));
+    return kw_engine_stop(e, timeout_ms);
 }
 inline const char *engine_last_error(kw_engine_t *e) {
     return kw_engine_last_error(e);
@@ -164,12 +160,15 @@ inline const char *engine_last_error(kw_engine_t *e) {
 inline int engine_stat(kw_engine_t *e, const char *name, int64_t *value) {
     return kw_engine_stat(e, name, value);
 }
-inline int engine_stats_json(kw_engine_t *e, std::string *out) {
-    char *text = kw_engine_stats_json(e);
-    if (!text) return KW_ERR_NOMEM;
-    *out = text;
+// The JSON getters return a status and the text through an out-parameter (kw_free).
+inline int take_text(int rc, char *text, std::string *out) {
+    if (rc == KW_OK && text) *out = text;
     kw_free(text);
-    return KW_OK;
+    return rc;
+}
+inline int engine_stats_json(kw_engine_t *e, std::string *out) {
+    char *text = nullptr;
+    return take_text(kw_engine_stats_json(e, &text), text, out);
 }
 
 // ---- client ----
@@ -184,27 +183,27 @@ inline const char *client_last_error(kw_client_t *c) {
 }
 inline int client_track(kw_client_t *c, const std::string &key, const std::string &value,
                         int64_t ttl_ms, int flags, int64_t *deadline_ms) {
-    return kw_track(c, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
+    return kw_client_track(c, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
                     deadline_ms);
 }
 inline int client_untrack(kw_client_t *c, const std::string &key, bool delete_key) {
-    return kw_untrack(c, key.data(), key.size(), delete_key ? 1 : 0);
+    return kw_client_untrack(c, key.data(), key.size(), delete_key ? 1 : 0);
 }
 inline int client_adopt(kw_client_t *c, const std::string &key, int flags, int64_t *deadline_ms) {
-    return kw_adopt(c, key.data(), key.size(), flags, deadline_ms);
+    return kw_client_adopt(c, key.data(), key.size(), flags, deadline_ms);
 }
 inline int client_schedule(kw_client_t *c, const std::string &queue, const std::string &id,
                            const std::string &payload, int64_t at_ms, int64_t delay_ms, int flags,
                            int64_t *at_out) {
-    return kw_schedule(c, queue.c_str(), id.data(), id.size(), payload.data(), payload.size(),
+    return kw_client_schedule(c, queue.c_str(), id.data(), id.size(), payload.data(), payload.size(),
                        at_ms, delay_ms, flags, at_out);
 }
 inline int client_cancel(kw_client_t *c, const std::string &queue, const std::string &id) {
-    return kw_cancel(c, queue.c_str(), id.data(), id.size());
+    return kw_client_cancel(c, queue.c_str(), id.data(), id.size());
 }
 inline int client_reschedule(kw_client_t *c, const std::string &queue, const std::string &id,
                              int64_t at_ms, int64_t delay_ms, int64_t *at_out) {
-    return kw_reschedule(c, queue.c_str(), id.data(), id.size(), at_ms, delay_ms, at_out);
+    return kw_client_reschedule(c, queue.c_str(), id.data(), id.size(), at_ms, delay_ms, at_out);
 }
 inline int client_pipeline_begin(kw_client_t *c) {
     return kw_client_pipeline_begin(c);
@@ -212,30 +211,22 @@ inline int client_pipeline_begin(kw_client_t *c) {
 inline int client_pipeline_end(kw_client_t *c, int *statuses, size_t cap, size_t *count) {
     return kw_client_pipeline_end(c, statuses, cap, count);
 }
-// Today's getters return NULL on failure without a status; KW_ERR_REDIS stands for "see
-// the last error" until they return one (d-capi's out-parameter form).
 inline int client_inspect_json(kw_client_t *c, std::string *out) {
-    char *text = kw_client_inspect_json(c);
-    if (!text) return KW_ERR_REDIS;
-    *out = text;
-    kw_free(text);
-    return KW_OK;
+    char *text = nullptr;
+    return take_text(kw_client_inspect_json(c, &text), text, out);
 }
 inline int client_dead_list_json(kw_client_t *c, const std::string &queue, size_t limit,
                                  std::string *out) {
-    char *text = kw_dead_list_json(c, queue.c_str(), limit);
-    if (!text) return KW_ERR_REDIS;
-    *out = text;
-    kw_free(text);
-    return KW_OK;
+    char *text = nullptr;
+    return take_text(kw_client_dead_list_json(c, queue.c_str(), limit, &text), text, out);
 }
 inline int client_dead_replay(kw_client_t *c, const std::string &queue, const char *entry,
                               size_t limit, int64_t *count) {
-    return kw_dead_replay(c, queue.c_str(), entry, limit, count);
+    return kw_client_dead_replay(c, queue.c_str(), entry, limit, count);
 }
 inline int client_dead_purge(kw_client_t *c, const std::string &queue, const char *entry,
                              int64_t *count) {
-    return kw_dead_purge(c, queue.c_str(), entry, count);
+    return kw_client_dead_purge(c, queue.c_str(), entry, count);
 }
 
 }  // namespace keywatch::python::capi

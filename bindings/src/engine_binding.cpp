@@ -41,7 +41,6 @@ int handler_trampoline(capi::EventPtr ev, void *opaque) {
     return result;
 }
 
-#ifdef KW_PY_HAVE_HOLD
 // The C handler of an async handler: holds the event and queues it for the loop, without
 // the GIL; waits for room first (backpressure). Runs on an engine worker thread.
 int async_trampoline(capi::EventPtr ev, void *opaque) {
@@ -55,7 +54,6 @@ int async_trampoline(capi::EventPtr ev, void *opaque) {
     slot->held->push(slot->id, hold);
     return KW_RESULT_PENDING;
 }
-#endif
 
 void log_trampoline(kw_log_level level, const char *message, void *opaque) {
     if (interpreter_finalizing()) return;
@@ -130,7 +128,6 @@ void Engine::add_handler(const std::string &events, std::optional<std::string> p
         handler_trampoline);
 }
 
-#ifdef KW_PY_HAVE_HOLD
 void Engine::add_async_handler(const std::string &events, std::optional<std::string> prefix,
                                std::optional<std::string> glob, std::optional<int> db,
                                std::optional<std::string> queue, int id, size_t limit) {
@@ -158,7 +155,6 @@ std::vector<std::pair<int, std::unique_ptr<Hold>>> Engine::take_holds() {
         out.emplace_back(id, std::make_unique<Hold>(hold, held_, max_attempts_));
     return out;
 }
-#endif
 
 void Engine::set_logger(py::object log) {
     kw_engine_t *e = handle();
@@ -169,9 +165,7 @@ void Engine::set_logger(py::object log) {
 
 void Engine::start() {
     kw_engine_t *e = handle();
-#ifdef KW_PY_HAVE_HOLD
     if (held_) held_->open();
-#endif
     int rc;
     std::string message;
     {
@@ -184,9 +178,7 @@ void Engine::start() {
 
 bool Engine::stop(int64_t timeout_ms) {
     kw_engine_t *e = handle();
-#ifdef KW_PY_HAVE_HOLD
     if (held_) held_->close();  // workers waiting for room give their event back
-#endif
     int rc;
     {
         py::gil_scoped_release release;
@@ -229,12 +221,10 @@ void bind_engine(py::module_ &m) {
         .def("stat", &Engine::stat, py::arg("name"))
         .def("stats_json", &Engine::stats_json)
         .def("close", &Engine::close)
-#ifdef KW_PY_HAVE_HOLD
         .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
              py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
         .def("held_fd", &Engine::held_fd)
         .def("take_holds", &Engine::take_holds)
-#endif
         ;
 }
 

@@ -19,9 +19,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings/src/status_error.h"
-#ifdef KW_PY_HAVE_HOLD
 #include "bindings/src/held_events.h"
-#endif
 #include "keywatch.h"
 
 namespace keywatch::python {
@@ -31,10 +29,8 @@ namespace keywatch::python {
 struct HandlerSlot {
     pybind11::object invoke;
     int max_attempts = 0;
-#ifdef KW_PY_HAVE_HOLD
     std::shared_ptr<HeldEvents> held;  // async handlers: where their holds are queued
     int id = -1;                       // and the number the loop knows the handler by
-#endif
 };
 
 class Engine {
@@ -47,7 +43,6 @@ class Engine {
     void add_handler(const std::string &events, std::optional<std::string> prefix,
                      std::optional<std::string> glob, std::optional<int> db,
                      std::optional<std::string> queue, pybind11::object invoke);
-#ifdef KW_PY_HAVE_HOLD
     // An async handler: its events are held and queued for the asyncio loop (held_fd,
     // take_holds) as handler number `id`; at most `limit` holds uncompleted at once.
     void add_async_handler(const std::string &events, std::optional<std::string> prefix,
@@ -55,7 +50,6 @@ class Engine {
                            std::optional<std::string> queue, int id, size_t limit);
     int held_fd();
     std::vector<std::pair<int, std::unique_ptr<Hold>>> take_holds();
-#endif
     // log(level: int, message: str), called from engine threads with the GIL taken.
     void set_logger(pybind11::object log);
     void start();
@@ -78,9 +72,7 @@ class Engine {
     pybind11::object log_;
     int max_attempts_ = 0;
     ProcessGuard guard_;
-#ifdef KW_PY_HAVE_HOLD
     std::shared_ptr<HeldEvents> held_;
-#endif
 };
 
 void bind_engine(pybind11::module_ &m);

@@ -57,12 +57,7 @@ int Event::attempt() const {
 }
 
 int Event::max_attempts() const {
-#ifdef KW_PY_HAVE_EVENT_HISTORY
     return capi::event_max_attempts(get());
-#else
-    get();
-    return max_attempts_;  // the engine's setting: this C API has no per-event reader
-#endif
 }
 
 std::string Event::source() const {
@@ -83,14 +78,9 @@ py::object Event::ts() const {
 }
 
 py::object Event::last_error() const {
-#ifdef KW_PY_HAVE_EVENT_HISTORY
     const char *text = capi::event_last_error(get());
     if (!text || !*text) return py::none();
     return py::str(text);
-#else
-    get();
-    return py::none();  // this C API does not carry the previous attempt's error
-#endif
 }
 
 std::string Event::repr() const {

@@ -3,8 +3,7 @@
 // the asyncio loop is woken through an eventfd (loop.add_reader) once per batch, takes
 // every queued hold, and completes each (kw_event_complete) from its own thread when the
 // coroutine ends. The number of holds not yet completed is bounded: past the bound a
-// worker waits (backpressure: the rest stays in Redis). Built only when keywatch.h has
-// holds (KW_PY_HAVE_HOLD).
+// worker waits (backpressure: the rest stays in Redis).
 // Thread-safety: HeldEvents is thread-safe; a Hold is used with the GIL held.
 #pragma once
 

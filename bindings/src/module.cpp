@@ -8,9 +8,7 @@
 #include "bindings/src/engine_binding.h"
 #include "bindings/src/event_binding.h"
 #include "bindings/src/status_error.h"
-#ifdef KW_PY_HAVE_HOLD
 #include "bindings/src/held_events.h"
-#endif
 
 namespace py = pybind11;
 using namespace keywatch::python;
@@ -25,15 +23,5 @@ PYBIND11_MODULE(_keywatch, m) {
     bind_event(m);
     bind_client(m);
     bind_engine(m);
-#ifdef KW_PY_HAVE_EVENT_HISTORY
-    m.attr("HAS_EVENT_HISTORY") = true;  // Event.last_error and max_attempts per event
-#else
-    m.attr("HAS_EVENT_HISTORY") = false;
-#endif
-#ifdef KW_PY_HAVE_HOLD
     bind_hold(m);
-    m.attr("HAS_HOLD") = true;  // deferred completion: keywatch.aio works
-#else
-    m.attr("HAS_HOLD") = false;
-#endif
 }

@@ -1,5 +1,5 @@
-"""keywatch.aio: coroutine handlers and `async for` on deferred completion (skipped when
-the library has none: keywatch._keywatch.HAS_HOLD false), and the async client."""
+"""keywatch.aio: coroutine handlers and `async for` on deferred completion, and the async
+client."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ import logging
 import pytest
 
 import keywatch
-from keywatch import _keywatch
 
-needs_hold = pytest.mark.skipif(not _keywatch.HAS_HOLD,
-                                reason="libkeywatch without deferred completion")
 
 FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms")
 
@@ -32,7 +29,6 @@ def client(redis):
         yield c
 
 
-@needs_hold
 def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
     from keywatch import aio
 
@@ -73,7 +69,6 @@ def test_coroutine_handlers_ack_retry_and_reject(redis, client, caplog):
     assert engine.stats()["items.dead"] == 1
 
 
-@needs_hold
 def test_async_for_pulls_events_and_acks_on_next(redis, client):
     from keywatch import aio
 
@@ -95,7 +90,6 @@ def test_async_for_pulls_events_and_acks_on_next(redis, client):
     assert sorted(asyncio.run(main())) == [f"t{i}".encode() for i in range(5)]
 
 
-@needs_hold
 def test_unfinished_coroutine_keeps_its_lease(redis, client):
     # The handler takes three leases' time; the item is renewed, not redelivered.
     from keywatch import aio
@@ -119,7 +113,6 @@ def test_unfinished_coroutine_keeps_its_lease(redis, client):
     assert calls == [1]
 
 
-@needs_hold
 def test_event_after_completion_raises_and_the_loop_is_not_blocked(redis, client):
     from keywatch import aio
 
@@ -175,14 +168,6 @@ def test_async_client_pipelines_concurrent_calls(redis):
     assert redispy.Redis(port=redis.port).exists(*[f"a:{i}" for i in range(500)]) == 500
 
 
-@pytest.mark.skipif(_keywatch.HAS_HOLD, reason="this library has deferred completion")
-def test_async_engine_without_deferred_completion_says_so():
-    from keywatch import aio
-
-    with pytest.raises(keywatch.StateError, match="deferred completion"):
-        aio.Engine("redis://127.0.0.1:1")
-
-
 AIO_RUN = """
 import asyncio, logging, sys, keywatch
 from keywatch import aio
@@ -198,7 +183,6 @@ print("stopped", flush=True)
 """
 
 
-@needs_hold
 def test_sigint_stops_async_engine_run(redis, python_child):
     import signal
     import time
@@ -214,7 +198,6 @@ def test_sigint_stops_async_engine_run(redis, python_child):
     assert elapsed < 1.0, f"run() took {elapsed:.2f} s to stop after SIGINT"
 
 
-@needs_hold
 def test_interpreter_exit_with_a_held_event_does_not_wait_for_the_loop(redis, python_child):
     # The coroutine never finishes and the loop is gone at exit: the engine is stopped
     # without waiting for the hold (its item goes back to its queue).
@@ -253,7 +236,6 @@ asyncio.run(main())
         assert q and q[0]["due"] + q[0]["inflight"] == 1  # still in Redis
 
 
-@needs_hold
 def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
     # retry_base is 20 ms here: a second attempt a second later can only come from the
     # delay the Retry carried.
@@ -280,7 +262,6 @@ def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
     assert times[1][1] - times[0][1] >= 0.95
 
 
-@needs_hold
 def test_event_of_a_failed_async_for_body_is_retried(redis, client):
     from keywatch import aio
 

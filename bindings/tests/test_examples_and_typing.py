@@ -36,8 +36,6 @@ def test_delayed_tasks_example_handles_and_dead_letters(redis):
     assert "task r3: payload is not JSON" in out.stdout
 
 
-@pytest.mark.skipif(not keywatch._keywatch.HAS_HOLD,
-                    reason="libkeywatch without deferred completion (keywatch.aio.Engine)")
 def test_session_cleanup_asyncio_example_empties_every_index(redis):
     out = run_example("session_cleanup_async.py", redis)
     assert out.returncode == 0, out.stderr

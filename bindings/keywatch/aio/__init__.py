@@ -1,8 +1,8 @@
 """keywatch.aio: keywatch for asyncio programs.
 
 - :class:`Engine`: handlers may be coroutines (``@engine.on(...) async def ...``), and
-  ``async for event in engine.events(...)`` pulls events. Needs a libkeywatch with deferred
-  completion (``keywatch._keywatch.HAS_HOLD``).
+  ``async for event in engine.events(...)`` pulls events. Built on deferred
+  completion (kw_event_hold).
 - :class:`Client`: the methods of keywatch.Client as coroutines; concurrent calls are
   pipelined by one worker thread per client.
 

@@ -28,8 +28,6 @@ lease (up to the ``hold_timeout`` option). At most ``max_pending`` events are he
 past that the workers wait and the rest stays in Redis. Plain functions may be handlers
 too: they run on the worker threads as in keywatch.Engine.
 
-aio.Engine requires a libkeywatch with deferred completion (``keywatch._keywatch.HAS_HOLD``);
-aio.Client works with any.
 """
 
 from __future__ import annotations
@@ -39,9 +37,7 @@ import logging
 import signal
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
 
-from .. import _keywatch
 from .._convert import Bytes, Duration, to_bytes
-from .._errors import StateError
 from ..engine import Engine as _SyncEngine
 from ..engine import Reject, Retry
 
@@ -58,10 +54,6 @@ class Engine:
 
     def __init__(self, url: Optional[str] = None, *, max_pending: int = 1024,
                  **options: Any) -> None:
-        if not _keywatch.HAS_HOLD:
-            raise StateError("keywatch.aio.Engine needs deferred completion (kw_event_hold), "
-                             f"which libkeywatch {_keywatch.library_version()} as built here "
-                             "lacks; keywatch.Engine works", -9)
         self._sync = _SyncEngine(url, **options)
         self._max_pending = max_pending
         self._handlers: List[AsyncHandler] = []
