@@ -1,5 +1,7 @@
-// Engine: the loop thread, the subscriber, the sweeper, the dispatcher and the handlers,
-// glued. The C API's kw_engine_t wraps one. Thread-safety: add_handler/set_*_cb/start/stop
+// Engine: lifecycle, configuration and handlers: it owns the loop thread, the dispatcher
+// (workers running the handlers) and the Fanout (nodes and topology), and stays off the
+// path of each event, which runs node by node (docs/life-of-an-expiry.md). The C API's
+// kw_engine_t wraps one. Thread-safety: add_handler/set_*_cb/start/stop
 // are called by the owner, not concurrently with each other; stat()/stats_json()/
 // last_error() from any thread.
 #pragma once
@@ -15,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/dispatcher.h"
+#include "core/engine_counters.h"
 #include "core/event_loop.h"
 #include "core/fanout.h"
 #include "core/filter.h"
@@ -23,7 +26,7 @@
 
 namespace keywatch {
 
-class Engine : private SubscriberSink, private SweeperSink {
+class Engine : private SubscriberSink {
   public:
     explicit Engine(Config config);
     ~Engine() override;
@@ -49,31 +52,17 @@ class Engine : private SubscriberSink, private SweeperSink {
         kw_handler_fn fn;
         void *opaque;
     };
-    struct Counters {
-        std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
-            handler_retries{0}, unhandled{0}, lateness_max{0};
-        std::map<std::string, std::atomic<int64_t>> per_event;  // fixed keys after start
-    };
-
     // SubscriberSink (loop thread)
-    void on_event(Event &&ev) override;
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    // SubscriberSink and SweeperSink; any thread
+    // SubscriberSink; any thread
     void log(kw_log_level level, const std::string &message) override;
-    // SweeperSink (loop thread)
-    void deliver_tracked(std::vector<Event> &items) override;
-    void deliver_untracked(std::vector<Event> &events) override;
-    size_t dispatch_room() const override;
 
     int plan_queues(Sweeper::Options *opts, std::string *err) const;
-    bool is_internal_key(const std::string &key) const;
     void handle(Event &ev);    // worker thread
-    void flush();              // loop thread: what on_event gathered -> sweeper / workers
     void drain_completions();  // loop thread
     void renew();              // loop thread, every lease/3
     int64_t renew_interval_ms() const;
-    static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
     std::vector<std::string> subscribed_events() const;
@@ -98,15 +87,8 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::unique_ptr<Fanout> fanout_;
     std::unique_ptr<Timer> renew_timer_;  // loop thread: lease renewals of queued items
     bool queues_ = false;                 // the engine serves queues (has sweepers)
-    EventPtr flush_ev_, completion_ev_;
-    // Loop thread: events read and not yet passed on.
-    std::vector<Event> pending_, live_claims_;
-    std::vector<std::string> deleted_;
-    bool flush_scheduled_ = false;
-    int64_t batch_ts_ms_ = 0;
-    std::string last_event_name_;
-    std::atomic<int64_t> *last_event_counter_ = nullptr;
-    Counters counters_;
+    EventPtr completion_ev_;
+    EngineCounters counters_;
     SweeperCounters sweeper_counters_;
 
     std::mutex completion_mu_;  // workers -> loop
