@@ -1,3 +1,5 @@
+// NodeIntake (see intake.h): one node's events in, sorted, and passed on per read; what
+// the node's sweeper claimed, out to the workers. Loop thread only.
 #include "core/intake.h"
 
 #include "core/clock.h"
