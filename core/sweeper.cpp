@@ -160,7 +160,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
 bool Sweeper::command(const std::vector<std::string> &args, ReplyFn fn) {
     // The one place that counts replies awaited (outstanding()).
     outstanding_++;
-    bool sent = conn_.command(args, [this, fn](redisReply *r) {
+    bool sent = conn_.command(args, [this, fn = std::move(fn)](redisReply *r) {
         outstanding_--;
         fn(r);
     });
@@ -176,7 +176,7 @@ bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> arg
     args->reserve(args->size() + argv.size());
     for (auto &a : argv) args->push_back(std::move(a));
     const Script *script = &s;
-    return command(*args, [this, script, args, fn](redisReply *r) {
+    return command(*args, [this, script, args, fn = std::move(fn)](redisReply *r) {
         if (classify(r) == ReplyError::NoScript) {
             // Empty script cache (restart, failover): EVAL loads it for next time.
             (*args)[0] = "EVAL";

@@ -55,6 +55,7 @@ struct SweeperCounters {
         suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
 };
 
+// Where a Sweeper hands what it claimed: its node's intake (intake.h).
 class SweeperSink {
   public:
     virtual ~SweeperSink() = default;

@@ -48,11 +48,14 @@ void Sweeper::note_completed(const Completion &c, int64_t now) {
     // A handled key is remembered for a while, so that its late `expired` notification is
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
-    if (q.is_keys && handled && h->second == Queue::Held::Claimed) {
-        q.handled[c.id] = now;
-        if (!prune_timer_.pending()) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
+    if (!q.is_keys || !handled || h->second.held != Queue::Held::Claimed) {
+        q.held.erase(h);
+        return;
     }
-    q.held.erase(h);
+    auto node = q.held.extract(h);
+    node.mapped().handled_ms = now;
+    q.handled.insert(std::move(node));
+    if (!prune_timer_.pending()) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 
 void Sweeper::send_completions() {
@@ -212,7 +215,7 @@ void Sweeper::prune_done() {
     for (auto &kv : queues_) {
         auto &handled = kv.second.handled;
         for (auto it = handled.begin(); it != handled.end();)
-            it = it->second < oldest ? handled.erase(it) : std::next(it);
+            it = it->second.handled_ms < oldest ? handled.erase(it) : std::next(it);
         left = left || !handled.empty();
     }
     if (left) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));

@@ -118,8 +118,13 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
 }
 
 Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
-    q.handled.erase(item.id);  // remembered as handled: ours again
-    q.held[item.id] = live ? Queue::Held::Notified : Queue::Held::Claimed;
+    Queue::Held state = live ? Queue::Held::Notified : Queue::Held::Claimed;
+    if (auto again = q.handled.extract(item.id)) {  // remembered as handled: ours again
+        again.mapped() = {state, 0};
+        q.held.insert(std::move(again));
+    } else {
+        q.held[item.id].held = state;
+    }
     return make_event(q, item, live);
 }
 

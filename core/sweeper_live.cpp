@@ -36,12 +36,12 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
         if (auto h = q->held.find(ev.key); h != q->held.end()) {
-            h->second = Queue::Held::Notified;
+            h->second.held = Queue::Held::Notified;
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
         if (auto d = q->handled.find(ev.key);
-            d != q->handled.end() && now - d->second <= opts_.done_window_ms) {
+            d != q->handled.end() && now - d->second.handled_ms <= opts_.done_window_ms) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }

@@ -52,10 +52,17 @@ struct SlotQueue {
     std::optional<int64_t> claim_retry_ms;
     std::vector<Event> deferred;  // live events awaiting the claim in flight
 
-    std::unordered_map<std::string, Held> held;  // claimed by us, not completed
-    // Tracked keys only: handled at that time (ms), remembered for track.done_window so
-    // that a late notification is recognised without asking Redis.
-    std::unordered_map<std::string, int64_t> handled;
+    // What `held` and `handled` keep per item id: one node type for both, so that an item
+    // moves from one to the other without copying its id.
+    struct Mark {
+        Held held = Held::Claimed;  // in `held`
+        int64_t handled_ms = 0;     // in `handled`: when it was handled
+    };
+    // Items of ours, claimed and not completed. An id is in `held` or `handled`, not both.
+    std::unordered_map<std::string, Mark> held;
+    // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
+    // late notification is recognised without asking Redis.
+    std::unordered_map<std::string, Mark> handled;
 
     bool dirty = false;  // cluster: touched since the last sweep
     Where where = Where::Here;
