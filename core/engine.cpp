@@ -11,10 +11,6 @@
 namespace keywatch {
 
 namespace {
-// A read from Redis yields a few hundred events at most; hand them to the workers in one
-// batch when the read is done, or earlier if a batch grows this large.
-constexpr size_t kMaxPending = 1024;
-
 std::string random_owner() {
     std::random_device rd;
     char buf[24];
@@ -31,7 +27,6 @@ Engine::Engine(Config config)
                                                config_.workers,
                                                [this](Event &ev) { handle(ev); })) {
     holds_ = std::make_shared<HoldHub>(static_cast<HoldOwner *>(this));
-    flush_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_flush, this));
     completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
 }
 
@@ -39,8 +34,7 @@ Engine::~Engine() {
     stop(config_.stop_timeout_ms);
     holds_->close();
     handlers_.clear();  // the handlers' release, after the workers stopped
-    flush_ev_.reset();  // before the loop's event_base goes
-    completion_ev_.reset();
+    completion_ev_.reset();  // before the loop's event_base goes
 }
 
 int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
@@ -184,7 +178,8 @@ int Engine::start() {
                 opts.script_keys.push_back(k);
     }
     fo.sweepers = need_sweeper;
-    fo.sweep_sink = static_cast<SweeperSink *>(this);
+    fo.dispatcher = dispatcher_.get();
+    fo.events = &counters_;
     fo.counters = &sweeper_counters_;
     queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
@@ -239,12 +234,11 @@ int Engine::stop(int64_t timeout_ms) {
     if (!running_) return KW_OK;
     running_ = false;
     if (timeout_ms < 0) timeout_ms = config_.stop_timeout_ms;
-    // No more reads: whatever was read is handed to the workers, then they get until the
-    // deadline to finish.
+    // No more reads: whatever was read is handed to the workers (by the nodes' intakes),
+    // then they get until the deadline to finish.
     loop_->run_sync([this] {
         fanout_->shutdown_subscribers();
         fanout_->stop_claiming();
-        flush();
     });
     std::vector<Event> abandoned;
     auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -296,93 +290,6 @@ int Engine::stop(int64_t timeout_ms) {
         return KW_ERR_TIMEOUT;
     }
     return KW_OK;
-}
-
-bool Engine::is_internal_key(const std::string &key) const {
-    // ns:dedupe:... and ns:<queue>:{tag}:<part>: keywatch's own writes, never news.
-    if (key.size() <= config_.ns.size() || key.compare(0, config_.ns.size(), config_.ns) != 0 ||
-        key[config_.ns.size()] != ':')
-        return false;
-    if (key.compare(config_.ns.size(), 8, ":dedupe:") == 0) return true;
-    size_t brace = key.find(":{", config_.ns.size() + 1);
-    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
-}
-
-void Engine::on_event(Event &&ev) {
-    if (is_internal_key(ev.key)) return;
-    // One clock read per read from Redis: events that arrived together share it.
-    if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
-    ev.ts_ms = batch_ts_ms_;
-    counters_.received.fetch_add(1, std::memory_order_relaxed);
-    // A flood is mostly one event name: remember the last counter looked up.
-    if (ev.name != last_event_name_) {
-        auto it = counters_.per_event.find(ev.name);
-        last_event_counter_ = it == counters_.per_event.end() ? nullptr : &it->second;
-        last_event_name_ = ev.name;
-    }
-    if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
-    bool tracked_db = queues_ && ev.db == config_.url.db;
-    if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
-        // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
-        live_claims_.push_back(std::move(ev));
-    } else {
-        if (tracked_db && (ev.name == "del" || ev.name == "rename_from"))
-            deleted_.push_back(ev.key);
-        pending_.push_back(std::move(ev));
-    }
-    if (pending_.size() + live_claims_.size() >= kMaxPending) {
-        flush();
-    } else if (!flush_scheduled_) {
-        flush_scheduled_ = true;
-        event_active(flush_ev_.get(), EV_READ, 0);
-    }
-}
-
-void Engine::on_flush(evutil_socket_t, short, void *arg) {
-    static_cast<Engine *>(arg)->flush();
-}
-
-void Engine::flush() {
-    flush_scheduled_ = false;
-    if (!live_claims_.empty()) {
-        std::vector<Event> claims;
-        claims.swap(live_claims_);
-        fanout_->claim_live(std::move(claims));
-    }
-    if (!deleted_.empty()) {
-        std::vector<std::string> keys;
-        keys.swap(deleted_);
-        fanout_->forget(std::move(keys));
-    }
-    if (pending_.empty()) return;
-    if (queues_) {
-        std::vector<Event> events;
-        events.swap(pending_);
-        fanout_->untracked(std::move(events));
-        return;
-    }
-    deliver_untracked(pending_);
-}
-
-void Engine::deliver_tracked(std::vector<Event> &items) {
-    dispatcher_->push(items, true);
-}
-
-size_t Engine::dispatch_room() const {
-    return dispatcher_->room();
-}
-
-void Engine::deliver_untracked(std::vector<Event> &events) {
-    size_t dropped = dispatcher_->push(events);
-    if (dropped == 0) return;
-    // Live events only for now: nothing tracked is lost by dropping them here.
-    int64_t before = counters_.dropped.fetch_add(static_cast<int64_t>(dropped));
-    if (before == 0 || (before / 100000) != ((before + static_cast<int64_t>(dropped)) / 100000))
-        log(KW_LOG_WARN,
-            "dispatch queue full (dispatch.queue_size=" + std::to_string(config_.queue_size) +
-                "): " + std::to_string(before + static_cast<int64_t>(dropped)) +
-                " live event(s) dropped so far; handlers are too slow: raise "
-                "workers or make handlers faster");
 }
 
 void Engine::handle(Event &ev) {

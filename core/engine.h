@@ -1,8 +1,10 @@
-// Engine: the loop thread, the subscriber, the sweeper, the dispatcher and the handlers,
-// glued. The C API's kw_engine_t wraps one. Handlers are core/handler.h objects; a held
-// event (core/hold.h) completes through the engine's HoldHub. Thread-safety:
-// add_handler/set_*_sink/start/stop are called by the owner, not concurrently with each
-// other; stat()/stats_json()/last_error() from any thread.
+// Engine: lifecycle, configuration and handlers: it owns the loop thread, the dispatcher
+// (workers running the handlers) and the Fanout (nodes and topology), and stays off the
+// path of each event, which runs node by node (docs/life-of-an-expiry.md). The C API's
+// kw_engine_t wraps one. Handlers are core/handler.h objects; a held event (core/hold.h)
+// completes through the engine's HoldHub. Thread-safety: add_handler/set_*_sink/start/stop
+// are called by the owner, not concurrently with each other; stat()/stats_json()/
+// last_error()/log() from any thread.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 
 #include "core/config.h"
 #include "core/dispatcher.h"
+#include "core/engine_counters.h"
 #include "core/event_loop.h"
 #include "core/fanout.h"
 #include "core/filter.h"
@@ -28,7 +31,7 @@
 
 namespace keywatch {
 
-class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
+class Engine : private SubscriberSink, private HoldOwner {
   public:
     explicit Engine(Config config);
     ~Engine() override;
@@ -67,23 +70,10 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
         HandlerPtr handler;
         std::unique_ptr<std::mutex> serial;  // for a serial() handler: one call at a time
     };
-    struct Counters {
-        std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
-            handler_retries{0}, unhandled{0}, lateness_max{0};
-        std::map<std::string, std::atomic<int64_t>> per_event;  // fixed keys after start
-    };
-
     // SubscriberSink (loop thread)
-    void on_event(Event &&ev) override;
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    // SweeperSink (loop thread)
-    void deliver_tracked(std::vector<Event> &items) override;
-    void deliver_untracked(std::vector<Event> &events) override;
-    size_t dispatch_room() const override;
-
     int plan_queues(Sweeper::Options *opts, std::string *err) const;
-    bool is_internal_key(const std::string &key) const;
     void handle(Event &ev);  // worker thread
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(Slot &slot, Event &ev, Delivery &delivery);
@@ -96,9 +86,7 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
                         int64_t retry_delay_ms) override;
     // stop(): waits for the holds until the deadline, then releases what is still held.
     bool settle_holds(int64_t timeout_ms);
-    void flush();              // loop thread: what on_event gathered -> sweeper / workers
     void drain_completions();  // loop thread
-    static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
     int64_t stat_value(StatId id) const;  // an unlabelled row's value
@@ -122,15 +110,8 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Fanout> fanout_;
     bool queues_ = false;  // the engine serves queues (has sweepers)
-    EventPtr flush_ev_, completion_ev_;
-    // Loop thread: events read and not yet passed on.
-    std::vector<Event> pending_, live_claims_;
-    std::vector<std::string> deleted_;
-    bool flush_scheduled_ = false;
-    int64_t batch_ts_ms_ = 0;
-    std::string last_event_name_;
-    std::atomic<int64_t> *last_event_counter_ = nullptr;
-    Counters counters_;
+    EventPtr completion_ev_;
+    EngineCounters counters_;
     EngineStats stats_;  // labelled: per node, queue and handler
     SweeperCounters sweeper_counters_;
 

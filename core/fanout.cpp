@@ -26,7 +26,15 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     so.node_name = name;
     so.retry_from_start = opts_.cluster;
     Node &n = nodes_by_endpoint_[endpoint];
-    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this));
+    NodeIntake::Options io;
+    io.ns = opts_.sweep.ns;
+    io.tracked_db = url.db;
+    io.dedupe = opts_.sweepers && opts_.sweep.dedupe;
+    n.intake = std::make_unique<NodeIntake>(
+        loop_, io, *opts_.dispatcher, *opts_.events,
+        [this](kw_log_level level, const std::string &message) { log(level, message); });
+    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this),
+                                         n.intake.get());
     if (opts_.sweepers) {
         Sweeper::Options sw = opts_.sweep;
         sw.node_name = name;
@@ -37,7 +45,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
         }
-        n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, opts_.sweep_sink, opts_.counters);
+        n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, n.intake.get(), opts_.counters);
+        n.intake->attach(n.sweeper.get());
     }
     nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
     return n;
@@ -88,8 +97,10 @@ void Fanout::shutdown_subscribers() {
 }
 
 void Fanout::stop_claiming() {
-    for (auto &kv : nodes_by_endpoint_)
+    for (auto &kv : nodes_by_endpoint_) {
         if (kv.second.sweeper) kv.second.sweeper->stop_claiming();
+        kv.second.intake->flush();
+    }
 }
 
 size_t Fanout::outstanding() const {
@@ -138,32 +149,13 @@ std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Route route) {
 }
 }  // namespace
 
-void Fanout::claim_live(std::vector<Event> &&events) {
+void Fanout::claim_parked(std::vector<Event> &&events) {
     auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->claim_live(std::move(kv.second));
         else
-            park_live(std::move(kv.second));  // slot without a known master now
-    }
-}
-
-void Fanout::forget(std::vector<std::string> &&keys) {
-    auto parts = split(std::move(keys), [this](const std::string &k) {
-        int slot = -1;
-        return route(k, &slot);
-    });
-    for (auto &kv : parts)
-        if (kv.first) kv.first->forget(std::move(kv.second));
-}
-
-void Fanout::untracked(std::vector<Event> &&events) {
-    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
-    for (auto &kv : parts) {
-        if (kv.first)
-            kv.first->untracked(std::move(kv.second));
-        else
-            opts_.sweep_sink->deliver_untracked(kv.second);
+            park_live(std::move(kv.second));  // slot still without a known master
     }
 }
 
@@ -212,7 +204,7 @@ void Fanout::route_parked() {
     if (!parked_live_.empty()) {
         std::vector<Event> live;
         live.swap(parked_live_);
-        claim_live(std::move(live));
+        claim_parked(std::move(live));
     }
     if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
@@ -370,6 +362,10 @@ void Fanout::apply(const Topology &t) {
                              " no longer serves slots as a master; "
                              "dropping its subscriber");
         it->second.sub->shutdown();
+        // Live claims it read go to the slots' masters; the rest goes on as usual.
+        std::vector<Event> claims = it->second.intake->take_claims();
+        if (!claims.empty()) park_live(std::move(claims));
+        it->second.intake->flush();
         if (it->second.sweeper) {
             // What it had not confirmed goes to the slots' new masters.
             park(it->second.sweeper->take_completions());

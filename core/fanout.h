@@ -1,8 +1,11 @@
-// Fanout: an engine's presence on each Redis node it must hear: the single server in
-// standalone mode, every master of a Redis Cluster in cluster mode (keyspace
-// notifications are node-local and never cross the cluster bus). Per node a Subscriber
-// and, when the engine serves queues, a Sweeper; queue work (live claims, acks, ...) is
-// routed to the sweeper of the master that serves the item's slot.
+// Fanout: an engine's nodes and the cluster's topology. A node is a Redis server the
+// engine must hear: the single server in standalone mode, every master of a Redis Cluster
+// in cluster mode (keyspace notifications are node-local and never cross the cluster
+// bus). Per node a Subscriber, the node's claim intake (NodeIntake, which the subscriber
+// hands its events to) and, when the engine serves queues, a Sweeper: the path of an event
+// stays on its node and never passes through here. Fanout routes by slot only what has
+// no node of its own: completions (to the master serving the item's slot) and
+// what a sweeper gave up after MOVED/ASK (parked until the next topology).
 //
 // In cluster mode it follows the topology: it asks a node for CLUSTER SHARDS (CLUSTER
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
@@ -18,7 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatcher.h"
+#include "core/engine_counters.h"
 #include "core/event_loop.h"
+#include "core/intake.h"
 #include "core/redis_conn.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
@@ -36,7 +42,8 @@ class Fanout : private SubscriberSink {
         int64_t refresh_ms;     // cluster.refresh (from Config: fanout_options())
         bool sweepers = false;  // the engine serves queues
         Sweeper::Options sweep;
-        SweeperSink *sweep_sink = nullptr;
+        Dispatcher *dispatcher = nullptr;  // where every node's intake hands events
+        EngineCounters *events = nullptr;  // the intakes count what they read and drop
         SweeperCounters *counters = nullptr;
     };
 
@@ -49,14 +56,14 @@ class Fanout : private SubscriberSink {
     void start();
     void start_sweepers();  // once start succeeded
     void shutdown_subscribers();
+    // No new claims; what the intakes still hold is passed on (live claims are asked and
+    // given back, the rest goes to the workers).
     void stop_claiming();
     size_t outstanding() const;  // replies the sweepers still wait for
     void shutdown();
 
-    // Queue work, routed by the slot of each item (standalone: the one sweeper).
-    void claim_live(std::vector<Event> &&events);
-    void forget(std::vector<std::string> &&keys);
-    void untracked(std::vector<Event> &&events);
+    // Queue work that comes from the workers, routed by the slot of each item to the
+    // sweeper of the master serving it (standalone: the one sweeper).
     void complete(std::vector<Completion> &&done);
 
     int64_t nodes() const { return nodes_.load(); }
@@ -64,6 +71,7 @@ class Fanout : private SubscriberSink {
 
   private:
     struct Node {
+        std::unique_ptr<NodeIntake> intake;  // before sub and sweeper, which point at it
         std::unique_ptr<Subscriber> sub;
         std::unique_ptr<Sweeper> sweeper;
         kw_conn_state state = KW_CONN_DISCONNECTED;
@@ -71,7 +79,6 @@ class Fanout : private SubscriberSink {
     };
 
     // SubscriberSink
-    void on_event(Event &&ev) override { sink_->on_event(std::move(ev)); }
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
     void log(kw_log_level level, const std::string &message) override {
@@ -87,6 +94,8 @@ class Fanout : private SubscriberSink {
     // counted as events.unrouted) until the next topology, then claimed there.
     void park_live(std::vector<Event> &&events);
     void route_parked();  // after a topology change
+    // Parked live events to the sweepers of their slots' masters now.
+    void claim_parked(std::vector<Event> &&events);
     // A topology refresh in `ms` unless one is already due (or the fanout is down).
     void refresh_soon(int64_t ms);
     // The sweeper of the master serving the slot of `id` (standalone: the one), or null.

@@ -58,10 +58,12 @@ bool notify_flags_from_reply(const redisReply *r, std::string *flags) {
     return true;
 }
 
-Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink)
+Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink,
+                       EventSink *events)
     : url_(std::move(url)),
       opts_(std::move(opts)),
       sink_(sink),
+      events_(events),
       endpoint_(url_.endpoint()),
       cmd_(loop.base(), url_, "command", opts_.select_db),
       sub_(loop.base(), url_, "subscriber"),
@@ -314,9 +316,9 @@ void Subscriber::handle_push(redisReply *r) {
         Event ev;
         ev.name.assign(pc.rest.data(), pc.rest.size());
         ev.key.assign(payload->str, payload->len);
-        ev.db = pc.db;  // ts_ms: stamped by the sink, once per read
+        ev.db = pc.db;  // ts_ms: stamped by the intake, once per read
         ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
-        sink_->on_event(std::move(ev));
+        events_->on_event(std::move(ev));
         return;
     }
     if (k == "message") {

@@ -21,11 +21,19 @@ namespace keywatch {
 
 class Subscriber;
 
-// What a Subscriber reports to its owner. Called on the loop thread.
+// Where a Subscriber's events go: the claim intake of its node (see intake.h), so that an
+// event never leaves the node it was heard on. Called on the loop thread.
+class EventSink {
+  public:
+    virtual ~EventSink() = default;
+    virtual void on_event(Event &&ev) = 0;
+};
+
+// What a Subscriber reports to its owner about its node: state, start, log, keyspace
+// messages. Called on the loop thread.
 class SubscriberSink {
   public:
     virtual ~SubscriberSink() = default;
-    virtual void on_event(Event &&ev) = 0;
     virtual void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) = 0;
     // The outcome of the first connection attempt: KW_OK once subscribed, else the error.
     // After a failed first attempt the subscriber stays down.
@@ -72,7 +80,8 @@ class Subscriber {
         std::string ns;  // the namespace, for the rule in that message
     };
 
-    Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink);
+    Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink,
+               EventSink *events);
     Subscriber(const Subscriber &) = delete;
     Subscriber &operator=(const Subscriber &) = delete;
 
@@ -102,6 +111,7 @@ class Subscriber {
     RedisUrl url_;
     Options opts_;
     SubscriberSink *sink_;
+    EventSink *events_;
     std::string endpoint_;
     std::string hb_channel_;
     RedisConn cmd_, sub_;

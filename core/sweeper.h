@@ -21,14 +21,21 @@
 // queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
 // topology refresh; a slot migrating in (its keys restored here, the importing master
 // answering MOVED until the migration ends) is swept again until it is served here.
+// The class is split by concept: sweeper.cpp (queues, connection, script calls),
+// sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
+// sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
+// hold.timeout), sweeper_cluster.cpp
+// (redirects, keyspace touches, scan and peek); per-queue state in sweeper_queue.h.
 // Loop thread only.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -42,6 +49,7 @@
 #include "core/queue.h"
 #include "core/redis_conn.h"
 #include "core/scripts.h"
+#include "core/sweeper_queue.h"
 
 namespace keywatch {
 
@@ -50,6 +58,7 @@ struct SweeperCounters {
         suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
 };
 
+// Where a Sweeper hands what it claimed: its node's intake (intake.h).
 class SweeperSink {
   public:
     virtual ~SweeperSink() = default;
@@ -63,9 +72,6 @@ class SweeperSink {
 
 class Sweeper {
   public:
-    // The settings (the fields without a default here) come from Config through
-    // sweeper_options() (core/config_slices.h); the others are wiring the engine and Fanout
-    // add.
     struct Options {
         std::string ns, tag = kStandaloneTag, owner;
         bool track_keys = true;
@@ -117,76 +123,64 @@ class Sweeper {
     void touched(const std::string &due_key, const std::string &event);
 
   private:
-    // Cluster: where a slot queue is served, as far as this sweeper knows.
-    enum class Where {
-        Here,      // by this master
-        Arriving,  // its keys were restored here (a slot migrating in), but this master
-                   // still answers MOVED until the migration's last step: sweep again,
-                   // backing off, for at most kArrivalMs
-        Moved,     // by another master: swept again only when touched or found by a scan
-    };
-    struct Queue {
-        std::string name, tag;
-        int slot = 0;  // of the tag (standalone: 0)
-        QueueKeys keys;
-        bool is_keys;
-        std::unique_ptr<Timer> timer;
-        bool sweeping = false, again = false;
-        bool peeking = false;         // cluster: a ZRANGE peek in flight
-        int64_t next_due = -1;        // the next deadline the last claim saw
-        int64_t done_pruned_ms = -1;  // keys: when a claim last pruned `done`
-        std::vector<Event> deferred;  // live events awaiting a claim in flight
-        // Items of ours: claimed and not completed (kClaimed; kNotified once their
-        // `expired` notification came, as no other is to be expected), or, tracked keys
-        // only, handled at that time (ms) and remembered for track.done_window, so that
-        // a late notification is recognised without asking Redis.
-        std::unordered_map<std::string, int64_t> mine;
-        size_t holding = 0;  // entries of `mine` that are claimed
-        // The claimed entries of `mine`: when claimed (their Event::ts_ms), for hold.timeout;
-        // and items released at hold.timeout whose completion has not come (id -> claim).
-        std::unordered_map<std::string, int64_t> claimed_at, timed_out;
-        bool dirty = false;  // cluster: touched since the last sweep
-        Where where = Where::Here;
-        int64_t arriving_since_ms = 0;  // Where::Arriving: when its keys began to arrive
-        int64_t arrival_retry_ms = 0;   // Where::Arriving: the next wait after MOVED
-        int64_t claim_retry_ms = 0;     // back-off while its claims fail (0: they work)
-    };
+    using Queue = SlotQueue;
+    using Where = SlotQueue::Where;
     using ReplyFn = std::function<void(redisReply *)>;
 
+    // Ids per script call for live claims, acks, renewals: big enough to amortise a call,
+    // small enough that one call never blocks Redis for long.
+    static constexpr size_t kChunk = 500;
+    template <typename T, typename F>
+    static void for_chunks(const std::vector<T> &all, F &&f) {
+        for (size_t i = 0; i < all.size(); i += kChunk)
+            f(all.begin() + static_cast<long>(i),
+              all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
+    }
+
+    // --- sweeper.cpp: queues, the connection, sending commands ---
     // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
     // (null otherwise).
     Queue *queue(const std::string &name, const std::string &tag);
     // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
     // slot if known (cluster), else -1.
     Queue *queue_of(const std::string &name, const std::string &id, int slot = -1);
-    // Cluster redirections: true if the reply was one (and it was dealt with).
-    bool redirected(Queue &q, const redisReply *r);
-    void scan(const std::string &cursor);
-    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
-    void arriving(Queue &q);
+    void connect();
+    void on_ready();
+    void on_lost(const RedisConn::Failure &f);
+    // Sends a command, counting it in outstanding() until its reply. False if it could
+    // not be sent (fn is not called then).
+    bool command(const std::vector<std::string> &args, ReplyFn fn);
+    // A queue script on q's five keys (EVALSHA, EVAL after NOSCRIPT); as command().
+    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+
+    // --- sweeper_due.cpp: due-claim scheduling ---
+    void sweep(Queue &q);
+    // The reply of a claim_due call: the items claimed, and when to sweep next.
+    void on_swept(Queue &q, redisReply *r, int64_t limit);
+    void on_claimed(Queue &q, redisReply *items);
+    // A claimed item becomes ours (held) and an event.
+    Event hold(Queue &q, const ClaimedItem &item, const Event *live);
+    Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
+    // Items claimed after stop_claiming(): given back at once.
+    void give_back(const Queue &q, const std::vector<Event> &items);
     // A claim of q failed (CLUSTERDOWN, NOPERM, LOADING, ...): back off, and say so at
     // most every kClaimWarningMs; claims_work() says when they work again.
     void claims_failing(Queue &q, const redisReply *r);
     void claims_work(Queue &q);
-    void sweep_dirty();
-    // Cluster: a touched queue with a known next deadline: sweep only if new items are
-    // due earlier.
-    void peek(Queue &q);
-    // False if it could not be sent (fn is not called then).
-    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
-    void sweep(Queue &q);
-    void on_claimed(Queue &q, redisReply *r);
-    // Items claimed after stop_claiming(): given back at once.
-    void give_back(const Queue &q, const std::vector<Event> &items);
-    Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
-    // A claimed item becomes ours (held) and an event.
-    Event hold(Queue &q, const ClaimedItem &item, const Event *live);
+    // A claim script went out / was answered (see Options::claims_in_flight).
+    void claim_sent();
+    void claim_answered();
+
+    // --- sweeper_live.cpp: live claims ---
+    void send_live(Queue &q, std::vector<Event> &&events);
+    void on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r);
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
-    void send_live(Queue &q, std::vector<Event> &&events);
-    void send_completions();
+
+    // --- sweeper_completion.cpp: completions ---
     // Intake of a completion: the item is no longer held (handled keys are remembered).
     void note_completed(const Completion &c, int64_t now);
+    void send_completions();
     void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
     // Acks or releases (s) of one queue, in calls of at most kChunk ids.
     void send_ids(const Script &s, Queue &q, std::vector<Completion> &&all);
@@ -197,20 +191,27 @@ class Sweeper {
     // A completion call met a transient error (or could not be sent): try again later,
     // backing off; logged once per backoff step.
     void completions_wait(const std::string &why);
-    // A claim script went out / was answered (see Options::claims_in_flight).
-    void claim_sent();
-    void claim_answered();
-    void connect();
-    void on_ready();
-    void on_lost(const RedisConn::Failure &f);
     // Forgets handled keys older than track.done_window.
     void prune_done();
-    // Lease renewal (sweeper_leases.cpp): every lease/3, renews what this engine holds,
-    // releases what it held past hold.timeout.
+
+    // --- sweeper_leases.cpp: lease renewal ---
+    // Every lease/3: renews what this engine holds, releases what it held past
+    // hold.timeout.
     void renew_leases();
     void renew_queue(Queue &q, std::vector<std::string> &&ids);
     // A completion for a claim released at hold.timeout: counted late, not written.
     bool late_after_hold_timeout(const Completion &c);
+
+    // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
+    // Cluster redirections: true if the reply was one (and it was dealt with).
+    bool redirected(Queue &q, const redisReply *r);
+    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
+    void arriving(Queue &q);
+    void sweep_dirty();
+    // Cluster: a touched queue with a known next deadline: sweep only if new items are
+    // due earlier.
+    void peek(Queue &q);
+    void scan(const std::string &cursor);
 
     EventLoop &loop_;
     Options opts_;
@@ -228,17 +229,16 @@ class Sweeper {
     bool claiming_ = false, down_ = true;
     bool started_ = false;  // start() was called (before it, live claims wait)
     int attempt_ = 0;
-    size_t outstanding_ = 0;
-    std::vector<Event> live_backlog_;      // live claims waiting for the connection
-    CompletionStore store_;                // completions until Redis confirms them
-    int64_t completion_backoff_ms_ = 0;    // after transient errors (0: none)
-    int64_t completions_since_ms_ = 0;     // when the oldest waiting one came
-    int64_t oldest_claim_ms_ = 0;          // the earliest claim among them
-    int claims_out_ = 0;                   // this sweeper's claims on their way
-    int own_claims_in_flight_ = 0;         // when Options::claims_in_flight is null
-    size_t remembered_ = 0;                // handled keys remembered in the queues' `mine`
-    int64_t claims_failing_since_ms_ = 0;  // 0: claims work
-    int64_t claim_warned_ms_ = 0;          // when failing claims were last reported
+    size_t outstanding_ = 0;                          // replies awaited: counted by command() alone
+    std::vector<Event> live_backlog_;                 // live claims waiting for the connection
+    CompletionStore store_;                           // completions until Redis confirms them
+    std::optional<int64_t> completion_backoff_ms_;    // set after transient errors
+    int64_t completions_since_ms_ = 0;                // when the oldest waiting one came
+    int64_t oldest_claim_ms_ = 0;                     // the earliest claim among them
+    int claims_out_ = 0;                              // this sweeper's claims on their way
+    int own_claims_in_flight_ = 0;                    // when Options::claims_in_flight is null
+    std::optional<int64_t> claims_failing_since_ms_;  // set while claims fail
+    int64_t claim_warned_ms_ = 0;                     // when failing claims were last reported
     std::mt19937_64 rng_;
 };
 

@@ -21,13 +21,14 @@ void Sweeper::renew_leases() {
     for (auto &kv : queues_) {
         Queue &q = kv.second;
         std::vector<std::string> ids;
-        for (auto &held : q.claimed_at) {
-            if (now - held.second < opts_.hold_timeout_ms) {
+        for (auto &held : q.held) {
+            int64_t claimed = held.second.claimed_ms;
+            if (now - claimed < opts_.hold_timeout_ms) {
                 ids.push_back(held.first);
                 continue;
             }
-            q.timed_out[held.first] = held.second;
-            overdue.push_back({q.name, held.first, kRelease, "", q.slot, held.second});
+            q.timed_out[held.first] = claimed;
+            overdue.push_back({q.name, held.first, kRelease, "", q.slot, claimed});
         }
         // A completion of a timed-out claim that never comes is forgotten after a while
         // (Redis refuses it then anyway: the item is no longer ours).
