@@ -313,8 +313,8 @@ KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter,
  * leaves the engine unchanged; errstr says why and what to do. Only before
  * kw_engine_start. Not concurrently with other calls on the engine. */
 KW_API int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const char *instance,
-                                const kw_filter_t *filter, const char *const *options,
-                                char *errstr, size_t errstr_size);
+                                const kw_filter_t *filter, const char *const *options, char *errstr,
+                                size_t errstr_size);
 /* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
  * log sink writes warnings and errors to stderr. */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);

@@ -33,7 +33,7 @@ Engine::Engine(Config config)
 Engine::~Engine() {
     stop(config_.stop_timeout_ms);
     holds_->close();
-    handlers_.clear();  // the handlers' release, after the workers stopped
+    handlers_.clear();       // the handlers' release, after the workers stopped
     completion_ev_.reset();  // before the loop's event_base goes
 }
 

@@ -64,8 +64,8 @@
     X(ITEMS_UNHANDLED, "items.unhandled", COUNTER, "items",                                        \
       "claimed items no handler's filter matched (acked)")                                         \
     X(ITEMS_LATE_ACKS, "items.late_acks", COUNTER, "items",                                        \
-      "completions not written: the lease had passed to another holder, or "          \
-      "the item was released at hold.timeout")                               \
+      "completions not written: the lease had passed to another holder, or "                       \
+      "the item was released at hold.timeout")                                                     \
     X(ITEMS_RELEASED, "items.released", COUNTER, "items",                                          \
       "claimed items given back unhandled when the engine stopped")                                \
     X(QUEUE_ACKED, "queue.acked.<queue>", COUNTER, "items",                                        \

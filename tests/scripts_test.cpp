@@ -165,8 +165,8 @@ TEST_F(ScriptTest, AFailWithADelayIsDueThenAndTheNextClaimCarriesTheLastError) {
     c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "r", std::to_string(now - 5), "s"});
     ASSERT_EQ(claim(tasks_, "A", 10).items.size(), 2u);
     // r asks for its own delay; s (no tenth argument: data and callers of before) backs off.
-    Reply f = eval(scripts::kFail, tasks_,
-                   {"A", "0", "r", "boom", "0", "5", "50", "50", "0", "250000"});
+    Reply f =
+        eval(scripts::kFail, tasks_, {"A", "0", "r", "boom", "0", "5", "50", "50", "0", "250000"});
     ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
     EXPECT_EQ(f->integer, 1);
     int64_t due = std::stoll(c_->command({"ZSCORE", tasks_.due, "r"}));
