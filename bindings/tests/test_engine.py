@@ -65,7 +65,8 @@ def test_task_handler_and_add_handler(redis, client):
     def send(event):
         got.append((event.name, event.key, event.value, event.queue))
 
-    engine.add_handler(lambda ev: got.append(("live", ev.name, ev.key)), "del")
+    engine.add_handler(
+        lambda ev: got.append(("live", ev.name, ev.key, ev.max_attempts, ev.last_error)), "del")
     engine.start()
     try:
         client.schedule("emails", b"welcome:1", b'{"to":"a"}', delay=dt.timedelta(milliseconds=50))
@@ -75,7 +76,7 @@ def test_task_handler_and_add_handler(redis, client):
     finally:
         engine.stop()
     assert ("task", b"welcome:1", b'{"to":"a"}', "emails") in got
-    assert ("live", "del", b"x") in got
+    assert ("live", "del", b"x", 1, None) in got  # live events are delivered once
 
 
 def test_retry_then_dead_letter_then_replay(redis, client, caplog):
@@ -83,13 +84,14 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
     fail = threading.Event()
     fail.set()
 
-    errors = []
+    errors, maxima = [], []
 
     def setup(engine):
         @engine.task("jobs")
         def job(event):
             attempts.append(event.attempt)
             errors.append(event.last_error)
+            maxima.append(event.max_attempts)
             if fail.is_set():
                 if event.attempt == 1:
                     raise keywatch.Retry("not yet", delay=0.01)
@@ -103,20 +105,51 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
         dead = client.dead_letters("jobs")
         assert len(dead) == 1 and dead[0]["id"] == "j1" and dead[0]["payload"] == "payload"
         assert dead[0]["attempts"] == 2 and "ValueError: boom" in dead[0]["error"]
-        assert attempts == [1, 2]
-        if keywatch._keywatch.HAS_EVENT_HISTORY:
-            assert errors == [None, "not yet"]  # the Retry's reason, seen by attempt 2
-        else:
-            assert errors == [None, None]
+        assert attempts == [1, 2] and maxima == [2, 2]
+        assert errors == [None, "not yet"]  # the Retry's reason, seen by attempt 2
         assert any("ValueError: boom" in r.exc_text for r in caplog.records if r.exc_text)
         fail.clear()
         assert client.replay("jobs", dead[0]["entry"]) == 1
         wait_for(lambda: len(attempts) == 3, what="the replayed task")
         assert attempts[2] == 1  # attempts reset by replay
+        assert errors[2] is None  # a replayed dead letter starts afresh
         wait_for(lambda: engine.stat("items.acked") == 1, what="the ack")
         assert client.dead_letters("jobs") == []
     finally:
         engine.stop()
+
+
+def test_retry_delay_is_honoured_and_reasons_reach_the_next_attempt(redis, client):
+    # retry_base is 20 ms here: a second attempt a second later can only come from the
+    # delay the Retry carried. The third attempt is the engine's backoff again, after an
+    # exception whose text is the next attempt's last_error.
+    seen = []
+
+    def setup(engine):
+        @engine.on("expired", queue="keys")
+        def later(event):
+            seen.append((event.attempt, event.max_attempts, event.last_error, time.monotonic()))
+            if event.attempt == 1:
+                raise keywatch.Retry("later please", delay=dt.timedelta(seconds=1))
+            if event.attempt == 2:
+                raise KeyError("gone")
+
+    engine = started(redis, setup, max_attempts=4)
+    try:
+        client.track(b"r:\x00", b"v", ttl=0.05)
+        wait_for(lambda: engine.stat("items.acked") == 1, what="the third attempt's ack")
+    finally:
+        engine.stop()
+    assert [(a, m, e) for a, m, e, _ in seen] == [
+        (1, 4, None), (2, 4, "later please"), (3, 4, "KeyError: 'gone'")]
+    assert seen[1][3] - seen[0][3] >= 0.95
+    assert engine.stat("items.retried") == 2 and engine.stat("handler.retries") == 2
+    assert engine.stat("queue.retried.keys") == 2 and engine.stat("queue.acked.keys") == 1
+
+
+def test_retry_delay_beyond_the_latest_time_is_refused_before_the_handler_runs():
+    with pytest.raises(keywatch.InvalidArgument):
+        keywatch.Retry("never", delay=dt.timedelta(days=4_000_000))
 
 
 def test_reject_dead_letters_at_once_and_purge(redis, client):
