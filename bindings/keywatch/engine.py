@@ -35,17 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import signal
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar, Union
 
 from . import _keywatch
 from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
 from ._errors import InvalidArgument, StateError
+from .stats import Stats
 
 logger = logging.getLogger("keywatch")
 
@@ -244,10 +244,12 @@ class Engine:
                 signal.signal(signal.SIGTERM, previous)
             self.stop()
 
-    def stats(self) -> Dict[str, Any]:
-        """Every statistic of the engine (see keywatch.h) as a dict."""
-        result: Dict[str, Any] = json.loads(self._e.stats_json())
-        return result
+    def stats(self) -> Stats:
+        """Every statistic of the engine (the table in keywatch.h) from one snapshot: a
+        dict by sample name (``int``, or :class:`Histogram`), with ``samples`` (type, unit,
+        help, label of each) and ``family("queue.acked")`` (a labelled family by label
+        value). See :mod:`keywatch.stats`. Any thread."""
+        return Stats(self._e.stats())
 
     def stat(self, name: str) -> int:
         """One statistic by name, e.g. ``"items.acked"``."""

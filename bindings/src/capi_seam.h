@@ -157,19 +157,44 @@ inline const char *engine_last_error(kw_engine_t *e) {
 inline int engine_stat(kw_engine_t *e, const char *name, int64_t *value) {
     return kw_engine_stat(e, name, value);
 }
-// The JSON getters return a status and the text through an out-parameter (kw_free).
-// `get` is called first and the text read after it: passing both as arguments of one call
-// would leave their order unspecified (GCC reads `text` first, still NULL).
-template <typename Get>
-inline int take_text(Get get, std::string *out) {
-    char *text = nullptr;
-    const int rc = get(&text);
-    if (rc == KW_OK && text) *out = text;
-    kw_free(text);
-    return rc;
+
+// ---- statistics snapshot (kw_engine_stats) ----
+inline int engine_stats(kw_engine_t *e, kw_stats_t **out) {
+    return kw_engine_stats(e, out);
 }
-inline int engine_stats_json(kw_engine_t *e, std::string *out) {
-    return take_text([e](char **text) { return kw_engine_stats_json(e, text); }, out);
+inline void stats_free(kw_stats_t *s) {
+    kw_stats_free(s);
+}
+inline size_t stats_count(const kw_stats_t *s) {
+    return kw_stats_count(s);
+}
+inline const char *stats_name(const kw_stats_t *s, size_t i) {
+    return kw_stats_name(s, i);
+}
+inline kw_stat_type stats_type(const kw_stats_t *s, size_t i) {
+    return kw_stats_type(s, i);
+}
+inline const char *stats_unit(const kw_stats_t *s, size_t i) {
+    return kw_stats_unit(s, i);
+}
+inline const char *stats_help(const kw_stats_t *s, size_t i) {
+    return kw_stats_help(s, i);
+}
+inline const char *stats_label_name(const kw_stats_t *s, size_t i) {
+    return kw_stats_label_name(s, i);
+}
+inline const char *stats_label_value(const kw_stats_t *s, size_t i) {
+    return kw_stats_label_value(s, i);
+}
+inline int64_t stats_value(const kw_stats_t *s, size_t i) {
+    return kw_stats_value(s, i);
+}
+inline double stats_sum(const kw_stats_t *s, size_t i) {
+    return kw_stats_sum(s, i);
+}
+inline size_t stats_buckets(const kw_stats_t *s, size_t i, const double **upper_bounds,
+                            const uint64_t **counts) {
+    return kw_stats_buckets(s, i, upper_bounds, counts);
 }
 
 // ---- client ----
@@ -211,6 +236,17 @@ inline int client_pipeline_begin(kw_client_t *c) {
 }
 inline int client_pipeline_end(kw_client_t *c, int *statuses, size_t cap, size_t *count) {
     return kw_client_pipeline_end(c, statuses, cap, count);
+}
+// The JSON getters return a status and the text through an out-parameter (kw_free).
+// `get` is called first and the text read after it: passing both as arguments of one call
+// would leave their order unspecified (GCC reads `text` first, still NULL).
+template <typename Get>
+inline int take_text(Get get, std::string *out) {
+    char *text = nullptr;
+    const int rc = get(&text);
+    if (rc == KW_OK && text) *out = text;
+    kw_free(text);
+    return rc;
 }
 inline int client_inspect_json(kw_client_t *c, std::string *out) {
     return take_text([c](char **text) { return kw_client_inspect_json(c, text); }, out);

@@ -5,6 +5,7 @@
 #include "bindings/src/capi_seam.h"
 #include "bindings/src/conf.h"
 #include "bindings/src/event_binding.h"
+#include "bindings/src/stats_binding.h"
 
 namespace py = pybind11;
 
@@ -214,10 +215,8 @@ int64_t Engine::stat(const std::string &name) {
     return value;
 }
 
-std::string Engine::stats_json() {
-    std::string json;
-    check(capi::engine_stats_json(handle(), &json), "");
-    return json;
+py::list Engine::stats() {
+    return stats_samples(handle());
 }
 
 void Engine::close() {
@@ -238,7 +237,7 @@ void bind_engine(py::module_ &m) {
         .def("start", &Engine::start)
         .def("stop", &Engine::stop, py::arg("timeout_ms"))
         .def("stat", &Engine::stat, py::arg("name"))
-        .def("stats_json", &Engine::stats_json)
+        .def("stats", &Engine::stats)
         .def("close", &Engine::close)
         .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
              py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))

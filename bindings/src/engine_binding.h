@@ -56,7 +56,8 @@ class Engine {
     // False when handlers were still running at the deadline (KW_ERR_TIMEOUT).
     bool stop(int64_t timeout_ms);
     int64_t stat(const std::string &name);
-    std::string stats_json();
+    // The statistics snapshot, one tuple per sample (stats_binding.h).
+    pybind11::list stats();
     // Stops (if running) and frees the engine. Idempotent.
     void close();
 

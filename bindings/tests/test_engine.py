@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
 import time
 
@@ -275,6 +276,56 @@ def test_stats_is_a_dict_of_counters(redis):
         engine.close()
     with pytest.raises(keywatch.StateError):
         engine.stats()
+
+
+def test_stats_after_real_events_have_labelled_samples_and_histograms(redis, client):
+    def setup(engine):
+        @engine.on("expired", queue="keys")  # handler 0
+        def keys(event):
+            pass
+
+        @engine.task("emails")  # handler 1
+        def emails(event):
+            if event.attempt == 1:
+                raise keywatch.Retry("again")
+
+    engine = started(redis, setup)
+    try:
+        for i in range(3):
+            client.track(f"s:{i}", b"", ttl=0.05)
+        client.schedule("emails", b"e1")
+        wait_for(lambda: engine.stat("items.acked") == 4, what="three keys and a task acked")
+        running = engine.stats()
+        assert running.family("node.state") == {f"127.0.0.1:{redis.port}": 2}  # READY
+    finally:
+        engine.stop()
+    stats = engine.stats()  # after stop: nothing moves, so stat() must agree
+    assert isinstance(stats, dict) and isinstance(stats, keywatch.Stats)
+    assert stats["items.acked"] == 4 and stats["items.retried"] == 1
+    assert stats["queue.acked.keys"] == 3
+    assert stats.family("queue.acked") == {"keys": 3, "emails": 1}
+    assert stats.family("queue.retried.<queue>") == {"keys": 0, "emails": 1}
+    assert stats.family("handler.calls") == {"0": 3, "1": 2}
+    assert stats.family("handler.errors") == {"0": 0, "1": 1}
+    assert stats.family("no.such") == {}
+
+    duration = stats["handler.duration.1"]
+    assert isinstance(duration, keywatch.Histogram) and duration.count == 2
+    bounds, counts = [b for b, _ in duration.buckets], [c for _, c in duration.buckets]
+    assert bounds == sorted(bounds) and bounds[-1] == math.inf and len(bounds) > 2
+    assert counts == sorted(counts) and counts[-1] == 2 and duration.sum >= 0
+    lateness = stats.family("expiry.lateness")  # first deliveries only
+    assert lateness["keys"].count == 3 and lateness["emails"].count == 1
+
+    sample = next(s for s in stats.samples if s.name == "queue.acked.keys")
+    assert (sample.row, sample.type, sample.unit, sample.label, sample.label_value) == (
+        "queue.acked.<queue>", "counter", "items", "queue", "keys")
+    assert sample.help and sample.value == 3
+    assert {s.type for s in stats.samples} == {"counter", "gauge", "histogram"}
+    assert len(stats) == len(stats.samples)  # sample names are unique
+    for s in stats.samples:
+        expected = s.value.count if isinstance(s.value, keywatch.Histogram) else s.value
+        assert engine.stat(s.name) == expected, s.name
 
 
 def test_run_returns_when_stopped_from_another_thread(redis):
