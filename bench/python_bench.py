@@ -189,39 +189,42 @@ def flood(server: Server, events: int) -> subprocess.Popen:
 
 
 def wait_counted(count: Callable[[], int], events: int, flooder: subprocess.Popen,
-                 start: float, poll: float) -> Tuple[int, float]:
+                 start: float, poll: float) -> Tuple[int, float, float]:
     """Polls count() until it reaches events, or 2 s pass without progress after the flood
-    ended (60 s at most). Returns (count, time of its last change - start)."""
-    last, last_change = 0, start
+    ended (60 s at most). Returns (count, time of its last change - start, flood's rate)."""
+    last, last_change, flood_end = 0, start, None
     deadline = start + 60
     while time.perf_counter() < deadline:
         n = count()
         now = time.perf_counter()
         if n != last:
             last, last_change = n, now
+        if flood_end is None and flooder.poll() is not None:
+            flood_end = now
         if n >= events:
             break
-        if flooder.poll() is not None and now - last_change > 2.0:
+        if flood_end is not None and now - last_change > 2.0:
             break
         time.sleep(poll)
-    return last, last_change - start
+    flooder.wait()
+    flood_end = flood_end or time.perf_counter()
+    return last, last_change - start, events / (flood_end - start)
 
 
-def live_keywatch(server: Server, events: int) -> Dict[str, Any]:
-    engine = keywatch.Engine(server.url)
+def live_keywatch(server: Server, events: int, options: Dict[str, Any]) -> Dict[str, Any]:
+    engine = keywatch.Engine(server.url, **options)
     engine.add_handler(lambda event: None, "set")
     engine.start()
     try:
         start = time.perf_counter()
         flooder = flood(server, events)
-        n, elapsed = wait_counted(lambda: engine.stat("events.delivered"), events, flooder,
-                                  start, 0.01)
-        flooder.wait()
+        n, elapsed, flood_rate = wait_counted(lambda: engine.stat("events.delivered"), events,
+                                              flooder, start, 0.01)
         stats = engine.stats()
     finally:
         engine.stop()
         engine.close()
-    return dict(rate=n / elapsed if elapsed > 0 else 0.0, received=n,
+    return dict(rate=n / elapsed if elapsed > 0 else 0.0, received=n, flood=flood_rate,
                 dropped=stats["events.dropped"],
                 disconnected=stats["conn.reconnects"] > 0)
 
@@ -249,15 +252,15 @@ def live_redispy(server: Server, events: int, run: int) -> Dict[str, Any]:
     listener.start()
     start = time.perf_counter()
     flooder = flood(server, events)
-    n, elapsed = wait_counted(lambda: received[0], events, flooder, start, 0.01)
-    flooder.wait()
+    n, elapsed, flood_rate = wait_counted(lambda: received[0], events, flooder, start, 0.01)
     closes = server.buffer_limit_closes(name)
     try:
         pubsub.close()
     except Exception:
         pass
     listener.join(5)
-    return dict(rate=n / elapsed if elapsed > 0 else 0.0, received=n, dropped=events - n,
+    return dict(rate=n / elapsed if elapsed > 0 else 0.0, received=n, flood=flood_rate,
+                dropped=events - n,
                 disconnected=closes > 0 or bool(broken))
 
 
@@ -273,8 +276,8 @@ def write_due_keys(server: Server, keys: int) -> None:
     time.sleep(0.05)  # every deadline has passed
 
 
-def e2e_sync(server: Server, keys: int) -> float:
-    engine = keywatch.Engine(server.url)
+def e2e_sync(server: Server, keys: int, options: Dict[str, Any]) -> float:
+    engine = keywatch.Engine(server.url, **options)
     engine.add_handler(lambda event: None, "expired", queue="keys")
     start = time.perf_counter()
     engine.start()
@@ -286,9 +289,9 @@ def e2e_sync(server: Server, keys: int) -> float:
         engine.close()
 
 
-def e2e_async(server: Server, keys: int) -> float:
+def e2e_async(server: Server, keys: int, options: Dict[str, Any]) -> float:
     async def main() -> float:
-        engine = aio.Engine(server.url)
+        engine = aio.Engine(server.url, **options)
 
         async def noop(event: Any) -> None:
             pass
@@ -350,7 +353,10 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=20_000, help="e2e: tracked keys")
     ap.add_argument("--tracks", type=int, default=50_000, help="track: calls per variant")
     ap.add_argument("--batch", type=int, default=100, help="track: calls per pipeline")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="the Python engines' workers option (default: the library's)")
     args = ap.parse_args()
+    args.options = {"workers": args.workers} if args.workers else {}
     only = set(args.only.split(","))
     if not only <= {"live", "e2e", "track"}:
         ap.error("--only takes live, e2e and track")
@@ -359,7 +365,8 @@ def main() -> int:
             print(f"python_bench: {tool} is needed", file=sys.stderr)
             return 1
     print(f"keywatch {keywatch.__version__} (library {keywatch.library_version()}), "
-          f"redis-py {redispy.__version__}, {os.cpu_count()} cores, {args.rounds} rounds")
+          f"redis-py {redispy.__version__}, {os.cpu_count()} cores, {args.rounds} rounds, "
+          f"Python engines' options {args.options or 'default'}")
     with tempfile.TemporaryDirectory(prefix="kw-pybench-") as tmp:
         workdir = Path(tmp)
         native = Native(workdir)
@@ -384,11 +391,11 @@ def run_live(server: Server, args: argparse.Namespace) -> None:
         for name in order if r % 2 == 0 else reversed(order):
             server.r.flushall()
             res = (live_redispy(server, args.events, r) if name.startswith("redis-py")
-                   else live_keywatch(server, args.events))
+                   else live_keywatch(server, args.events, args.options))
             rates[name].append(res["rate"])
             notes.append(f"  round {r + 1} {name}: {res['received']:,} of {args.events:,} "
                          f"received, dropped {res['dropped']:,}, disconnected "
-                         f"{'yes' if res['disconnected'] else 'no'}")
+                         f"{'yes' if res['disconnected'] else 'no'}, flood {res['flood']:,.0f}/s")
             print(notes[-1], flush=True)
     report(f"live: {args.events:,} set events, handler calls/s (received/s for redis-py)",
            rates, "redis-py pubsub", "/s", ("keywatch.Engine (Python)", 2.0))
@@ -398,8 +405,8 @@ def run_live(server: Server, args: argparse.Namespace) -> None:
 def run_e2e(server: Server, native: Native, args: argparse.Namespace) -> None:
     variants: Dict[str, Callable[[], float]] = {
         "C engine (no-op C handler)": lambda: native.e2e(server.url, args.keys),
-        "keywatch.Engine (Python)": lambda: e2e_sync(server, args.keys),
-        "keywatch.aio.Engine": lambda: e2e_async(server, args.keys),
+        "keywatch.Engine (Python)": lambda: e2e_sync(server, args.keys, args.options),
+        "keywatch.aio.Engine": lambda: e2e_async(server, args.keys, args.options),
     }
     rates: Dict[str, List[float]] = {name: [] for name in variants}
     names = list(variants)

@@ -20,6 +20,29 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// An engine worker's Python thread state, made at its first handler call and kept until
+// the thread ends. Without it pybind11's gil_scoped_acquire creates a PyThreadState and
+// deletes it again on every call, most of what a no-op handler costs. At the thread's end
+// (the engine stopping: stop() and close() release the GIL while they join) the state is
+// deleted, unless the interpreter is finalizing: then it is left to the interpreter.
+class KeptThreadState {
+  public:
+    // Call with the GIL held through a gil_scoped_acquire of this thread.
+    void keep(py::gil_scoped_acquire &gil) {
+        if (kept_) return;
+        gil.inc_ref();
+        kept_ = true;
+    }
+    ~KeptThreadState() {
+        if (!kept_ || interpreter_finalizing()) return;
+        py::gil_scoped_acquire gil;  // finds the kept state
+        gil.dec_ref();               // the scope's end deletes it
+    }
+
+  private:
+    bool kept_ = false;
+};
+
 // A retry at a given delay: only a completion carries one, so the handler holds its own
 // event and completes it before returning (KW_RESULT_PENDING). Without a hold (the engine
 // is stopping) or if the completion is refused, it is a plain retry with the reason.
@@ -48,7 +71,9 @@ int handler_trampoline(capi::EventPtr ev, void *opaque) {
     // engine: give the item back for redelivery instead.
     if (interpreter_finalizing()) return KW_RESULT_RETRY;
     auto *slot = static_cast<HandlerSlot *>(opaque);
+    thread_local KeptThreadState thread_state;
     py::gil_scoped_acquire gil;
+    thread_state.keep(gil);
     py::object event = py::cast(Event(ev));
     int result = KW_RESULT_RETRY;
     try {

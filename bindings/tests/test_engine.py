@@ -390,6 +390,29 @@ def test_slow_handler_leaves_tracked_keys_in_redis(redis, client):
         engine.stop()
 
 
+def test_a_worker_keeps_its_python_thread_state_between_handler_calls(redis, client):
+    # Each worker thread has one Python thread state for its life (not one per call):
+    # a threading.local set by one call is still there in the next call on that thread.
+    local, seen = threading.local(), []
+
+    def setup(engine):
+        @engine.task("q")
+        def count(event):
+            local.calls = getattr(local, "calls", 0) + 1
+            seen.append((threading.get_ident(), local.calls))
+
+    engine = started(redis, setup, workers=1)
+    try:
+        with client.pipeline() as p:
+            for i in range(20):
+                p.schedule("q", f"t{i}")
+        wait_for(lambda: len(seen) == 20, what="20 tasks")
+    finally:
+        engine.stop()
+    assert len({ident for ident, _ in seen}) == 1
+    assert [calls for _, calls in seen] == list(range(1, 21))
+
+
 def test_stop_inside_a_handler_is_refused_with_what_to_do(redis, client):
     errors = []
 
