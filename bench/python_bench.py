@@ -181,14 +181,14 @@ class Native:
 
 # ---- live: keywatch.Engine vs a redis-py pubsub listener ---------------------------------
 
-def flood(server: Server, events: int) -> subprocess.Popen:
+def flood(server: Server, events: int) -> "subprocess.Popen[bytes]":
     return subprocess.Popen(
         ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-n", str(events),
          "-P", "64", "-c", "4", "-r", "100000", "-t", "set", "-q"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def wait_counted(count: Callable[[], int], events: int, flooder: subprocess.Popen,
+def wait_counted(count: Callable[[], int], events: int, flooder: "subprocess.Popen[bytes]",
                  start: float, poll: float) -> Tuple[int, float, float]:
     """Polls count() until it reaches events, or 2 s pass without progress after the flood
     ended (60 s at most). Returns (count, time of its last change - start, flood's rate)."""
@@ -221,12 +221,13 @@ def live_keywatch(server: Server, events: int, options: Dict[str, Any]) -> Dict[
         n, elapsed, flood_rate = wait_counted(lambda: engine.stat("events.delivered"), events,
                                               flooder, start, 0.01)
         stats = engine.stats()
+        engine_reconnects = engine.stat("conn.reconnects")
     finally:
         engine.stop()
         engine.close()
     return dict(rate=n / elapsed if elapsed > 0 else 0.0, received=n, flood=flood_rate,
                 dropped=stats["events.dropped"],
-                disconnected=stats["conn.reconnects"] > 0)
+                disconnected=engine_reconnects > 0)
 
 
 def live_redispy(server: Server, events: int, run: int) -> Dict[str, Any]:
@@ -240,7 +241,7 @@ def live_redispy(server: Server, events: int, run: int) -> Dict[str, Any]:
 
     def listen() -> None:
         try:
-            for message in pubsub.listen():
+            for message in pubsub.listen():  # type: ignore[no-untyped-call]
                 if message["type"] == "pmessage":
                     received[0] += 1
                     if received[0] >= events:
