@@ -8,7 +8,8 @@ targets. Not a test: it prints figures and exits 0 unless the benchmark itself b
 Run it with the interpreter the keywatch package is installed in (scripts/test.sh's venv).
 
 live   A flood of N (--events) `SET` commands (redis-benchmark -P 64 -c 4 over 100000 keys),
-       each making Redis publish one __keyevent@0__:set notification, under Redis' default
+       each making Redis publish one __keyevent@0__:set notification (redis-benchmark may
+       send up to 4 x 64 more: a run counts until N arrived), under Redis' default
        pubsub output-buffer limit (32mb hard, 8mb for 60 s). keywatch: keywatch.Engine with
        one no-op Python handler for "set" (default workers); figure: handler calls
        (events.delivered) / (time of the last call - flood start, polled every 10 ms), and
