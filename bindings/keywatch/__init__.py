@@ -17,6 +17,7 @@ from ._errors import (AuthenticationError, BadOptionValue, ConditionFailed, Conn
                       TooLarge, UnknownOption)
 from .client import Client, Pipeline
 from .engine import Engine, Event, Reject, Retry
+from .stats import Histogram, Sample, Stats
 
 #: The version of keywatch this package was built from (capi/keywatch_types.h).
 __version__: str = _keywatch.__version__
@@ -29,8 +30,9 @@ def library_version() -> str:
 
 __all__ = [
     "AuthenticationError", "BadOptionValue", "Client", "ConditionFailed", "ConnectionError",
-    "Engine", "Error", "Event", "EventCompleted", "ForkError", "InFlight", "InternalError",
-    "InvalidArgument", "InvalidURL", "NotFound", "OutOfMemory", "Pipeline", "RedisError",
-    "Reject", "Retry", "StateError", "TimeoutError", "TooLarge", "UnknownOption",
+    "Engine", "Error", "Event", "EventCompleted", "ForkError", "Histogram", "InFlight",
+    "InternalError", "InvalidArgument", "InvalidURL", "NotFound", "OutOfMemory", "Pipeline",
+    "RedisError", "Reject", "Retry", "Sample", "StateError", "Stats", "TimeoutError",
+    "TooLarge", "UnknownOption",
     "__version__", "library_version",
 ]

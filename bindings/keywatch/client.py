@@ -173,7 +173,7 @@ class Pipeline:
     def __init__(self, client: Client) -> None:
         self._client = client
         self._calls: List[Any] = []
-        self._what: List[str] = []
+        self._what: List[Tuple[str, Bytes]] = []  # (operation, key): named on failure only
         self.results: List[Optional[Error]] = []
 
     def __enter__(self) -> "Pipeline":
@@ -193,9 +193,10 @@ class Pipeline:
             raise ValueError(f"ttl must be positive (got {ttl!r})")
         if nx and xx:
             raise ValueError("nx and xx exclude each other")
+        # Positional arguments: pybind11 matches keywords slowly, and this is per call.
         self._add("track", key, _keywatch.PipelineCall(
-            "track", to_bytes(key, "key"), to_bytes(value, "value"), n1=ttl_ms,
-            flags=_track_flags(nx, xx, snapshot)))
+            "track", to_bytes(key, "key"), to_bytes(value, "value"), b"", ttl_ms, 0,
+            _track_flags(nx, xx, snapshot)))
 
     def untrack(self, key: Bytes, *, delete: bool = False) -> None:
         self._add("untrack", key, _keywatch.PipelineCall(
@@ -215,7 +216,7 @@ class Pipeline:
 
     def _add(self, op: str, key: Bytes, call: Any) -> None:
         self._calls.append(call)
-        self._what.append(f"{op} {key!r}")
+        self._what.append((op, key))
 
     def execute(self) -> List[Optional[Error]]:
         """Sends the queued calls now (the ``with`` block does it for you)."""
@@ -227,8 +228,8 @@ class Pipeline:
             statuses = self._client._c.run_pipeline(calls)
         self.results = [
             None if s == 0
-            else from_status(s, f"pipelined call {i + 1} of {len(calls)} ({self._what[i]}): "
-                                f"{_keywatch.strerror(s)}")
+            else from_status(s, f"pipelined call {i + 1} of {len(calls)} ({self._what[i][0]} "
+                                f"{self._what[i][1]!r}): {_keywatch.strerror(s)}")
             for i, s in enumerate(statuses)
         ]
         self._what = []

@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import signal
 import threading
+import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar, Union
 
 from . import _keywatch
 from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
-from ._errors import StateError
+from ._errors import InvalidArgument, StateError
+from .stats import Stats
 
 logger = logging.getLogger("keywatch")
 
@@ -54,18 +55,24 @@ Handler = Callable[[Any], Any]
 F = TypeVar("F", bound=Handler)
 
 _RESULT_ACK, _RESULT_RETRY, _RESULT_REJECT = 0, 1, 2
+_MAX_TIME_MS = 253402300799999  # KW_MAX_TIME_MS: the latest time keywatch accepts
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
 
 
 class Retry(Exception):
-    """Raise in a handler to have the event delivered again later. ``delay`` (a timedelta
-    or seconds) is honoured by keywatch.aio handlers, whose completion carries it; for
-    keywatch.Engine's handlers the engine's ``retry_base``/``retry_max`` backoff decides."""
+    """Raise in a handler to have the event delivered again later: after ``delay`` (a
+    timedelta or seconds) when given, else after the engine's ``retry_base``/``retry_max``
+    backoff. ``reason`` is the next attempt's ``event.last_error`` (and the dead letter's
+    error once ``max_attempts`` is reached)."""
 
     def __init__(self, reason: str = "", delay: Optional[Duration] = None) -> None:
         super().__init__(reason)
         self.reason = reason or "the handler asked for a retry"
         self.delay_ms = None if delay is None else to_ms(delay, "delay")
+        latest = _MAX_TIME_MS - time.time() * 1000
+        if self.delay_ms is not None and not 0 <= self.delay_ms <= latest:
+            raise InvalidArgument(f"Retry delay={delay!r}: give a delay of 0 or more that ends by "
+                                  "9999-12-31 (KW_MAX_TIME_MS), or none for the engine's backoff")
 
 
 class Reject(Exception):
@@ -80,15 +87,22 @@ class Reject(Exception):
 _handler_thread = threading.local()  # .active: this thread is running a handler
 
 
-def _invoker(fn: Handler) -> Callable[[Any], int]:
-    """The callable the C++ trampoline runs: the user's handler, its outcome as a result."""
+Outcome = Union[int, Tuple[int, int, str]]
+
+
+def _invoker(fn: Handler) -> Callable[[Any], Outcome]:
+    """The callable the C++ trampoline runs: the user's handler, its outcome as a result,
+    or (RETRY, delay in ms, reason) for a Retry with a delay (the trampoline completes the
+    event with that delay)."""
     name = getattr(fn, "__qualname__", repr(fn))
 
-    def invoke(event: Any) -> int:
+    def invoke(event: Any) -> Outcome:
         _handler_thread.active = True
         try:
             fn(event)
         except Retry as r:
+            if r.delay_ms is not None:
+                return _RESULT_RETRY, r.delay_ms, r.reason
             event.set_error(r.reason)
             return _RESULT_RETRY
         except Reject as r:
@@ -230,10 +244,12 @@ class Engine:
                 signal.signal(signal.SIGTERM, previous)
             self.stop()
 
-    def stats(self) -> Dict[str, Any]:
-        """Every statistic of the engine (see keywatch.h) as a dict."""
-        result: Dict[str, Any] = json.loads(self._e.stats_json())
-        return result
+    def stats(self) -> Stats:
+        """Every statistic of the engine (the table in keywatch.h) from one snapshot: a
+        dict by sample name (``int``, or :class:`Histogram`), with ``samples`` (type, unit,
+        help, label of each) and ``family("queue.acked")`` (a labelled family by label
+        value). See :mod:`keywatch.stats`. Any thread."""
+        return Stats(self._e.stats())
 
     def stat(self, name: str) -> int:
         """One statistic by name, e.g. ``"items.acked"``."""

@@ -46,9 +46,6 @@ inline void conf_free(kw_conf_t *c) {
 inline int conf_set(kw_conf_t *c, const char *name, const char *value, char *err, size_t n) {
     return kw_conf_set(c, name, value, err, n);
 }
-inline int conf_get(const kw_conf_t *c, const char *name, char *buf, size_t n) {
-    return kw_conf_get(c, name, buf, n);
-}
 inline kw_filter_t *filter_new() {
     return kw_filter_new();
 }
@@ -160,15 +157,44 @@ inline const char *engine_last_error(kw_engine_t *e) {
 inline int engine_stat(kw_engine_t *e, const char *name, int64_t *value) {
     return kw_engine_stat(e, name, value);
 }
-// The JSON getters return a status and the text through an out-parameter (kw_free).
-inline int take_text(int rc, char *text, std::string *out) {
-    if (rc == KW_OK && text) *out = text;
-    kw_free(text);
-    return rc;
+
+// ---- statistics snapshot (kw_engine_stats) ----
+inline int engine_stats(kw_engine_t *e, kw_stats_t **out) {
+    return kw_engine_stats(e, out);
 }
-inline int engine_stats_json(kw_engine_t *e, std::string *out) {
-    char *text = nullptr;
-    return take_text(kw_engine_stats_json(e, &text), text, out);
+inline void stats_free(kw_stats_t *s) {
+    kw_stats_free(s);
+}
+inline size_t stats_count(const kw_stats_t *s) {
+    return kw_stats_count(s);
+}
+inline const char *stats_name(const kw_stats_t *s, size_t i) {
+    return kw_stats_name(s, i);
+}
+inline kw_stat_type stats_type(const kw_stats_t *s, size_t i) {
+    return kw_stats_type(s, i);
+}
+inline const char *stats_unit(const kw_stats_t *s, size_t i) {
+    return kw_stats_unit(s, i);
+}
+inline const char *stats_help(const kw_stats_t *s, size_t i) {
+    return kw_stats_help(s, i);
+}
+inline const char *stats_label_name(const kw_stats_t *s, size_t i) {
+    return kw_stats_label_name(s, i);
+}
+inline const char *stats_label_value(const kw_stats_t *s, size_t i) {
+    return kw_stats_label_value(s, i);
+}
+inline int64_t stats_value(const kw_stats_t *s, size_t i) {
+    return kw_stats_value(s, i);
+}
+inline double stats_sum(const kw_stats_t *s, size_t i) {
+    return kw_stats_sum(s, i);
+}
+inline size_t stats_buckets(const kw_stats_t *s, size_t i, const double **upper_bounds,
+                            const uint64_t **counts) {
+    return kw_stats_buckets(s, i, upper_bounds, counts);
 }
 
 // ---- client ----
@@ -184,7 +210,7 @@ inline const char *client_last_error(kw_client_t *c) {
 inline int client_track(kw_client_t *c, const std::string &key, const std::string &value,
                         int64_t ttl_ms, int flags, int64_t *deadline_ms) {
     return kw_client_track(c, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
-                    deadline_ms);
+                           deadline_ms);
 }
 inline int client_untrack(kw_client_t *c, const std::string &key, bool delete_key) {
     return kw_client_untrack(c, key.data(), key.size(), delete_key ? 1 : 0);
@@ -195,8 +221,8 @@ inline int client_adopt(kw_client_t *c, const std::string &key, int flags, int64
 inline int client_schedule(kw_client_t *c, const std::string &queue, const std::string &id,
                            const std::string &payload, int64_t at_ms, int64_t delay_ms, int flags,
                            int64_t *at_out) {
-    return kw_client_schedule(c, queue.c_str(), id.data(), id.size(), payload.data(), payload.size(),
-                       at_ms, delay_ms, flags, at_out);
+    return kw_client_schedule(c, queue.c_str(), id.data(), id.size(), payload.data(),
+                              payload.size(), at_ms, delay_ms, flags, at_out);
 }
 inline int client_cancel(kw_client_t *c, const std::string &queue, const std::string &id) {
     return kw_client_cancel(c, queue.c_str(), id.data(), id.size());
@@ -211,14 +237,24 @@ inline int client_pipeline_begin(kw_client_t *c) {
 inline int client_pipeline_end(kw_client_t *c, int *statuses, size_t cap, size_t *count) {
     return kw_client_pipeline_end(c, statuses, cap, count);
 }
-inline int client_inspect_json(kw_client_t *c, std::string *out) {
+// The JSON getters return a status and the text through an out-parameter (kw_free).
+// `get` is called first and the text read after it: passing both as arguments of one call
+// would leave their order unspecified (GCC reads `text` first, still NULL).
+template <typename Get>
+inline int take_text(Get get, std::string *out) {
     char *text = nullptr;
-    return take_text(kw_client_inspect_json(c, &text), text, out);
+    const int rc = get(&text);
+    if (rc == KW_OK && text) *out = text;
+    kw_free(text);
+    return rc;
+}
+inline int client_inspect_json(kw_client_t *c, std::string *out) {
+    return take_text([c](char **text) { return kw_client_inspect_json(c, text); }, out);
 }
 inline int client_dead_list_json(kw_client_t *c, const std::string &queue, size_t limit,
                                  std::string *out) {
-    char *text = nullptr;
-    return take_text(kw_client_dead_list_json(c, queue.c_str(), limit, &text), text, out);
+    return take_text(
+        [&](char **text) { return kw_client_dead_list_json(c, queue.c_str(), limit, text); }, out);
 }
 inline int client_dead_replay(kw_client_t *c, const std::string &queue, const char *entry,
                               size_t limit, int64_t *count) {

@@ -38,10 +38,4 @@ void Conf::set(const std::string &name, const std::string &value) {
     check(rc, err);
 }
 
-std::string Conf::value(const char *name) const {
-    char buf[1024] = "";
-    check(capi::conf_get(conf_, name, buf, sizeof buf), std::string("option ") + name);
-    return buf;
-}
-
 }  // namespace keywatch::python

@@ -21,8 +21,6 @@ class Conf {
     Conf &operator=(const Conf &) = delete;
 
     const kw_conf_t *get() const { return conf_; }
-    // An option's current value as text.
-    std::string value(const char *name) const;
 
   private:
     void set(const std::string &name, const std::string &value);

@@ -5,6 +5,7 @@
 #include "bindings/src/capi_seam.h"
 #include "bindings/src/conf.h"
 #include "bindings/src/event_binding.h"
+#include "bindings/src/stats_binding.h"
 
 namespace py = pybind11;
 
@@ -19,17 +20,64 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// An engine worker's Python thread state, made at its first handler call and kept until
+// the thread ends. Without it pybind11's gil_scoped_acquire creates a PyThreadState and
+// deletes it again on every call, most of what a no-op handler costs. At the thread's end
+// (the engine stopping: stop() and close() release the GIL while they join) the state is
+// deleted, unless the interpreter is finalizing: then it is left to the interpreter.
+class KeptThreadState {
+  public:
+    // Call with the GIL held through a gil_scoped_acquire of this thread.
+    void keep(py::gil_scoped_acquire &gil) {
+        if (kept_) return;
+        gil.inc_ref();
+        kept_ = true;
+    }
+    ~KeptThreadState() {
+        if (!kept_ || interpreter_finalizing()) return;
+        py::gil_scoped_acquire gil;  // finds the kept state
+        gil.dec_ref();               // the scope's end deletes it
+    }
+
+  private:
+    bool kept_ = false;
+};
+
+// A retry at a given delay: only a completion carries one, so the handler holds its own
+// event and completes it before returning (KW_RESULT_PENDING). Without a hold (the engine
+// is stopping) or if the completion is refused, it is a plain retry with the reason.
+int retry_after(capi::EventPtr ev, int64_t delay_ms, const std::string &reason) {
+    capi::event_set_error(ev, reason.c_str());
+    kw_hold_t *hold = capi::event_hold(ev);
+    if (!hold) return KW_RESULT_RETRY;
+    int rc = capi::event_complete(hold, KW_RESULT_RETRY, reason.c_str(), delay_ms);
+    capi::hold_free(hold);
+    return rc == KW_OK ? KW_RESULT_PENDING : KW_RESULT_RETRY;
+}
+
+// What the invoker returned: a kw_result, or (RETRY, delay_ms, reason).
+int outcome(capi::EventPtr ev, const py::object &returned) {
+    if (!py::isinstance<py::tuple>(returned)) return returned.cast<int>();
+    auto t = returned.cast<py::tuple>();
+    const auto delay_ms = t[1].cast<int64_t>();
+    const auto reason = t[2].cast<std::string>();
+    py::gil_scoped_release release;  // the completion takes the engine's locks
+    return retry_after(ev, delay_ms, reason);
+}
+
 // A C handler calling into Python. Runs on an engine worker thread.
 int handler_trampoline(capi::EventPtr ev, void *opaque) {
     // Taking the GIL while the interpreter shuts down would end this thread inside the
     // engine: give the item back for redelivery instead.
     if (interpreter_finalizing()) return KW_RESULT_RETRY;
     auto *slot = static_cast<HandlerSlot *>(opaque);
+    thread_local KeptThreadState thread_state;
     py::gil_scoped_acquire gil;
-    py::object event = py::cast(Event(ev, slot->max_attempts));
+    thread_state.keep(gil);
+    py::object event = py::cast(Event(ev));
     int result = KW_RESULT_RETRY;
     try {
-        result = slot->invoke(event).cast<int>();
+        result = outcome(ev, slot->invoke(event));
     } catch (py::error_already_set &e) {
         // keywatch.engine's wrapper handles the user's exceptions; this is a failure of
         // the wrapper itself. Report it and retry the item.
@@ -70,7 +118,6 @@ void log_trampoline(kw_log_level level, const char *message, void *opaque) {
 
 Engine::Engine(const std::map<std::string, std::string> &options) {
     Conf conf(options);
-    max_attempts_ = std::stoi(conf.value("max_attempts"));
     char err[512] = "";
     check(capi::engine_new(conf.get(), &engine_, err, sizeof err), err);
 }
@@ -123,7 +170,6 @@ void Engine::add_handler(const std::string &events, std::optional<std::string> p
                          std::optional<std::string> queue, py::object invoke) {
     HandlerSlot slot;
     slot.invoke = std::move(invoke);
-    slot.max_attempts = max_attempts_;
     add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
         handler_trampoline);
 }
@@ -134,7 +180,6 @@ void Engine::add_async_handler(const std::string &events, std::optional<std::str
     handle();
     if (!held_) held_ = std::make_shared<HeldEvents>(limit);
     HandlerSlot slot;
-    slot.max_attempts = max_attempts_;
     slot.held = held_;
     slot.id = id;
     add(events, std::move(prefix), std::move(glob), db, std::move(queue), std::move(slot),
@@ -152,7 +197,7 @@ std::vector<std::pair<int, std::unique_ptr<Hold>>> Engine::take_holds() {
     std::vector<std::pair<int, std::unique_ptr<Hold>>> out;
     if (!held_) return out;
     for (auto &[id, hold] : held_->take())
-        out.emplace_back(id, std::make_unique<Hold>(hold, held_, max_attempts_));
+        out.emplace_back(id, std::make_unique<Hold>(hold, held_));
     return out;
 }
 
@@ -195,10 +240,8 @@ int64_t Engine::stat(const std::string &name) {
     return value;
 }
 
-std::string Engine::stats_json() {
-    std::string json;
-    check(capi::engine_stats_json(handle(), &json), "");
-    return json;
+py::list Engine::stats() {
+    return stats_samples(handle());
 }
 
 void Engine::close() {
@@ -219,13 +262,12 @@ void bind_engine(py::module_ &m) {
         .def("start", &Engine::start)
         .def("stop", &Engine::stop, py::arg("timeout_ms"))
         .def("stat", &Engine::stat, py::arg("name"))
-        .def("stats_json", &Engine::stats_json)
+        .def("stats", &Engine::stats)
         .def("close", &Engine::close)
         .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
              py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
         .def("held_fd", &Engine::held_fd)
-        .def("take_holds", &Engine::take_holds)
-        ;
+        .def("take_holds", &Engine::take_holds);
 }
 
 }  // namespace keywatch::python

@@ -25,10 +25,10 @@
 namespace keywatch::python {
 
 // What a handler's opaque points to: the Python callable that runs one event and returns
-// a kw_result (keywatch.engine wraps the user's function in it).
+// a kw_result, or (KW_RESULT_RETRY, delay_ms, reason) for a retry at a given delay
+// (keywatch.engine wraps the user's function in it).
 struct HandlerSlot {
     pybind11::object invoke;
-    int max_attempts = 0;
     std::shared_ptr<HeldEvents> held;  // async handlers: where their holds are queued
     int id = -1;                       // and the number the loop knows the handler by
 };
@@ -56,7 +56,8 @@ class Engine {
     // False when handlers were still running at the deadline (KW_ERR_TIMEOUT).
     bool stop(int64_t timeout_ms);
     int64_t stat(const std::string &name);
-    std::string stats_json();
+    // The statistics snapshot, one tuple per sample (stats_binding.h).
+    pybind11::list stats();
     // Stops (if running) and frees the engine. Idempotent.
     void close();
 
@@ -70,7 +71,6 @@ class Engine {
     kw_engine_t *engine_ = nullptr;
     std::list<HandlerSlot> slots_;  // stable addresses: the engine holds pointers to them
     pybind11::object log_;
-    int max_attempts_ = 0;
     ProcessGuard guard_;
     std::shared_ptr<HeldEvents> held_;
 };

@@ -127,8 +127,8 @@ void bind_event(py::module_ &m) {
                                "the deadline as an aware UTC datetime, None if unknown")
         .def_property_readonly("ts", &Event::ts, "when keywatch received it (aware UTC)")
         .def_property_readonly("last_error", &Event::last_error,
-                               "the previous attempt's error, None if none (always None "
-                               "when the C API cannot tell: HAS_EVENT_HISTORY false)")
+                               "the previous attempt's error (a Retry's or Reject's reason, "
+                               "an exception's text), None if none")
         .def_property_readonly("completed", &Event::completed)
         .def("__repr__", &Event::repr)
         .def("json_line", &Event::json_line, "the line keywatch watch prints for it")

@@ -16,13 +16,11 @@ namespace keywatch::python {
 class Event {
   public:
     // The event of a handler call.
-    Event(capi::EventPtr ev, int max_attempts)
-        : ev_(ev), writable_(ev), max_attempts_(max_attempts) {}
+    explicit Event(capi::EventPtr ev) : ev_(ev), writable_(ev) {}
     // The event of a hold (deferred completion): read-only, its reason goes with the
     // completion instead of set_error.
     struct Held {};
-    Event(Held, const kw_event_t *held, int max_attempts)
-        : ev_(held), writable_(nullptr), max_attempts_(max_attempts) {}
+    Event(Held, const kw_event_t *held) : ev_(held), writable_(nullptr) {}
 
     std::string name() const;
     pybind11::bytes key() const;
@@ -38,7 +36,7 @@ class Event {
     std::string node() const;
     pybind11::object deadline() const;    // aware datetime or None
     pybind11::object ts() const;          // aware datetime
-    pybind11::object last_error() const;  // None until the C API carries it
+    pybind11::object last_error() const;  // the previous attempt's error, None if none
     std::string repr() const;
     // The line `keywatch watch` prints for this event (cli/json_line.h), with its '\n'.
     std::string json_line() const;
@@ -53,7 +51,6 @@ class Event {
     const kw_event_t *get() const;
     const kw_event_t *ev_;
     capi::EventPtr writable_;
-    int max_attempts_;
 };
 
 void bind_event(pybind11::module_ &m);

@@ -83,8 +83,8 @@ void HeldEvents::open() {
     closed_ = false;
 }
 
-Hold::Hold(kw_hold_t *hold, std::shared_ptr<HeldEvents> held, int max_attempts)
-    : hold_(hold), held_(std::move(held)), max_attempts_(max_attempts) {}
+Hold::Hold(kw_hold_t *hold, std::shared_ptr<HeldEvents> held)
+    : hold_(hold), held_(std::move(held)) {}
 
 Hold::~Hold() {
     // Never completed (a cancelled task, a dropped hold): freeing the last handle gives
@@ -102,7 +102,7 @@ void Hold::finish() {
 py::object Hold::event() {
     if (!event_) {
         if (!hold_) raise_python_error("EventCompleted", "this held event was completed");
-        event_ = py::cast(Event(Event::Held{}, capi::hold_event(hold_), max_attempts_));
+        event_ = py::cast(Event(Event::Held{}, capi::hold_event(hold_)));
     }
     return event_;
 }

@@ -58,7 +58,7 @@ class HeldEvents {
 // keywatch._keywatch.Hold: one held event, completed once from the loop's thread.
 class Hold {
   public:
-    Hold(kw_hold_t *hold, std::shared_ptr<HeldEvents> held, int max_attempts);
+    Hold(kw_hold_t *hold, std::shared_ptr<HeldEvents> held);
     ~Hold();
     Hold(const Hold &) = delete;
     Hold &operator=(const Hold &) = delete;
@@ -73,7 +73,6 @@ class Hold {
     void finish();
     kw_hold_t *hold_;
     std::shared_ptr<HeldEvents> held_;
-    int max_attempts_;
     pybind11::object event_;
 };
 

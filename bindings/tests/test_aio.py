@@ -249,7 +249,7 @@ def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
 
         @engine.task("later")
         async def later(event):
-            times.append((event.attempt, loop.time()))
+            times.append((event.attempt, event.max_attempts, event.last_error, loop.time()))
             if event.attempt == 1:
                 raise keywatch.Retry("later please", delay=1.0)
 
@@ -258,8 +258,8 @@ def test_retry_delay_of_an_async_handler_is_honoured(redis, client):
             await until(lambda: engine.stat("items.acked") == 1, what="the second attempt")
 
     asyncio.run(main())
-    assert [a for a, _ in times] == [1, 2]
-    assert times[1][1] - times[0][1] >= 0.95
+    assert [t[:3] for t in times] == [(1, 5, None), (2, 5, "later please")]
+    assert times[1][3] - times[0][3] >= 0.95
 
 
 def test_event_of_a_failed_async_for_body_is_retried(redis, client):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
 import time
 
@@ -65,7 +66,8 @@ def test_task_handler_and_add_handler(redis, client):
     def send(event):
         got.append((event.name, event.key, event.value, event.queue))
 
-    engine.add_handler(lambda ev: got.append(("live", ev.name, ev.key)), "del")
+    engine.add_handler(
+        lambda ev: got.append(("live", ev.name, ev.key, ev.max_attempts, ev.last_error)), "del")
     engine.start()
     try:
         client.schedule("emails", b"welcome:1", b'{"to":"a"}', delay=dt.timedelta(milliseconds=50))
@@ -75,7 +77,7 @@ def test_task_handler_and_add_handler(redis, client):
     finally:
         engine.stop()
     assert ("task", b"welcome:1", b'{"to":"a"}', "emails") in got
-    assert ("live", "del", b"x") in got
+    assert ("live", "del", b"x", 1, None) in got  # live events are delivered once
 
 
 def test_retry_then_dead_letter_then_replay(redis, client, caplog):
@@ -83,13 +85,14 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
     fail = threading.Event()
     fail.set()
 
-    errors = []
+    errors, maxima = [], []
 
     def setup(engine):
         @engine.task("jobs")
         def job(event):
             attempts.append(event.attempt)
             errors.append(event.last_error)
+            maxima.append(event.max_attempts)
             if fail.is_set():
                 if event.attempt == 1:
                     raise keywatch.Retry("not yet", delay=0.01)
@@ -103,20 +106,51 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
         dead = client.dead_letters("jobs")
         assert len(dead) == 1 and dead[0]["id"] == "j1" and dead[0]["payload"] == "payload"
         assert dead[0]["attempts"] == 2 and "ValueError: boom" in dead[0]["error"]
-        assert attempts == [1, 2]
-        if keywatch._keywatch.HAS_EVENT_HISTORY:
-            assert errors == [None, "not yet"]  # the Retry's reason, seen by attempt 2
-        else:
-            assert errors == [None, None]
+        assert attempts == [1, 2] and maxima == [2, 2]
+        assert errors == [None, "not yet"]  # the Retry's reason, seen by attempt 2
         assert any("ValueError: boom" in r.exc_text for r in caplog.records if r.exc_text)
         fail.clear()
         assert client.replay("jobs", dead[0]["entry"]) == 1
         wait_for(lambda: len(attempts) == 3, what="the replayed task")
         assert attempts[2] == 1  # attempts reset by replay
+        assert errors[2] is None  # a replayed dead letter starts afresh
         wait_for(lambda: engine.stat("items.acked") == 1, what="the ack")
         assert client.dead_letters("jobs") == []
     finally:
         engine.stop()
+
+
+def test_retry_delay_is_honoured_and_reasons_reach_the_next_attempt(redis, client):
+    # retry_base is 20 ms here: a second attempt a second later can only come from the
+    # delay the Retry carried. The third attempt is the engine's backoff again, after an
+    # exception whose text is the next attempt's last_error.
+    seen = []
+
+    def setup(engine):
+        @engine.on("expired", queue="keys")
+        def later(event):
+            seen.append((event.attempt, event.max_attempts, event.last_error, time.monotonic()))
+            if event.attempt == 1:
+                raise keywatch.Retry("later please", delay=dt.timedelta(seconds=1))
+            if event.attempt == 2:
+                raise KeyError("gone")
+
+    engine = started(redis, setup, max_attempts=4)
+    try:
+        client.track(b"r:\x00", b"v", ttl=0.05)
+        wait_for(lambda: engine.stat("items.acked") == 1, what="the third attempt's ack")
+    finally:
+        engine.stop()
+    assert [(a, m, e) for a, m, e, _ in seen] == [
+        (1, 4, None), (2, 4, "later please"), (3, 4, "KeyError: 'gone'")]
+    assert seen[1][3] - seen[0][3] >= 0.95
+    assert engine.stat("items.retried") == 2 and engine.stat("handler.retries") == 2
+    assert engine.stat("queue.retried.keys") == 2 and engine.stat("queue.acked.keys") == 1
+
+
+def test_retry_delay_beyond_the_latest_time_is_refused_before_the_handler_runs():
+    with pytest.raises(keywatch.InvalidArgument):
+        keywatch.Retry("never", delay=dt.timedelta(days=4_000_000))
 
 
 def test_reject_dead_letters_at_once_and_purge(redis, client):
@@ -244,6 +278,56 @@ def test_stats_is_a_dict_of_counters(redis):
         engine.stats()
 
 
+def test_stats_after_real_events_have_labelled_samples_and_histograms(redis, client):
+    def setup(engine):
+        @engine.on("expired", queue="keys")  # handler 0
+        def keys(event):
+            pass
+
+        @engine.task("emails")  # handler 1
+        def emails(event):
+            if event.attempt == 1:
+                raise keywatch.Retry("again")
+
+    engine = started(redis, setup)
+    try:
+        for i in range(3):
+            client.track(f"s:{i}", b"", ttl=0.05)
+        client.schedule("emails", b"e1")
+        wait_for(lambda: engine.stat("items.acked") == 4, what="three keys and a task acked")
+        running = engine.stats()
+        assert running.family("node.state") == {f"127.0.0.1:{redis.port}": 2}  # READY
+    finally:
+        engine.stop()
+    stats = engine.stats()  # after stop: nothing moves, so stat() must agree
+    assert isinstance(stats, dict) and isinstance(stats, keywatch.Stats)
+    assert stats["items.acked"] == 4 and stats["items.retried"] == 1
+    assert stats["queue.acked.keys"] == 3
+    assert stats.family("queue.acked") == {"keys": 3, "emails": 1}
+    assert stats.family("queue.retried.<queue>") == {"keys": 0, "emails": 1}
+    assert stats.family("handler.calls") == {"0": 3, "1": 2}
+    assert stats.family("handler.errors") == {"0": 0, "1": 1}
+    assert stats.family("no.such") == {}
+
+    duration = stats["handler.duration.1"]
+    assert isinstance(duration, keywatch.Histogram) and duration.count == 2
+    bounds, counts = [b for b, _ in duration.buckets], [c for _, c in duration.buckets]
+    assert bounds == sorted(bounds) and bounds[-1] == math.inf and len(bounds) > 2
+    assert counts == sorted(counts) and counts[-1] == 2 and duration.sum >= 0
+    lateness = stats.family("expiry.lateness")  # first deliveries only
+    assert lateness["keys"].count == 3 and lateness["emails"].count == 1
+
+    sample = next(s for s in stats.samples if s.name == "queue.acked.keys")
+    assert (sample.row, sample.type, sample.unit, sample.label, sample.label_value) == (
+        "queue.acked.<queue>", "counter", "items", "queue", "keys")
+    assert sample.help and sample.value == 3
+    assert {s.type for s in stats.samples} == {"counter", "gauge", "histogram"}
+    assert len(stats) == len(stats.samples)  # sample names are unique
+    for s in stats.samples:
+        expected = s.value.count if isinstance(s.value, keywatch.Histogram) else s.value
+        assert engine.stat(s.name) == expected, s.name
+
+
 def test_run_returns_when_stopped_from_another_thread(redis):
     engine = keywatch.Engine(redis.url)
     engine.add_handler(lambda ev: None)
@@ -304,6 +388,29 @@ def test_slow_handler_leaves_tracked_keys_in_redis(redis, client):
     finally:
         release.set()
         engine.stop()
+
+
+def test_a_worker_keeps_its_python_thread_state_between_handler_calls(redis, client):
+    # Each worker thread has one Python thread state for its life (not one per call):
+    # a threading.local set by one call is still there in the next call on that thread.
+    local, seen = threading.local(), []
+
+    def setup(engine):
+        @engine.task("q")
+        def count(event):
+            local.calls = getattr(local, "calls", 0) + 1
+            seen.append((threading.get_ident(), local.calls))
+
+    engine = started(redis, setup, workers=1)
+    try:
+        with client.pipeline() as p:
+            for i in range(20):
+                p.schedule("q", f"t{i}")
+        wait_for(lambda: len(seen) == 20, what="20 tasks")
+    finally:
+        engine.stop()
+    assert len({ident for ident, _ in seen}) == 1
+    assert [calls for _, calls in seen] == list(range(1, 21))
 
 
 def test_stop_inside_a_handler_is_refused_with_what_to_do(redis, client):

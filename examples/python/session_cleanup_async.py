@@ -4,8 +4,6 @@ index is kept with redis-py's asyncio client. While the coroutine runs, its item
 is renewed; returning acks it.
 
     python3 examples/python/session_cleanup_async.py --redis redis://127.0.0.1:6379
-
-Needs a libkeywatch with deferred completion (keywatch._keywatch.HAS_HOLD).
 """
 
 from __future__ import annotations

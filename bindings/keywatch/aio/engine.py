@@ -35,11 +35,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Any, Awaitable, Callable, Iterable, List, Optional, Set, Tuple, Union
 
 from .._convert import Bytes, Duration, to_bytes
 from ..engine import Engine as _SyncEngine
 from ..engine import Reject, Retry
+from ..stats import Stats
 
 logger = logging.getLogger("keywatch")
 
@@ -149,7 +150,8 @@ class Engine:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self) -> Stats:
+        """The engine's statistics (keywatch.Engine.stats); does not block."""
         return self._sync.stats()
 
     def stat(self, name: str) -> int:
