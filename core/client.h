@@ -1,5 +1,6 @@
 // Client: the blocking producer/admin side (track, schedule, inspect, dead letters) over
-// synchronous hiredis connections: one to a standalone server, or one per master of a
+// BlockingRedis connections (core/blocking_redis.h: the engine's connection layer on a
+// private event_base): one to a standalone server, or one per master of a
 // Redis Cluster, where each call goes to the master of its item's slot (MOVED refreshes the
 // topology and retries, ASK sends ASKING and retries once, TRYAGAIN and CLUSTERDOWN back
 // off and retry). Scripts go by EVALSHA, falling back to EVAL on NOSCRIPT (a restarted or
@@ -7,6 +8,7 @@
 // Not thread-safe: one client per thread.
 #pragma once
 
+#include <event2/event.h>
 #include <hiredis/hiredis.h>
 
 #include <functional>
@@ -15,17 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "core/blocking_redis.h"
 #include "core/config.h"
 #include "core/queue.h"
 #include "core/scripts.h"
 #include "core/topology.h"
 
 namespace keywatch {
-
-struct ReplyDeleter {
-    void operator()(redisReply *r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 class Client {
   public:
@@ -98,7 +96,8 @@ class Client {
     // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
     // loading a script on NOSCRIPT.
     ReplyPtr exec(Call &call);
-    redisContext *node(const std::string &endpoint);
+    // The connection to a node, connected (null with call_status_ and error_ set).
+    BlockingRedis *node(const std::string &endpoint);
     // "" when no master serves the slot now.
     const std::string &endpoint_for_slot(int slot) const;
     // After topology_ changed: the masters' endpoints, by index.
@@ -127,7 +126,8 @@ class Client {
     std::vector<const QueueKeys *> keys_queue_by_slot_;
     std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
-    std::map<std::string, redisContext *> nodes_;
+    event_base *base_;  // shared by the node connections: a pipeline moves them together
+    std::map<std::string, std::unique_ptr<BlockingRedis>> nodes_;
     int call_status_ = 0;  // status of the last call() that returned null
     std::string error_;
     bool pipelining_ = false;

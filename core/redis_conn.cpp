@@ -124,7 +124,7 @@ RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role, bool sele
                         (state_ == State::Authing ? " (no answer to AUTH)" : "") +
                         ": is the server up and reachable? check redis.url and "
                         "redis.connect_timeout",
-                    false});
+                    false, KW_ERR_TIMEOUT, state_ == State::Connecting && !url_.tls});
       }) {}
 
 RedisConn::~RedisConn() {
@@ -154,11 +154,13 @@ void RedisConn::connect(int64_t timeout_ms, std::function<void()> on_ready,
     }
     addrs_ = resolve(url_, &err);
     if (addrs_.empty()) {
-        defer({connect_refused_message(endpoint_, err), false});
+        defer({connect_refused_message(endpoint_, err), false, KW_ERR_CONNECT, true});
         return;
     }
     open_next_address();
-    if (!bev_) defer({connect_refused_message(endpoint_, last_connect_error_), false});
+    if (!bev_)
+        defer(
+            {connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT, true});
 }
 
 void RedisConn::open_next_address() {
@@ -258,11 +260,13 @@ void RedisConn::transport_failed(short what) {
         redisReaderFree(reader_);
         reader_ = nullptr;
         open_next_address();
-        if (!bev_) fail({connect_refused_message(endpoint_, last_connect_error_), false});
+        if (!bev_)
+            fail({connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT,
+                  true});
         return;
     }
     if (!tls_errors.empty()) why += " (TLS: " + tls_errors + ")";
-    fail({"lost the " + role_ + " connection to " + endpoint_ + ": " + why, false});
+    fail({"lost the " + role_ + " connection to " + endpoint_ + ": " + why, false, KW_ERR_CONNECT});
 }
 
 void RedisConn::on_read(bufferevent *, void *arg) {
@@ -292,17 +296,26 @@ void RedisConn::read() {
         if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
             const std::string e = reader_->errstr;
             destroyed_ = nullptr;
-            fail({not_redis_message(url_, "its answer is not RESP: " + e), false});
+            fail({not_redis_message(url_, "its answer is not RESP: " + e), false, KW_ERR_CONNECT});
             return;
         }
         if (!raw) break;
         auto *r = static_cast<redisReply *>(raw);
+        current_ = &r;
         deliver(r);
-        freeReplyObject(r);
-        if (destroyed) return;                 // a callback destroyed this connection
+        if (r) freeReplyObject(r);  // not taken
+        if (destroyed) return;      // a callback destroyed this connection
+        current_ = nullptr;
         if (generation != generation_) break;  // a callback closed or reconnected it
     }
     destroyed_ = nullptr;
+}
+
+redisReply *RedisConn::take_reply() {
+    if (!current_) return nullptr;
+    redisReply *r = *current_;
+    *current_ = nullptr;
+    return r;
 }
 
 void RedisConn::deliver(redisReply *r) {

@@ -36,14 +36,18 @@ class RedisConn {
     // like any reconnect.
     struct Failure {
         Failure() = default;
-        Failure(std::string m, bool perm, int st = 0)
-            : message(std::move(m)), permanent(perm), status(st) {}
+        Failure(std::string m, bool perm, int st = 0, bool unreach = false)
+            : message(std::move(m)), permanent(perm), status(st), unreachable(unreach) {}
         std::string message;
         bool permanent = false;
         int status = 0;  // KW_ERR_* for kw_engine_start; 0: derived from the failure
+        // No connection could be made at all (refused, unreachable, unknown host): a server
+        // that may still be starting, as opposed to one that answered wrongly.
+        bool unreachable = false;
     };
-    // Called with the reply, which is freed when the callback returns. Never called if the
-    // connection goes away first: the owner hears of that through on_lost.
+    // Called with the reply, which is freed when the callback returns (unless the callback
+    // takes it: take_reply). Never called if the connection goes away first: the owner
+    // hears of that through on_lost.
     using ReplyFn = std::function<void(redisReply *reply)>;
 
     // select_db: SELECT the URL's db once connected (not for subscribers: pub/sub ignores
@@ -71,6 +75,10 @@ class RedisConn {
     // (P)SUBSCRIBE with args[0] the command and one or more channels or patterns after it:
     // one confirmation per channel reaches the push handler. False when not connected.
     bool subscribe(const std::vector<std::string> &args);
+
+    // Inside a reply callback or the push handler: the reply is the caller's from now on
+    // (free it with freeReplyObject). Null outside a callback.
+    redisReply *take_reply();
 
     State state() const { return state_; }
     const RedisUrl &url() const { return url_; }
@@ -116,8 +124,9 @@ class RedisConn {
     Timer handshake_timer_;  // deadline of the handshake; at 0 ms: a deferred failure
     Failure deferred_;       // failure found inside connect(), reported from the timer
     bool has_deferred_ = false;
-    uint64_t generation_ = 0;    // bumped by every drop(): a read loop notices and stops
-    bool *destroyed_ = nullptr;  // set while read() runs: tells it this object is gone
+    uint64_t generation_ = 0;         // bumped by every drop(): a read loop notices and stops
+    bool *destroyed_ = nullptr;       // set while read() runs: tells it this object is gone
+    redisReply **current_ = nullptr;  // the reply being delivered; null once taken
 };
 
 // Text of a reply for messages ("(nil)", the error text, ...).
