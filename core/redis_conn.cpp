@@ -265,7 +265,10 @@ void RedisConn::transport_failed(short what) {
                   true});
         return;
     }
-    if (!tls_errors.empty()) why += " (TLS: " + tls_errors + ")";
+    if (!tls_errors.empty())
+        why += " (TLS: " + tls_errors +
+               "); if the server checks client certificates (tls-auth-clients), set "
+               "tls.cert_file and tls.key_file";
     fail({"lost the " + role_ + " connection to " + endpoint_ + ": " + why, false, KW_ERR_CONNECT});
 }
 

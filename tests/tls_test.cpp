@@ -55,6 +55,8 @@ class Certificates {
 
 class Tls : public ::testing::Test {
   protected:
+    // The server's tls-auth-clients.
+    virtual std::string auth_clients() const { return "optional"; }
     void SetUp() override {
         certs_ = std::make_unique<Certificates>();
         tls_port_ = keywatch::RedisProcess::free_port();
@@ -63,7 +65,7 @@ class Tls : public ::testing::Test {
                    "--tls-cert-file",    certs_->path("server.crt"),
                    "--tls-key-file",     certs_->path("server.key"),
                    "--tls-ca-cert-file", certs_->path("ca.crt"),
-                   "--tls-auth-clients", "optional"};
+                   "--tls-auth-clients", auth_clients()};
         redis_ = std::make_unique<keywatch::RedisProcess>(o);
         redis_->start();
     }
@@ -190,6 +192,33 @@ TEST_F(Tls, PlainRedisUrlAtTheTlsPortIsAClearError) {
     int rc = engine.start();
     EXPECT_TRUE(rc == KW_ERR_CONNECT || rc == KW_ERR_TIMEOUT) << kw_err_name(rc);
     EXPECT_TRUE(contains(engine.last_error(), std::to_string(tls_port_))) << engine.last_error();
+}
+
+// A server that requires a client certificate.
+class TlsClientCertRequired : public Tls {
+  protected:
+    std::string auth_clients() const override { return "yes"; }
+};
+
+TEST_F(TlsClientCertRequired, MissingClientCertificateIsNamedAndAGivenOneWorks) {
+    {
+        EventSink sink;
+        Engine engine(tls_url());
+        engine.set("tls.ca_file", certs_->path("ca.crt"));
+        engine.add(&sink, {});
+        int rc = engine.start();
+        EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << engine.last_error();
+        EXPECT_TRUE(contains(engine.last_error(), "tls.cert_file")) << engine.last_error();
+    }
+    EventSink sink;
+    Engine engine(tls_url());
+    engine.set("tls.ca_file", certs_->path("ca.crt"));
+    engine.set("tls.cert_file", certs_->path("client.crt"));
+    engine.set("tls.key_file", certs_->path("client.key"));
+    engine.add(&sink, {{"events", "set"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    ASSERT_EQ(plain()->command({"SET", "with-client-cert", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "with-client-cert")) << sink.describe();
 }
 
 }  // namespace
