@@ -188,7 +188,7 @@ ReplyPtr Client::exec(Call &c) {
             last_error = text(r.get());
             last_node = c.endpoint;
         }
-        if (kind == ReplyError::NoScript) {
+        if (kind == ReplyError::NoScript && c.script) {
             c.args[0] = "EVAL";
             c.args[1] = c.script->body;
         } else if (kind == ReplyError::Moved) {
@@ -218,10 +218,10 @@ ReplyPtr Client::exec(Call &c) {
                                "split between nodes (" +
                                last_node + ": '" + last_error + "'); retry in a moment");
     else
-        fail(KW_ERR_REDIS, std::string(c.script->name) + ": slot " + std::to_string(c.slot) +
-                               " was redirected " + std::to_string(kMaxRedirects) +
-                               " times (last: " + last_node + " answered '" + last_error +
-                               "'); is the cluster resharding? retry");
+        fail(KW_ERR_REDIS, (c.script ? std::string(c.script->name) : c.args[0]) + ": slot " +
+                               std::to_string(c.slot) + " was redirected " +
+                               std::to_string(kMaxRedirects) + " times (last: " + last_node +
+                               " answered '" + last_error + "'); is the cluster resharding? retry");
     return nullptr;
 }
 
@@ -230,6 +230,20 @@ int Client::finish(Call &c, ReplyPtr r) {
     if (is_error(r.get()))
         return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
     return c.decode(r.get());
+}
+
+ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
+    if (args.empty()) {
+        fail(KW_ERR_INVALID_ARG, "command_for_key: no command given");
+        return nullptr;
+    }
+    if (connect() != KW_OK) return nullptr;
+    Call c;
+    c.script = nullptr;
+    c.slot = cluster_ ? key_slot(key) : 0;
+    c.endpoint = endpoint_for_slot(c.slot);
+    c.args = std::move(args);
+    return exec(c);
 }
 
 const QueueKeys &Client::queue_keys(const std::string &name, const std::string &tag) {

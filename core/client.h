@@ -55,6 +55,12 @@ class Client {
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
 
+    // One command for `key`, on its slot's master in a cluster (the plugin host's "Redis
+    // command routed by key"): follows MOVED/ASK and waits out TRYAGAIN/CLUSTERDOWN like
+    // every script call. A Redis error reply is returned as the reply (classify() gives
+    // its kind); null with last_error() when no reply could be had.
+    ReplyPtr command_for_key(const std::string &key, std::vector<std::string> args);
+
     const std::string &last_error() const { return error_; }
     bool is_cluster() const { return cluster_; }
 
@@ -64,7 +70,7 @@ class Client {
     // One script call: its queue keys live in the slot of `id` (the tracked key or the
     // task id); in standalone mode in the fixed tag.
     struct Call {
-        const Script *script;
+        const Script *script;  // null: a plain command (command_for_key)
         std::string endpoint;
         int slot;
         std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
