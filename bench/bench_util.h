@@ -4,10 +4,12 @@
 // no-op handler), a raw hiredis + libevent keyevent subscriber, the delivery and burst
 // figures, and the end-to-end baseline's pop script. Header-only: each benchmark is one
 // translation unit that includes it once.
+// Thread-safety is noted where a helper is used from the engine's threads (the handlers'
+// recorders); everything else runs on the benchmark's main thread.
 #pragma once
 
+#include "embedded/redis_process.h"
 #include "keywatch.h"
-#include "core/redis_process.h"
 
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>
@@ -530,7 +532,7 @@ struct Engine {
         if (rc != KW_OK) throw BenchError(std::string("kw_engine_new: ") + err);
         kw_filter_t *f = kw_filter_new();
         rc = kw_filter_set(f, "events", "expired", err, sizeof err);
-        if (rc == KW_OK) rc = kw_engine_add_handler(e, f, fn, opaque);
+        if (rc == KW_OK) rc = kw_engine_add_handler(e, f, fn, opaque, nullptr);
         kw_filter_free(f);
         if (rc == KW_OK) rc = kw_engine_set_log_cb(e, on_log, nullptr);
         if (rc != KW_OK) throw BenchError(std::string("engine set-up: ") + kw_strerror(rc));
@@ -569,7 +571,7 @@ struct Engine {
 };
 
 // A handler that acks every event and does nothing else.
-inline int noop_handler(const kw_event_t *, void *) {
+inline int noop_handler(kw_event_t *, void *) {
     return KW_RESULT_ACK;
 }
 
@@ -585,7 +587,7 @@ struct Recorder {
     uint64_t count() const { return std::min<uint64_t>(written.load(), late.size()); }
 };
 
-inline int record_handler(const kw_event_t *ev, void *opaque) {
+inline int record_handler(kw_event_t *ev, void *opaque) {
     double now = wall_ms();
     auto *r = static_cast<Recorder *>(opaque);
     if (kw_event_attempt(ev) != 1 || strcmp(kw_event_queue(ev), "keys") != 0) {

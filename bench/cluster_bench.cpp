@@ -98,8 +98,8 @@
 //
 // Exit status: 0 whatever the verdict; 1 when the benchmark itself could not run.
 #include "bench_util.h"
-#include "core/redis_cluster.h"
 #include "core/slots.h"
+#include "tests/support/redis_cluster.h"
 
 #include <event2/thread.h>
 
@@ -697,7 +697,7 @@ struct KeyRecorder {
     uint64_t count() const { return std::min<uint64_t>(written.load(), recs.size()); }
 };
 
-int key_handler(const kw_event_t *ev, void *opaque) {
+int key_handler(kw_event_t *ev, void *opaque) {
     double now = wall_ms();
     auto *r = static_cast<KeyRecorder *>(opaque);
     size_t len = 0;

@@ -43,8 +43,8 @@
 //
 // Exit status: 0 whatever the verdict; 1 when the benchmark itself could not run (Redis did
 // not start, a connection failed, a bad flag).
+#include "embedded/redis_process.h"
 #include "keywatch.h"
-#include "core/redis_process.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -704,7 +704,7 @@ class RawSubscriber : public Subscriber {
 
 // The handler under test: a C function that only counts.
 extern "C" {
-static int bench_noop_handler(const kw_event_t *ev, void *opaque) {
+static int bench_noop_handler(kw_event_t *ev, void *opaque) {
     (void)ev;
     static_cast<Counter *>(opaque)->hit();
     return KW_RESULT_ACK;
@@ -750,7 +750,7 @@ class KeywatchSubscriber : public Subscriber {
             kw_filter_free(filter);
             return fail(std::string("kw_filter_set events: ") + msg);
         }
-        rc = kw_engine_add_handler(engine_, filter, bench_noop_handler, counter_);
+        rc = kw_engine_add_handler(engine_, filter, bench_noop_handler, counter_, nullptr);
         kw_filter_free(filter);
         if (rc == KW_OK) rc = kw_engine_set_state_cb(engine_, on_state, this);
         if (rc == KW_OK) rc = kw_engine_set_log_cb(engine_, on_log, this);

@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "capi/c_handler.h"
 #include "core/client.h"
 #include "core/config.h"
 #include "core/engine.h"
@@ -148,71 +149,6 @@ int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_t buf_s
     });
 }
 
-/* ---- events ---- */
-
-const char *kw_event_name(const kw_event_t *ev) {
-    return ev ? ev->name.c_str() : "";
-}
-
-const void *kw_event_key(const kw_event_t *ev, size_t *len) {
-    if (!ev) {
-        if (len) *len = 0;
-        return nullptr;
-    }
-    if (len) *len = ev->key.size();
-    return ev->key.data();
-}
-
-const void *kw_event_value(const kw_event_t *ev, size_t *len) {
-    if (!ev || !ev->has_value) {
-        if (len) *len = 0;
-        return nullptr;
-    }
-    if (len) *len = ev->value.size();
-    return ev->value.data();
-}
-
-int kw_event_db(const kw_event_t *ev) {
-    return ev ? ev->db : -1;
-}
-int64_t kw_event_ts_ms(const kw_event_t *ev) {
-    return ev ? ev->ts_ms : 0;
-}
-int64_t kw_event_deadline_ms(const kw_event_t *ev) {
-    return ev ? ev->deadline_ms : 0;
-}
-int kw_event_attempt(const kw_event_t *ev) {
-    return ev ? ev->attempt : 0;
-}
-kw_source kw_event_source(const kw_event_t *ev) {
-    return ev ? ev->source : KW_SOURCE_NOTIFICATION;
-}
-
-const char *kw_event_id(const kw_event_t *ev) {
-    if (!ev) return "";
-    try {
-        return keywatch::event_id(*ev).c_str();
-    } catch (...) {
-        return "";
-    }
-}
-
-const char *kw_event_node(const kw_event_t *ev) {
-    return ev && ev->node ? ev->node->c_str() : "";
-}
-
-const char *kw_event_queue(const kw_event_t *ev) {
-    return ev ? ev->queue.c_str() : "";
-}
-
-void kw_event_set_error(const kw_event_t *ev, const char *reason) {
-    if (!ev) return;
-    try {
-        ev->error = reason ? reason : "";
-    } catch (...) {
-    }
-}
-
 /* ---- filters ---- */
 
 kw_filter_t *kw_filter_new(void) {
@@ -288,21 +224,41 @@ void kw_engine_free(kw_engine_t *engine) {
 }
 
 int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
-                          void *opaque) {
+                          void *opaque, void (*free_opaque)(void *)) {
     if (!engine || !fn) return KW_ERR_INVALID_ARG;
     return guarded([&] {
-        return engine->engine.add_handler(filter ? filter->filter : keywatch::Filter(), fn, opaque);
+        auto handler = std::make_unique<keywatch::CHandler>(fn, opaque);
+        keywatch::CHandler *added = handler.get();
+        int rc = engine->engine.add_handler(filter ? filter->filter : keywatch::Filter(),
+                                            std::move(handler));
+        if (rc == KW_OK) added->arm_free_opaque(free_opaque);  // the engine owns it now
+        return rc;
     });
 }
 
 int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
-    return engine->engine.set_state_cb(fn, opaque);
+    return guarded([&] {
+        keywatch::Engine::StateSink sink;
+        if (fn)
+            sink = [fn, opaque](const std::string &node, kw_conn_state state,
+                                const std::string &detail) {
+                fn(node.c_str(), state, detail.c_str(), opaque);
+            };
+        return engine->engine.set_state_sink(std::move(sink));
+    });
 }
 
 int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque) {
     if (!engine) return KW_ERR_INVALID_ARG;
-    return engine->engine.set_log_cb(fn, opaque);
+    return guarded([&] {
+        keywatch::Engine::LogSink sink;
+        if (fn)
+            sink = [fn, opaque](kw_log_level level, const std::string &message) {
+                fn(level, message.c_str(), opaque);
+            };
+        return engine->engine.set_log_sink(std::move(sink));
+    });
 }
 
 int kw_engine_start(kw_engine_t *engine) {

@@ -111,7 +111,14 @@ KW_API const char *kw_err_name(int status);
  *  queues                 comma-separated task queues the engine serves besides those
  *                         named by handler filters (default none)
  *  lease                  how long a claimed item belongs to this engine before another may
- *                         take it over; renewed while the handler runs (default 30s)
+ *                         take it over. Every lease/3 the engine renews the lease of each
+ *                         item it holds (waiting for a worker, in a handler, or held with
+ *                         kw_event_hold) until hold.timeout after the claim; an engine that
+ *                         crashes or hangs loses its items within one lease (default 30s)
+ *  hold.timeout           how long after its claim an item may stay with this engine
+ *                         (queued, handled or held) with its lease renewed; then it is
+ *                         released for redelivery and a later completion is counted in
+ *                         items.late_acks, not written. At least `lease` (default 5m)
  *  retry.base, retry.max  backoff after KW_RESULT_RETRY: base * 2^(attempt-1), capped,
  *                         with jitter in [d/2, d] (defaults 1s and 5m)
  *  max_attempts           deliveries before an item goes to the dead-letter stream
@@ -147,9 +154,9 @@ KW_API int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_
 
 /* ---- Events ----------------------------------------------------------------------- */
 
-
-/* An event handed to a handler. Valid only for the duration of the handler call; copy
- * what you need to keep. Accessors may be called from the handler's thread only. */
+/* An event handed to a handler. Valid only for the duration of the handler call (copy
+ * what you need to keep, or hold it: kw_event_hold). Accessors may be called from the
+ * handler's thread only, except on the event of a hold (kw_hold_event): any thread. */
 typedef struct kw_event_s kw_event_t;
 
 /* Event name as Redis publishes it: "expired", "evicted", "del", "set", "expire",
@@ -168,6 +175,12 @@ KW_API int64_t kw_event_ts_ms(const kw_event_t *ev);
 KW_API int64_t kw_event_deadline_ms(const kw_event_t *ev);
 /* Delivery attempt, 1 for the first. */
 KW_API int kw_event_attempt(const kw_event_t *ev);
+/* Deliveries an item gets before it goes to the dead letters (the engine's max_attempts);
+ * 1 for untracked live events (delivered once). */
+KW_API int kw_event_max_attempts(const kw_event_t *ev);
+/* The error recorded by the previous attempt (kw_event_set_error or a completion's
+ * reason), "" if none (first attempt, or none given). NUL-terminated. */
+KW_API const char *kw_event_last_error(const kw_event_t *ev);
 KW_API kw_source kw_event_source(const kw_event_t *ev);
 /* Stable identifier: the same for every redelivery of the same item (use it for
  * idempotency). NUL-terminated text, e.g. "n:0:expired:<hex of key>" for notifications. */
@@ -179,12 +192,55 @@ KW_API const char *kw_event_node(const kw_event_t *ev);
 KW_API const char *kw_event_queue(const kw_event_t *ev);
 /* Record why the handler is about to return RETRY or REJECT; it is kept with the item and
  * written to the dead-letter stream. Call from the handler only. */
-KW_API void kw_event_set_error(const kw_event_t *ev, const char *reason);
-
+KW_API void kw_event_set_error(kw_event_t *ev, const char *reason);
 
 /* A handler. Runs on a worker thread, never on the event loop; several handlers may run
- * at once on different threads. Return a kw_result. */
-typedef int (*kw_handler_fn)(const kw_event_t *ev, void *opaque);
+ * at once on different threads. Returns a kw_result: KW_RESULT_PENDING only after
+ * kw_event_hold (without a hold it counts as a handler error: RETRY, handler.errors, with
+ * the reason "the handler returned KW_RESULT_PENDING without holding the event"). */
+typedef int (*kw_handler_fn)(kw_event_t *ev, void *opaque);
+
+/*
+ * Held events: deferred completion. A handler may take its event over and complete it
+ * later, from any thread (an asyncio loop, an HTTP client, a batch):
+ *
+ *   kw_hold_t *h = kw_event_hold(ev);   // in the handler, on its thread
+ *   ... hand h to another thread ...
+ *   return KW_RESULT_PENDING;
+ *   ... later, anywhere:
+ *   kw_event_complete(h, KW_RESULT_ACK, NULL, -1);
+ *   kw_hold_free(h);
+ *
+ * While an item is held, its lease is renewed (see the `lease` option) until hold.timeout
+ * after its claim; then it is released for redelivery, and a completion after that
+ * returns KW_OK but is not written (counted in items.late_acks). When several handlers
+ * match an event, the item completes once each has: ACK only if all ack, any REJECT
+ * wins, else RETRY. Untracked live events can be held too; their completion only counts.
+ * kw_engine_stop waits for holds as for running handlers (up to its timeout); an item
+ * still held then goes back to its queue (items.released) for another engine, and a later
+ * kw_event_complete returns KW_ERR_STATE.
+ */
+typedef struct kw_hold_s kw_hold_t;
+
+/* Takes the event over. Only inside the handler, on its thread: NULL otherwise (or when
+ * out of memory, or while the engine is stopping). The handler then returns
+ * KW_RESULT_PENDING; if it returns ACK, RETRY or REJECT instead, that completes the hold.
+ * Each call returns a new handle to the same hold; the caller owns each handle and frees
+ * it with kw_hold_free. */
+KW_API kw_hold_t *kw_event_hold(kw_event_t *ev);
+/* The held event: a copy that stays valid until the handle is freed. Any thread. */
+KW_API const kw_event_t *kw_hold_event(const kw_hold_t *h);
+/* Completes the held event: result is KW_RESULT_ACK, KW_RESULT_RETRY or KW_RESULT_REJECT;
+ * reason (may be NULL) is kept with a retried item and written to its dead letter;
+ * retry_delay_ms: when a RETRY is due again (negative: the usual backoff). Returns KW_OK,
+ * KW_ERR_INVALID_ARG (bad handle, result or delay: nothing done), or KW_ERR_STATE when
+ * completed already or the engine stopped (the item went back to its queue). Any thread;
+ * not concurrently with kw_hold_free of the same handle. */
+KW_API int kw_event_complete(kw_hold_t *h, int result, const char *reason, int64_t retry_delay_ms);
+/* Frees a handle (NULL is ignored). Freeing the last handle of a hold never completed
+ * releases the item: due again at once, its attempt given back (unless another handler
+ * of the event asked for a retry or reject). Any thread; valid after kw_engine_free. */
+KW_API void kw_hold_free(kw_hold_t *h);
 
 /* ---- Filters ---------------------------------------------------------------------- */
 
@@ -217,8 +273,6 @@ KW_API int kw_filter_set_bytes(kw_filter_t *filter, const char *name, const void
 
 typedef struct kw_engine_s kw_engine_t;
 
-
-
 /* Called on the event-loop thread when a connection changes state. node is "host:port"
  * or a socket path; detail says why (e.g. the error that broke the connection). Must not
  * block and must not call kw_engine_stop/kw_engine_free. */
@@ -237,9 +291,11 @@ KW_API void kw_engine_free(kw_engine_t *engine);
 
 /* Register a handler for the events the filter selects (filter may be NULL: every
  * "expired" event). The filter is copied. Only before kw_engine_start (KW_ERR_STATE
- * after). Every matching handler receives each event. Not concurrently with start. */
+ * after). Every matching handler receives each event. Not concurrently with start.
+ * free_opaque (may be NULL) is called once with opaque when the engine is freed, after
+ * its last handler call; if this call fails it is not called (opaque stays the caller's). */
 KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
-                                 void *opaque);
+                                 void *opaque, void (*free_opaque)(void *));
 /* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
  * log sink writes warnings and errors to stderr. */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);
@@ -259,10 +315,12 @@ KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque)
  * background with capped exponential backoff, whatever the cause. Not concurrently with
  * stop/free. */
 KW_API int kw_engine_start(kw_engine_t *engine);
-/* Stop receiving, let in-flight and queued handlers finish for up to timeout_ms
- * (negative: stop.timeout), then stop every thread. Events not yet handled by then are
- * dropped and counted ("events.abandoned"). Returns KW_ERR_TIMEOUT if handlers were
- * still running at the deadline (their threads are still joined before returning).
+/* Stop receiving, let in-flight and queued handlers finish and held events complete for
+ * up to timeout_ms (negative: stop.timeout), then stop every thread. Events not yet
+ * handled by then are dropped and counted ("events.abandoned"); items still held go back
+ * to their queues ("items.released") and their later kw_event_complete returns
+ * KW_ERR_STATE. Returns KW_ERR_TIMEOUT if handlers were still running or events still
+ * held at the deadline (handler threads are still joined before returning).
  * Idempotent. Must not be called from a handler or a callback. */
 KW_API int kw_engine_stop(kw_engine_t *engine, int timeout_ms);
 
@@ -290,7 +348,8 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   items.dead               of those, moved to the dead-letter stream
  *   items.lease_expired      claims of items whose previous holder's lease ran out
  *   items.unhandled          claimed items no handler's filter matched (acked)
- *   items.late_acks          acks refused because the lease had passed to another holder
+ *   items.late_acks          completions not written: the lease had passed to another
+ *                            holder, or the item was released at hold.timeout
  *   items.released           claimed items given back unhandled when the engine stopped
  *   events.suppressed        live expiry events of tracked keys another path handles
  *   events.unrouted          cluster: live events dropped because no master was known for

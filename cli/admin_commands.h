@@ -1,5 +1,6 @@
 // `keywatch inspect` (per queue: due, due now, in flight, dead, oldest overdue) and
 // `keywatch dead list|replay|purge` (the dead-letter streams).
+// Not thread-safe: the main thread registers and runs the commands.
 #pragma once
 
 #include "cli/command.h"

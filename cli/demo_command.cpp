@@ -58,7 +58,7 @@ std::string duration_arg(int64_t ms) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
 }
 
-int handle_demo_event(const kw_event_t *ev, void *opaque) {
+int handle_demo_event(kw_event_t *ev, void *opaque) {
     bool printed = false;
     try {
         auto *state = static_cast<DemoState *>(opaque);

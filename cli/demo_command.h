@@ -3,6 +3,7 @@
 // delayed task (kw_schedule), prints every event as a JSON line and how late each tracked
 // key and the task arrived, then the queues' figures (as `keywatch inspect` shows them).
 // Exits 0 once every expected delivery has arrived, 1 on timeout.
+// Not thread-safe: the main thread parses and runs it (handlers run on the engine's workers).
 #pragma once
 
 #include <string>

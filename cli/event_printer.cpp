@@ -71,7 +71,7 @@ void EventPrinter::note(const std::string &text) {
     std::fflush(stderr);
 }
 
-int EventPrinter::result_for(const kw_event_t *ev, bool printed) {
+int EventPrinter::result_for(kw_event_t *ev, bool printed) {
     if (printed) return KW_RESULT_ACK;
     const char *queue = kw_event_queue(ev);
     if (!queue || !*queue) return KW_RESULT_ACK;  // a live event: nothing to hand back
@@ -79,7 +79,7 @@ int EventPrinter::result_for(const kw_event_t *ev, bool printed) {
     return KW_RESULT_RETRY;
 }
 
-int EventPrinter::handle(const kw_event_t *ev, void *opaque) {
+int EventPrinter::handle(kw_event_t *ev, void *opaque) {
     // No exception may cross into the engine's C boundary.
     bool printed = false;
     try {

@@ -37,9 +37,9 @@ class EventPrinter {
     // A kw_handler_fn printing every event; opaque is the EventPrinter. Returns ACK once
     // the line is flushed; RETRY (with the reason recorded) when a tracked key's or task's
     // line could not be written, so that the item is delivered again.
-    static int handle(const kw_event_t *ev, void *opaque);
+    static int handle(kw_event_t *ev, void *opaque);
     // What a handler returns after print() gave `printed` for ev.
-    static int result_for(const kw_event_t *ev, bool printed);
+    static int result_for(kw_event_t *ev, bool printed);
 
     // Lines written to stdout so far.
     uint64_t lines() const { return lines_.load(); }

@@ -1,4 +1,4 @@
-// Exit statuses of the keywatch command.
+// Exit statuses of the keywatch command. Constants only: thread-safe.
 #pragma once
 
 namespace keywatch::cli {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/redis_process.h"
 #include "cli/stop_signal.h"
+#include "embedded/redis_process.h"
 
 namespace keywatch::cli {
 

@@ -1,6 +1,7 @@
 // `keywatch watch`: print one JSON line per event until a signal or --duration: live Redis
 // events, plus the tracked keys that come due and the tasks of --queues, each claimed and
 // acknowledged once its line is written (unless --observe).
+// Not thread-safe: the main thread parses and runs it (handlers run on the engine's workers).
 #pragma once
 
 #include <string>

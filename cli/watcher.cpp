@@ -154,8 +154,9 @@ bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, s
         return false;
     }
     engine_.reset(engine);
-    int status = kw_engine_add_handler(engine, filter.get(), fn, opaque);
-    if (status == KW_OK && tasks) status = kw_engine_add_handler(engine, tasks.get(), fn, opaque);
+    int status = kw_engine_add_handler(engine, filter.get(), fn, opaque, nullptr);
+    if (status == KW_OK && tasks)
+        status = kw_engine_add_handler(engine, tasks.get(), fn, opaque, nullptr);
     if (status == KW_OK) status = kw_engine_set_state_cb(engine, &Watcher::on_state, this);
     if (status == KW_OK) status = kw_engine_set_log_cb(engine, &Watcher::on_log, this);
     if (status != KW_OK) {

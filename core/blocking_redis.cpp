@@ -2,7 +2,7 @@
 
 #include <event2/event.h>
 
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 

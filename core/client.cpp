@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "core/backoff.h"
 #include "core/reply_error.h"
 #include "core/slots.h"
 #include "core/text.h"
@@ -198,7 +199,9 @@ ReplyPtr Client::exec(Call &c) {
             c.endpoint = redirect_target(r.get());
             asking = true;
         } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+            // 50ms doubling to 800ms: a failover or a slot move settles within a few.
+            const Backoff wait{50, 800};
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
             if (kind == ReplyError::ClusterDown) refresh_topology();
             c.endpoint = endpoint_for_slot(c.slot);
         } else {

@@ -5,7 +5,7 @@
 // (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, ASK) or whose connection was lost waits again,
 // so the item this engine handled is not redelivered after its lease. A completion whose
 // lease has surely ended (done + lease is past: the lease is never renewed after the
-// handler finished) is given up and counted as late: Redis would refuse it anyway.
+// item was completed) is given up and counted as late: Redis would refuse it anyway.
 // Loop thread only. Not thread-safe.
 #pragma once
 
@@ -22,9 +22,10 @@ struct Completion {
     std::string queue, id;
     int result;
     std::string error;
-    int slot = -1;           // cluster: the id's slot if known
-    int64_t claimed_ms = 0;  // when the item was claimed (local clock; 0: unknown)
-    int64_t done_ms = 0;     // when the handler finished (local clock; set on intake)
+    int slot = -1;                // cluster: the id's slot if known
+    int64_t claimed_ms = 0;       // when the item was claimed (local clock; 0: unknown)
+    int64_t done_ms = 0;          // when the handler finished (local clock; set on intake)
+    int64_t retry_delay_ms = -1;  // RETRY: when due again (<0: the usual backoff)
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
 inline constexpr int kRelease = -2;
@@ -64,7 +65,7 @@ class CompletionStore {
 };
 
 // True when a completion done at done_ms can no longer be confirmed: its lease (at most
-// lease_ms after the handler finished, as nothing renews it then) has run out.
+// lease_ms after the item was completed, as nothing renews it then) has run out.
 inline bool lease_surely_ended(const Completion &c, int64_t now_ms, int64_t lease_ms) {
     return c.done_ms > 0 && now_ms > c.done_ms + lease_ms;
 }

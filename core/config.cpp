@@ -9,7 +9,7 @@
 #include "core/duration.h"
 #include "core/time_limit.h"
 #include "core/queue.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {
@@ -250,6 +250,7 @@ const std::map<std::string, Option> &options() {
         {"track.enable", bool_opt(&Config::track_enable, "track.enable")},
         {"track.done_window", duration_opt(&Config::done_window_ms, 0, "track.done_window")},
         {"lease", duration_opt(&Config::lease_ms, 100, "lease")},
+        {"hold.timeout", duration_opt(&Config::hold_timeout_ms, 100, "hold.timeout")},
         {"retry.base", duration_opt(&Config::retry_base_ms, 1, "retry.base")},
         {"retry.max", duration_opt(&Config::retry_max_ms, 1, "retry.max")},
         {"max_attempts",
@@ -332,6 +333,13 @@ int Config::validate(std::string *err) const {
     if (retry_base_ms > retry_max_ms) {
         *err = "retry.base (" + std::to_string(retry_base_ms) + "ms) is above retry.max (" +
                std::to_string(retry_max_ms) + "ms): lower retry.base or raise retry.max";
+        return KW_ERR_BAD_VALUE;
+    }
+    if (hold_timeout_ms < lease_ms) {
+        *err = "hold.timeout (" + std::to_string(hold_timeout_ms) + "ms) is shorter than lease (" +
+               std::to_string(lease_ms) +
+               "ms): items would be taken back before their first lease ran out; raise "
+               "hold.timeout or lower lease";
         return KW_ERR_BAD_VALUE;
     }
     if (health_timeout_ms <= health_interval_ms) {

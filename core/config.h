@@ -1,4 +1,5 @@
-// Engine configuration: typed fields behind the C API's name/value strings.
+// Engine configuration: typed fields behind the C API's name/value strings. Every default
+// lives here, once; each component gets its slice through core/config_slices.h.
 // Not thread-safe: the engine copies it at creation and never changes its copy.
 #pragma once
 
@@ -6,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/url.h"
 
 namespace keywatch {
@@ -35,6 +37,7 @@ struct Config {
     std::vector<std::string> queues;  // task queues this engine serves
     bool track_enable = true;         // serve the key-tracking queue
     int64_t lease_ms = 30000;
+    int64_t hold_timeout_ms = 300000;  // leases renewed up to this long after the claim
     int64_t retry_base_ms = 1000;
     int64_t retry_max_ms = 300000;
     int64_t max_attempts = 5;
@@ -57,6 +60,8 @@ struct Config {
     // Checks combinations that single options cannot (e.g. reconnect.min <= max).
     int validate(std::string *err) const;
 
+    // redis.reconnect.min/max as the backoff every loop connection reconnects with.
+    Backoff reconnect_backoff() const { return {reconnect_min_ms, reconnect_max_ms}; }
     // The URL with the user/password overrides and the tls.* options applied.
     RedisUrl effective_url() const;
     // Every seed, with the overrides applied.

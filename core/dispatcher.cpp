@@ -71,25 +71,6 @@ size_t Dispatcher::queued() const {
     return count_;
 }
 
-std::vector<std::pair<std::string, std::string>> Dispatcher::queued_tracked() const {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto add = [&out](const std::vector<Event> &events, size_t from) {
-        for (size_t i = from; i < events.size(); i++)
-            if (events[i].tracked()) out.emplace_back(events[i].queue, events[i].key);
-    };
-    // Taken by a worker but not started yet, then still in the queue. A take's events
-    // change only under mu_; the worker counts starts without it (an item counted a
-    // moment late is renewed once more, which is harmless).
-    for (auto &t : takes_) add(t->events, t->started.load(std::memory_order_acquire));
-    bool front = true;
-    for (auto &b : batches_) {
-        add(b, front ? front_taken_ : 0);
-        front = false;
-    }
-    return out;
-}
-
 void Dispatcher::work(Take &take) {
     std::vector<Event> &mine = take.events;
     mine.reserve(kTakeBatch);
@@ -111,7 +92,6 @@ void Dispatcher::work(Take &take) {
             (count_ + static_cast<size_t>(nworkers_) - 1) / static_cast<size_t>(nworkers_);
         size_t n = std::min({kTakeBatch, share, front.size() - front_taken_});
         for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
-        take.started.store(0, std::memory_order_release);
         front_taken_ += n;
         count_ -= n;
         if (front_taken_ == front.size()) {
@@ -127,10 +107,7 @@ void Dispatcher::work(Take &take) {
         }
         busy_++;
         lock.unlock();
-        for (size_t i = 0; i < mine.size(); i++) {
-            take.started.store(i + 1, std::memory_order_release);
-            handle_(mine[i]);
-        }
+        for (auto &ev : mine) handle_(ev);
         lock.lock();
         mine.clear();
         busy_--;

@@ -5,7 +5,6 @@
 // wakes a sleeping worker only when some are left. Thread-safe as documented per method.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,18 +42,11 @@ class Dispatcher {
     bool stop(int64_t deadline_ms, std::vector<Event> *abandoned);
 
     size_t queued() const;
-    // The claimed items (tracked events) still queued, not yet taken by a worker, as
-    // (queue, id): their leases are renewed while they wait. Any thread. Reads the queue
-    // and key of events a worker has taken but not started, so a handler must not change
-    // those two fields of its event (nor of any other).
-    std::vector<std::pair<std::string, std::string>> queued_tracked() const;
 
   private:
-    // A worker's current take: the events it took from the queue, and how many of them
-    // it has started (the rest still wait, and their leases are renewed).
+    // A worker's current take: the events it took from the queue.
     struct Take {
-        std::vector<Event> events;  // changed by its worker only while holding mu_
-        std::atomic<size_t> started{0};
+        std::vector<Event> events;
     };
 
     void work(Take &take);

@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "core/config_slices.h"
+
 namespace keywatch {
 
 namespace {
@@ -28,42 +30,45 @@ Engine::Engine(Config config)
       dispatcher_(std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size),
                                                config_.workers,
                                                [this](Event &ev) { handle(ev); })) {
+    holds_ = std::make_shared<HoldHub>(static_cast<HoldOwner *>(this));
     flush_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_flush, this));
     completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
 }
 
 Engine::~Engine() {
     stop(config_.stop_timeout_ms);
+    holds_->close();
+    handlers_.clear();  // the handlers' release, after the workers stopped
     flush_ev_.reset();  // before the loop's event_base goes
     completion_ev_.reset();
 }
 
-int Engine::add_handler(const Filter &filter, kw_handler_fn fn, void *opaque) {
+int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
+    if (!handler) return KW_ERR_INVALID_ARG;
     if (started_) {
         set_error("handlers must be added before kw_engine_start");
         return KW_ERR_STATE;
     }
-    handlers_.push_back({filter, fn, opaque});
+    auto serial = handler->serial() ? std::make_unique<std::mutex>() : nullptr;
+    handlers_.push_back({filter, std::move(handler), std::move(serial)});
     return KW_OK;
 }
 
-int Engine::set_state_cb(kw_state_fn fn, void *opaque) {
+int Engine::set_state_sink(StateSink sink) {
     if (started_) {
         set_error("callbacks must be set before kw_engine_start");
         return KW_ERR_STATE;
     }
-    state_cb_ = fn;
-    state_opaque_ = opaque;
+    state_sink_ = std::move(sink);
     return KW_OK;
 }
 
-int Engine::set_log_cb(kw_log_fn fn, void *opaque) {
+int Engine::set_log_sink(LogSink sink) {
     if (started_) {
         set_error("callbacks must be set before kw_engine_start");
         return KW_ERR_STATE;
     }
-    log_cb_ = fn;
-    log_opaque_ = opaque;
+    log_sink_ = std::move(sink);
     return KW_OK;
 }
 
@@ -124,33 +129,14 @@ int Engine::start() {
         set_error(why);
         return rc;
     }
-    Subscriber::Options opts;
-    opts.connect_timeout_ms = config_.connect_timeout_ms;
-    opts.reconnect_min_ms = config_.reconnect_min_ms;
-    opts.reconnect_max_ms = config_.reconnect_max_ms;
-    opts.health_interval_ms = config_.health_interval_ms;
-    opts.health_timeout_ms = config_.health_timeout_ms;
-    opts.notify_enable = config_.notify_enable;
-
-    Sweeper::Options sweep;
+    // Settings from the validated config (config_slices.h); the wiring is added below.
+    Fanout::Options fo = fanout_options(config_, owner_);
+    Subscriber::Options &opts = fo.sub;
+    Sweeper::Options &sweep = fo.sweep;
     if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
         set_error(why);
         return rc;
     }
-    sweep.ns = config_.ns;
-    sweep.owner = owner_;
-    sweep.lease_ms = config_.lease_ms;
-    sweep.retry_base_ms = config_.retry_base_ms;
-    sweep.retry_max_ms = config_.retry_max_ms;
-    sweep.max_attempts = config_.max_attempts;
-    sweep.batch = config_.sweep_batch;
-    sweep.interval_ms = config_.sweep_interval_ms;
-    sweep.done_window_ms = config_.done_window_ms;
-    sweep.dedupe = config_.dedupe_enable;
-    sweep.dedupe_ttl_ms = config_.dedupe_ttl_ms;
-    sweep.connect_timeout_ms = config_.connect_timeout_ms;
-    sweep.reconnect_min_ms = config_.reconnect_min_ms;
-    sweep.reconnect_max_ms = config_.reconnect_max_ms;
     bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
     opts.events = subscribed_events();
     if (sweep.track_keys) {
@@ -166,9 +152,6 @@ int Engine::start() {
             "Redis events, tracked keys or a task queue");
         return KW_ERR_STATE;
     }
-    Fanout::Options fo;
-    fo.seed = config_.effective_url();
-    fo.refresh_ms = config_.cluster_refresh_ms;
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
                              &fo.seed, &fo.cluster, &fo.topology, &why,
                              /*wait_for_server=*/true);
@@ -186,12 +169,10 @@ int Engine::start() {
         opts.keyspace_patterns.push_back("__keyspace@0__:" + config_.ns + ":*:{*}:due");
         opts.extra_flags = "Kzg";
     }
-    sweep.scan_interval_ms = config_.scan_interval_ms;
     // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
     // without the commands, channels or keys keywatch needs.
     opts.select_db = !fo.cluster;
     opts.check_scripts = need_sweeper;
-    opts.ns = config_.ns;
     if (need_sweeper && !fo.cluster) {
         // In a cluster the queue keys live in every slot, each on its master: the check
         // then covers the commands only.
@@ -202,9 +183,7 @@ int Engine::start() {
             for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
                 opts.script_keys.push_back(k);
     }
-    fo.sub = opts;
     fo.sweepers = need_sweeper;
-    fo.sweep = sweep;
     fo.sweep_sink = static_cast<SweeperSink *>(this);
     fo.counters = &sweeper_counters_;
     queues_ = need_sweeper;
@@ -237,22 +216,13 @@ int Engine::start() {
         set_error(message);
         return status;
     }
-    if (queues_)
-        loop_->run_sync([this] {
-            fanout_->start_sweepers();
-            renew_timer_ = std::make_unique<Timer>(loop_->base(), [this] { renew(); });
-            renew_timer_->arm(renew_interval_ms());
-        });
+    if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
     running_ = true;
     return KW_OK;
 }
 
 void Engine::teardown() {
-    if (loop_ && fanout_)
-        loop_->run_sync([this] {
-            renew_timer_.reset();
-            fanout_->shutdown();
-        });
+    if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
         std::vector<Event> abandoned;
         dispatcher_->stop(0, &abandoned);
@@ -274,8 +244,13 @@ int Engine::stop(int64_t timeout_ms) {
         flush();
     });
     std::vector<Event> abandoned;
+    auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     bool finished = dispatcher_->stop(timeout_ms, &abandoned);
     counters_.abandoned += static_cast<int64_t>(abandoned.size());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_at - std::chrono::steady_clock::now());
+    size_t held = holds_->held();
+    bool holds_done = settle_holds(left.count());
     if (queues_) {
         // Claimed items nobody will handle now: due again at once, for another instance
         // (or the next start), instead of waiting for their leases to run out.
@@ -300,12 +275,16 @@ int Engine::stop(int64_t timeout_ms) {
             if (outstanding > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
     }
-    loop_->run_sync([this] {
-        renew_timer_.reset();
-        fanout_->shutdown();
-    });
+    loop_->run_sync([this] { fanout_->shutdown(); });
     loop_->stop();
     fanout_.reset();
+    if (!holds_done) {
+        set_error("stop: " + std::to_string(held) +
+                  " held event(s) were still not completed after " + std::to_string(timeout_ms) +
+                  "ms; their items were put back in their queues (items.released) and later "
+                  "completions return KW_ERR_STATE");
+        return KW_ERR_TIMEOUT;
+    }
     if (!finished) {
         set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
                   std::to_string(abandoned.size()) +
@@ -406,6 +385,7 @@ void Engine::deliver_untracked(std::vector<Event> &events) {
 void Engine::handle(Event &ev) {
     bool tracked = ev.tracked();
     if (tracked) {
+        ev.max_attempts = static_cast<int>(config_.max_attempts);
         // Lateness of first deliveries: retries are late on purpose.
         int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
         int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
@@ -413,60 +393,104 @@ void Engine::handle(Event &ev) {
         }
     }
     // Several handlers may match: the item is acked only if all ack; any REJECT sends it
-    // to the dead letters, else any RETRY retries it.
+    // to the dead letters, else any RETRY retries it (core/hold.h for held events).
     int combined = KW_RESULT_ACK;
     bool matched = false;
+    Delivery delivery(*holds_, ev);
     for (auto &h : handlers_) {
         if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
         matched = true;
-        int rc;
-        try {
-            rc = h.fn(&ev, h.opaque);
-        } catch (...) {
-            // A C++ handler may throw; nothing crosses back into the engine.
-            rc = KW_RESULT_RETRY;
-            if (ev.error.empty()) ev.error = "the handler threw an exception";
-        }
-        counters_.delivered.fetch_add(1, std::memory_order_relaxed);
-        if (rc != KW_RESULT_ACK) {
-            counters_.handler_errors.fetch_add(1, std::memory_order_relaxed);
-            if (rc == KW_RESULT_RETRY) {
-                counters_.handler_retries.fetch_add(1, std::memory_order_relaxed);
-                if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
-            } else {
-                combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
-            }
+        int rc = call(h, ev, delivery);
+        if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
+        count_result(rc);
+        if (rc == KW_RESULT_RETRY) {
+            if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
+        } else if (rc != KW_RESULT_ACK) {
+            combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
         }
     }
-    if (!tracked) return;
-    if (!matched) counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    if (tracked && !matched) counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    if (delivery.held()) {
+        delivery.finish(combined, std::move(ev.error));
+        return;
+    }
+    if (tracked)
+        push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
+                         ev.slot, ev.ts_ms});
+}
+
+int Engine::call(Slot &h, Event &ev, Delivery &delivery) {
+    int rc;
+    delivery.begin_call();
+    try {
+        std::unique_lock<std::mutex> one_at_a_time;
+        if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
+        rc = h.handler->handle(ev);
+    } catch (...) {
+        // A C++ handler may throw; nothing crosses back into the engine.
+        rc = KW_RESULT_RETRY;
+        if (ev.error.empty()) ev.error = "the handler threw an exception";
+    }
+    std::shared_ptr<Hold> held = delivery.end_call();
+    counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+    if (held) {
+        // Held, but returned a result: that result completes the Hold.
+        if (rc != KW_RESULT_PENDING)
+            held->complete(rc == KW_RESULT_ACK || rc == KW_RESULT_RETRY ? rc : KW_RESULT_REJECT,
+                           ev.error, -1);
+        return KW_RESULT_PENDING;
+    }
+    if (rc == KW_RESULT_PENDING) {
+        rc = KW_RESULT_RETRY;
+        ev.error = kPendingWithoutHold;
+    }
+    return rc;
+}
+
+void Engine::count_result(int rc) {
+    if (rc == KW_RESULT_ACK) return;
+    counters_.handler_errors.fetch_add(1, std::memory_order_relaxed);
+    if (rc == KW_RESULT_RETRY) counters_.handler_retries.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::hold_completed(int result) {
+    count_result(result);
+}
+
+void Engine::held_item_done(const Event &ev, int result, std::string error,
+                            int64_t retry_delay_ms) {
+    if (!ev.tracked()) return;
+    Completion c{ev.queue, ev.key, result, std::move(error), ev.slot, ev.ts_ms};
+    c.retry_delay_ms = retry_delay_ms;
+    push_completion(std::move(c));
+}
+
+void Engine::push_completion(Completion &&c) {
     bool wake;
     {
         std::lock_guard<std::mutex> lock(completion_mu_);
-        // queue and key are copied, not moved: Dispatcher::queued_tracked() may be reading
-        // them on the loop thread (it saw this event as not started a moment ago).
-        completions_.push_back(
-            {ev.queue, ev.key, combined, std::move(ev.error), ev.slot, ev.ts_ms});
+        completions_.push_back(std::move(c));
         wake = !completions_signalled_;  // one wake-up per drain
         completions_signalled_ = true;
     }
     if (wake) event_active(completion_ev_.get(), EV_READ, 0);
 }
 
+bool Engine::settle_holds(int64_t timeout_ms) {
+    bool done = holds_->wait_idle(timeout_ms);
+    // Still held: back to the queue for another engine; a later completion is refused.
+    std::vector<Completion> back;
+    for (auto &ev : holds_->close())
+        if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot, ev.ts_ms});
+    if (!back.empty()) {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        for (auto &c : back) completions_.push_back(std::move(c));
+    }
+    return done;
+}
+
 void Engine::on_completions(evutil_socket_t, short, void *arg) {
     static_cast<Engine *>(arg)->drain_completions();
-}
-
-int64_t Engine::renew_interval_ms() const {
-    return std::max<int64_t>(config_.lease_ms / 3, 1);
-}
-
-void Engine::renew() {
-    // Leases of claimed items still queued for a worker; a running handler has the rest of
-    // its lease.
-    renew_timer_->arm(renew_interval_ms());
-    auto waiting = dispatcher_->queued_tracked();
-    if (!waiting.empty()) fanout_->renew(std::move(waiting));
 }
 
 void Engine::drain_completions() {
@@ -486,7 +510,7 @@ void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     // A node's first READY is a connect; any later one a reconnect.
     if (state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second)
         reconnects_.fetch_add(1, std::memory_order_relaxed);
-    if (state_cb_) state_cb_(sub.endpoint().c_str(), state, detail.c_str(), state_opaque_);
+    if (state_sink_) state_sink_(sub.endpoint(), state, detail);
 }
 
 void Engine::on_started(Subscriber &, int status, const std::string &message) {
@@ -498,8 +522,8 @@ void Engine::on_started(Subscriber &, int status, const std::string &message) {
 }
 
 void Engine::log(kw_log_level level, const std::string &message) {
-    if (log_cb_) {
-        log_cb_(level, message.c_str(), log_opaque_);
+    if (log_sink_) {
+        log_sink_(level, message);
         return;
     }
     if (level >= KW_LOG_WARN)

@@ -1,11 +1,13 @@
 // Engine: the loop thread, the subscriber, the sweeper, the dispatcher and the handlers,
-// glued. The C API's kw_engine_t wraps one. Thread-safety: add_handler/set_*_cb/start/stop
-// are called by the owner, not concurrently with each other; stat()/stats_json()/
-// last_error() from any thread.
+// glued. The C API's kw_engine_t wraps one. Handlers are core/handler.h objects; a held
+// event (core/hold.h) completes through the engine's HoldHub. Thread-safety:
+// add_handler/set_*_sink/start/stop are called by the owner, not concurrently with each
+// other; stat()/stats_json()/last_error() from any thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,21 +20,31 @@
 #include "core/event_loop.h"
 #include "core/fanout.h"
 #include "core/filter.h"
+#include "core/handler.h"
+#include "core/hold.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 
 namespace keywatch {
 
-class Engine : private SubscriberSink, private SweeperSink {
+class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
   public:
     explicit Engine(Config config);
     ~Engine() override;
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
-    int add_handler(const Filter &filter, kw_handler_fn fn, void *opaque);
-    int set_state_cb(kw_state_fn fn, void *opaque);
-    int set_log_cb(kw_log_fn fn, void *opaque);
+    // Connection state changes (loop thread) and log lines (any engine thread).
+    using StateSink =
+        std::function<void(const std::string &node, kw_conn_state, const std::string &detail)>;
+    using LogSink = std::function<void(kw_log_level, const std::string &message)>;
+
+    // Only before start(). On failure (KW_ERR_STATE) the handler is destroyed at once.
+    int add_handler(const Filter &filter, HandlerPtr handler);
+    // Only before start(); an empty function removes (logs then go to stderr: warnings
+    // and errors).
+    int set_state_sink(StateSink sink);
+    int set_log_sink(LogSink sink);
 
     int start();
     int stop(int64_t timeout_ms);
@@ -44,10 +56,10 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::string last_error() const;
 
   private:
-    struct Handler {
+    struct Slot {
         Filter filter;
-        kw_handler_fn fn;
-        void *opaque;
+        HandlerPtr handler;
+        std::unique_ptr<std::mutex> serial;  // for a serial() handler: one call at a time
     };
     struct Counters {
         std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
@@ -68,11 +80,20 @@ class Engine : private SubscriberSink, private SweeperSink {
 
     int plan_queues(Sweeper::Options *opts, std::string *err) const;
     bool is_internal_key(const std::string &key) const;
-    void handle(Event &ev);    // worker thread
+    void handle(Event &ev);  // worker thread
+    // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
+    int call(Slot &slot, Event &ev, Delivery &delivery);
+    void count_result(int rc);  // handler.errors / handler.retries
+    // A tracked item's combined result goes to the sweepers. Any thread.
+    void push_completion(Completion &&c);
+    // HoldOwner (any thread)
+    void hold_completed(int result) override;
+    void held_item_done(const Event &ev, int result, std::string error,
+                        int64_t retry_delay_ms) override;
+    // stop(): waits for the holds until the deadline, then releases what is still held.
+    bool settle_holds(int64_t timeout_ms);
     void flush();              // loop thread: what on_event gathered -> sweeper / workers
     void drain_completions();  // loop thread
-    void renew();              // loop thread, every lease/3
-    int64_t renew_interval_ms() const;
     static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
@@ -81,11 +102,10 @@ class Engine : private SubscriberSink, private SweeperSink {
 
     Config config_;
     std::string owner_;  // this engine's name in claims: random per engine
-    std::vector<Handler> handlers_;
-    kw_state_fn state_cb_ = nullptr;
-    void *state_opaque_ = nullptr;
-    kw_log_fn log_cb_ = nullptr;
-    void *log_opaque_ = nullptr;
+    std::vector<Slot> handlers_;
+    StateSink state_sink_;
+    LogSink log_sink_;
+    std::shared_ptr<HoldHub> holds_;  // held events; closed by stop()
 
     bool running_ = false;
     bool started_ = false;              // start() was called: an engine starts once
@@ -96,8 +116,7 @@ class Engine : private SubscriberSink, private SweeperSink {
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Fanout> fanout_;
-    std::unique_ptr<Timer> renew_timer_;  // loop thread: lease renewals of queued items
-    bool queues_ = false;                 // the engine serves queues (has sweepers)
+    bool queues_ = false;  // the engine serves queues (has sweepers)
     EventPtr flush_ev_, completion_ev_;
     // Loop thread: events read and not yet passed on.
     std::vector<Event> pending_, live_claims_;

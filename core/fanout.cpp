@@ -217,15 +217,6 @@ void Fanout::route_parked() {
     if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
 
-void Fanout::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
-    auto parts = split(std::move(waiting), [this](const std::pair<std::string, std::string> &w) {
-        int slot = -1;
-        return route(w.second, &slot);
-    });
-    for (auto &kv : parts)
-        if (kv.first) kv.first->renew(std::move(kv.second));
-}
-
 void Fanout::on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) {
     auto it = nodes_by_endpoint_.find(sub.endpoint());
     if (it != nodes_by_endpoint_.end() && it->second.sweeper)

@@ -32,8 +32,8 @@ class Fanout : private SubscriberSink {
         Subscriber::Options sub;
         RedisUrl seed;  // standalone: the server; cluster: where to ask first
         bool cluster = false;
-        Topology topology;  // cluster: the masters known at start
-        int64_t refresh_ms = 5000;
+        Topology topology;      // cluster: the masters known at start
+        int64_t refresh_ms;     // cluster.refresh (from Config: fanout_options())
         bool sweepers = false;  // the engine serves queues
         Sweeper::Options sweep;
         SweeperSink *sweep_sink = nullptr;
@@ -58,7 +58,6 @@ class Fanout : private SubscriberSink {
     void forget(std::vector<std::string> &&keys);
     void untracked(std::vector<Event> &&events);
     void complete(std::vector<Completion> &&done);
-    void renew(std::vector<std::pair<std::string, std::string>> &&waiting);
 
     int64_t nodes() const { return nodes_.load(); }
     kw_conn_state worst_state() const { return worst_.load(); }

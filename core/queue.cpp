@@ -68,6 +68,11 @@ bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out) {
     else
         out->payload.clear();
     out->source = source->str[0];
+    const redisReply *error = f[5];
+    if (error->type == REDIS_REPLY_STRING)
+        out->last_error.assign(error->str, error->len);
+    else
+        out->last_error.clear();
     return true;
 }
 

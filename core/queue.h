@@ -46,11 +46,13 @@ struct ClaimedItem {
     int attempt = 1;
     bool has_payload = false;
     std::string payload;
-    char source = 'S';  // 'S' sweep, 'L' lease expired, 'N' live notification
+    char source = 'S';       // 'S' sweep, 'L' lease expired, 'N' live notification
+    std::string last_error;  // the previous attempt's error ("" if none)
 };
 
-// Claim scripts return their items flat: id, deadline, attempt, payload|nil, source, ...
-inline constexpr size_t kClaimedFields = 5;
+// Claim scripts return their items flat: id, deadline, attempt, payload|nil, source,
+// last error|nil, ...
+inline constexpr size_t kClaimedFields = 6;
 // Parses item i of such a flat array. False if the shape is wrong.
 bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out);
 

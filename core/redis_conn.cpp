@@ -13,8 +13,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/reply_error.h"
 #include "core/tls.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {

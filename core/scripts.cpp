@@ -64,8 +64,9 @@ namespace scripts {
 // kept from the first claim so the event id stays stable across redeliveries.
 // Claim ids (due at scores, Redis's score strings) for `owner` until now + lease: attempts
 // counted, the deadline kept from the first claim so the event id stays stable across
-// redeliveries. Appends id, deadline, attempt, payload|false, source to `out`, flat (a
-// table per item costs more than the rest of the claim).
+// redeliveries. Appends id, deadline, attempt, payload|false, source, last error|false to
+// `out`, flat (a table per item costs more than the rest of the claim). Only an item
+// claimed before (attempt > 1) can have a last error: those alone are looked up.
 #define KW_LUA_TAKE                                                                          \
     "local function take_all(ids, scores, source, is_keys, out)\n"                           \
     "  if #ids == 0 then return end\n"                                                       \
@@ -77,6 +78,7 @@ namespace scripts {
     "  local lease_end = tostring(now + lease)\n"                                            \
     "  local tail = ':' .. owner\n"                                                          \
     "  local k = #out\n"                                                                     \
+    "  local ef, ei = {}, {}\n"                                                              \
     "  for i, id in ipairs(ids) do\n"                                                        \
     "    local a, d = parse_meta(got[i])\n"                                                  \
     "    local meta\n"                                                                       \
@@ -95,7 +97,13 @@ namespace scripts {
     "    local p = got[n + i]\n"                                                             \
     "    if is_keys and p then p = unstamp(p, d) end\n"                                      \
     "    out[k + 1], out[k + 2], out[k + 3], out[k + 4], out[k + 5] = id, d, a, p, source\n" \
-    "    k = k + 5\n"                                                                        \
+    "    out[k + 6] = false\n"                                                               \
+    "    if a > 1 then ef[#ef + 1], ei[#ei + 1] = 'e:' .. id, k + 6 end\n"                   \
+    "    k = k + 6\n"                                                                        \
+    "  end\n"                                                                                \
+    "  if #ef > 0 then\n"                                                                    \
+    "    local errs = redis.call('HMGET', KEYS[3], unpack(ef))\n"                            \
+    "    for j = 1, #ef do out[ei[j]] = errs[j] end\n"                                       \
     "  end\n"                                                                                \
     "  redis.call('ZADD', KEYS[2], unpack(z))\n"                                             \
     "  h[2 * n + 1], h[2 * n + 2] = '~', SENTINEL\n"                                         \
@@ -217,7 +225,7 @@ if first[2] then
     relook = true
   end
 end
-local room = limit - #out / 5
+local room = limit - #out / 6
 local next_due = -1
 if room > 0 then
   -- The room lowest items and one more: what is due, and the next deadline after it.
@@ -271,7 +279,7 @@ if is_keys and ARGV[5] ~= '0' then
 end
 -- How many items are in flight (a caller that holds them all need not watch their
 -- leases): only what this call took, if nothing was in flight before.
-local inflight = #out / 5
+local inflight = #out / 6
 if first[2] then inflight = redis.call('ZCARD', KEYS[2]) end
 return {now, next_due, untracked, moved, out, next_lease, inflight}
 )lua",
@@ -423,13 +431,17 @@ if reject or a >= max_attempts then
   if is_keys then redis.call('ZADD', KEYS[5], now, id) end
   return 2
 end
-local delay = base
-for _ = 2, a do
-  delay = delay * 2
-  if delay >= cap then break end
+-- ARGV[10], when given and not negative: the delay the handler asked for (no backoff).
+local delay = tonumber(ARGV[10] or '-1')
+if not delay or delay < 0 then
+  delay = base
+  for _ = 2, a do
+    delay = delay * 2
+    if delay >= cap then break end
+  end
+  if delay > cap then delay = cap end
+  delay = math.floor(delay / 2 + delay / 2 * jitter)
 end
-if delay > cap then delay = cap end
-delay = math.floor(delay / 2 + delay / 2 * jitter)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[1], now + delay, id)
 -- The owner's name leaves the meta record: only a claim makes an item someone's.

@@ -50,6 +50,7 @@ extern const Script kForget;      // ARGV id...   (del events: untrack keys that
 extern const Script kAck;         // ARGV owner is_keys id...
 extern const Script kFail;        // ARGV owner is_keys id error reject max_attempts
                                   //      retry_base_ms retry_max_ms jitter(0..1)
+                                  //      [retry_delay_ms: <0 or absent = the backoff]
 extern const Script kRenew;       // ARGV owner lease_ms id...
 extern const Script kRelease;     // ARGV owner id...  (claimed, not handled: due again)
 extern const Script kReplay;      // ARGV entry_id('' = oldest first) limit

@@ -340,13 +340,8 @@ void Subscriber::lost(const RedisConn::Failure &f) {
         sink_->on_started(*this, status, f.message);
     }
     set_state(KW_CONN_BROKEN, f.message);
-    // Capped exponential backoff with jitter in [d/2, d], so a fleet of watchers does not
-    // reconnect in lockstep after a server restart.
-    int64_t d = opts_.reconnect_min_ms;
-    for (int i = 0; i < attempt_ && d < opts_.reconnect_max_ms; i++) d *= 2;
-    if (d > opts_.reconnect_max_ms) d = opts_.reconnect_max_ms;
-    attempt_++;
-    int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
+    // Jittered, so a fleet of watchers does not reconnect in lockstep after a restart.
+    int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
     sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
                f.message + "; reconnecting in " + std::to_string(delay) + "ms");
     retry_timer_.arm(delay);

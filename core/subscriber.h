@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/event.h"
 #include "core/event_loop.h"
 #include "core/redis_conn.h"
@@ -40,13 +41,15 @@ class SubscriberSink {
 
 class Subscriber {
   public:
+    // The settings (the fields without a default here) come from Config through
+    // subscriber_options() (core/config_slices.h); the others are wiring the engine and
+    // Fanout add.
     struct Options {
-        int64_t connect_timeout_ms = 5000;
-        int64_t reconnect_min_ms = 100;
-        int64_t reconnect_max_ms = 10000;
-        int64_t health_interval_ms = 1000;
-        int64_t health_timeout_ms = 5000;
-        bool notify_enable = false;
+        int64_t connect_timeout_ms;
+        Backoff reconnect;
+        int64_t health_interval_ms;
+        int64_t health_timeout_ms;
+        bool notify_enable;
         std::vector<std::string> events;  // event names to PSUBSCRIBE
         // Events name their node with this string, which must outlive every event (the
         // engine interns it); null: the subscriber's own endpoint string.

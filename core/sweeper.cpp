@@ -49,6 +49,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       prune_timer_(loop.base(), [this] { prune_done(); }),
       ack_timer_(loop.base(), [this] { send_completions(); }),
+      renew_timer_(loop.base(), [this] { renew_leases(); }),
       rng_(std::random_device{}()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
     if (opts_.track_keys) served_.insert(kKeysQueue);
@@ -99,6 +100,7 @@ void Sweeper::start() {
     started_ = true;
     down_ = false;
     claiming_ = true;
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
     connect();
 }
 
@@ -119,6 +121,7 @@ void Sweeper::shutdown() {
                                     "items will be delivered again after their lease");
     retry_timer_.cancel();
     ack_timer_.cancel();
+    renew_timer_.cancel();
     conn_.close();
     outstanding_ = 0;
     *opts_.claims_in_flight -= claims_out_;
@@ -171,11 +174,7 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
         q.deferred.clear();
     }
     if (down_) return;
-    int64_t d = opts_.reconnect_min_ms;
-    for (int i = 0; i < attempt_ && d < opts_.reconnect_max_ms; i++) d *= 2;
-    d = std::min(d, opts_.reconnect_max_ms);
-    attempt_++;
-    int64_t delay = d / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(d / 2 + 1));
+    int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
     sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
                "queue connection: " + f.message + "; reconnecting in " + std::to_string(delay) +
                    "ms (tracked items wait safely in Redis)");
@@ -216,7 +215,7 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
         // Migrating in: this master serves the slot once the migration's last step
         // (SETSLOT NODE) is done, whatever order its keys came in. Look again soon.
         if (q.arrival_retry_ms == 0 && opts_.on_moved) opts_.on_moved();
-        q.arrival_retry_ms = std::clamp<int64_t>(q.arrival_retry_ms * 2, 20, 1000);
+        q.arrival_retry_ms = Backoff{20, 1000}.after(q.arrival_retry_ms);
         q.timer->arm(q.arrival_retry_ms);
         return true;
     }
@@ -260,8 +259,8 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
 
 void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     int64_t now = wall_ms();
-    q.claim_retry_ms = std::clamp<int64_t>(q.claim_retry_ms * 2, opts_.interval_ms,
-                                           std::max(opts_.interval_ms, opts_.reconnect_max_ms));
+    const Backoff claims{opts_.interval_ms, std::max(opts_.interval_ms, opts_.reconnect.max_ms)};
+    q.claim_retry_ms = claims.after(q.claim_retry_ms);
     q.timer->arm(q.claim_retry_ms);
     if (claims_failing_since_ms_ == 0) claims_failing_since_ms_ = now;
     if (now - claim_warned_ms_ < kClaimWarningMs) return;
@@ -479,6 +478,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     ev.slot = q.slot;
     ev.has_value = item.has_payload;
     if (item.has_payload) ev.value = item.payload;
+    ev.last_error = item.last_error;
     ev.deadline_ms = item.deadline_ms;
     ev.attempt = item.attempt;
     ev.ts_ms = live ? live->ts_ms : wall_ms();
@@ -507,7 +507,9 @@ Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
         remembered_--;
     }
     m->second = live ? kNotified : kClaimed;
-    return make_event(q, item, live);
+    Event ev = make_event(q, item, live);
+    q.claimed_at[item.id] = ev.ts_ms;
+    return ev;
 }
 
 void Sweeper::keep_for_later(Event &&ev) {
@@ -733,6 +735,7 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         oldest_claim_ms_ = now;
     }
     for (auto &c : done) {
+        if (c.done_ms == 0 && late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
             c.done_ms = now;
             note_completed(c, now);  // once, on intake (a rerouted one was noted before)
@@ -753,6 +756,7 @@ void Sweeper::note_completed(const Completion &c, int64_t now) {
     auto m = q.mine.find(c.id);
     if (m == q.mine.end() || m->second >= 0) return;
     q.holding--;
+    q.claimed_at.erase(c.id);
     if (q.is_keys && handled && m->second == kClaimed) {
         m->second = now;
         if (remembered_++ == 0) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
@@ -811,7 +815,8 @@ void Sweeper::send_fail(Queue &q, Completion &&c) {
         std::to_string(opts_.max_attempts),
         std::to_string(opts_.retry_base_ms),
         std::to_string(opts_.retry_max_ms),
-        std::to_string(jitter(rng_))};
+        std::to_string(jitter(rng_)),
+        std::to_string(c.retry_delay_ms)};
     std::vector<Completion> batch;
     batch.push_back(std::move(c));
     send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this](redisReply *r) {
@@ -885,32 +890,13 @@ void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> arg
 
 void Sweeper::completions_wait(const std::string &why) {
     int64_t previous = completion_backoff_ms_;
-    completion_backoff_ms_ =
-        previous == 0 ? opts_.reconnect_min_ms : std::min(previous * 2, opts_.reconnect_max_ms);
+    completion_backoff_ms_ = opts_.reconnect.after(previous);
     if (completion_backoff_ms_ != previous)
         sink_->log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
                                     "; sending them again in " +
                                     std::to_string(completion_backoff_ms_) +
                                     "ms (the items stay leased to us)");
     ack_timer_.arm(completion_backoff_ms_);
-}
-
-void Sweeper::renew(std::vector<std::pair<std::string, std::string>> &&waiting) {
-    if (conn_.state() != RedisConn::State::Ready) return;
-    std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &w : waiting) {
-        Queue *q = queue_of(w.first, w.second);
-        if (!q) continue;
-        auto m = q->mine.find(w.second);
-        if (m != q->mine.end() && m->second < 0) by_queue[q].push_back(std::move(w.second));
-    }
-    for (auto &kv : by_queue) {
-        for_chunks(kv.second, [&](auto begin, auto end) {
-            std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
-            argv.insert(argv.end(), begin, end);
-            eval(scripts::kRenew, *kv.first, std::move(argv), [](redisReply *) {});
-        });
-    }
 }
 
 void Sweeper::prune_done() {

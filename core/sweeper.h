@@ -6,8 +6,9 @@
 //  - claims the live `expired`/`evicted` events of tracked keys (claim_live), so exactly
 //    one instance gets each, and passes the rest on as untracked events;
 //  - forgets tracked keys deleted outside keywatch (`del` events);
-//  - acks, retries or dead-letters what handlers finished, and renews the leases of
-//    claimed items still waiting for a worker;
+//  - acks, retries or dead-letters what handlers finished, and renews the leases of the
+//    items this engine holds (claimed, not completed: queued, running or held) every
+//    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
 // Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
 // whatever the number of items not yet due.
@@ -34,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/completion_store.h"
 #include "core/event.h"
 #include "core/event_loop.h"
@@ -61,19 +63,24 @@ class SweeperSink {
 
 class Sweeper {
   public:
+    // The settings (the fields without a default here) come from Config through
+    // sweeper_options() (core/config_slices.h); the others are wiring the engine and Fanout
+    // add.
     struct Options {
-        std::string ns = "kw", tag = kStandaloneTag, owner;
+        std::string ns, tag = kStandaloneTag, owner;
         bool track_keys = true;
         std::vector<std::string> task_queues;
-        int64_t lease_ms = 30000, retry_base_ms = 1000, retry_max_ms = 300000;
-        int64_t max_attempts = 5, batch = 500, interval_ms = 100, done_window_ms = 10000;
-        bool dedupe = false;
-        int64_t dedupe_ttl_ms = 60000;
-        int64_t connect_timeout_ms = 5000, reconnect_min_ms = 100, reconnect_max_ms = 10000;
+        int64_t lease_ms, retry_base_ms, retry_max_ms;
+        int64_t hold_timeout_ms;  // hold.timeout: lease renewals end this long after the claim
+        int64_t max_attempts, batch, interval_ms, done_window_ms;
+        bool dedupe;
+        int64_t dedupe_ttl_ms;
+        int64_t connect_timeout_ms;
+        Backoff reconnect;
         const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
         bool cluster = false;
-        int64_t scan_interval_ms = 30000;  // cluster: full SCAN for queue keys
-        std::function<void()> on_moved;    // cluster: a slot is served elsewhere now
+        int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
+        std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
         // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
         // be routed to the slot's new master while their lease lasts. Null: retried here.
         std::function<void(std::vector<Completion> &&)> on_redirect;
@@ -108,10 +115,6 @@ class Sweeper {
     // Cluster: a keyspace notification on a due key of this node (new items, a slot
     // migrated in): sweep that slot queue soon.
     void touched(const std::string &due_key, const std::string &event);
-    // Extends the leases of claimed items (queue, id) still waiting for a worker. Items
-    // handed to a worker are not renewed: the lease bounds how long a handler may take
-    // before another instance redelivers the item.
-    void renew(std::vector<std::pair<std::string, std::string>> &&waiting);
 
   private:
     // Cluster: where a slot queue is served, as far as this sweeper knows.
@@ -139,6 +142,9 @@ class Sweeper {
         // a late notification is recognised without asking Redis.
         std::unordered_map<std::string, int64_t> mine;
         size_t holding = 0;  // entries of `mine` that are claimed
+        // The claimed entries of `mine`: when claimed (their Event::ts_ms), for hold.timeout;
+        // and items released at hold.timeout whose completion has not come (id -> claim).
+        std::unordered_map<std::string, int64_t> claimed_at, timed_out;
         bool dirty = false;  // cluster: touched since the last sweep
         Where where = Where::Here;
         int64_t arriving_since_ms = 0;  // Where::Arriving: when its keys began to arrive
@@ -199,6 +205,12 @@ class Sweeper {
     void on_lost(const RedisConn::Failure &f);
     // Forgets handled keys older than track.done_window.
     void prune_done();
+    // Lease renewal (sweeper_leases.cpp): every lease/3, renews what this engine holds,
+    // releases what it held past hold.timeout.
+    void renew_leases();
+    void renew_queue(Queue &q, std::vector<std::string> &&ids);
+    // A completion for a claim released at hold.timeout: counted late, not written.
+    bool late_after_hold_timeout(const Completion &c);
 
     EventLoop &loop_;
     Options opts_;
@@ -210,7 +222,7 @@ class Sweeper {
     // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
     std::vector<Queue *> keys_by_slot_;
     std::set<std::string> served_;  // names of the queues served
-    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_;
+    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;

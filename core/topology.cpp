@@ -8,10 +8,11 @@
 #include <memory>
 #include <thread>
 
+#include "core/backoff.h"
 #include "core/blocking_redis.h"
 #include "core/reply_error.h"
 #include "core/url.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {
@@ -319,7 +320,7 @@ int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const st
     using Clock = std::chrono::steady_clock;
     const auto deadline =
         Clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1));
-    int64_t pause_ms = 50;
+    const Backoff pause{50, 1000};
     for (int round = 0;; round++) {
         int rc = KW_ERR_CONNECT;
         bool only_unreachable = true;  // every seed refused the connection (or was unreachable)
@@ -354,8 +355,7 @@ int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const st
         }
         // Nothing listens yet (a server or cluster still starting): try again with capped
         // backoff until redis.connect_timeout runs out.
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left)));
-        pause_ms = std::min<int64_t>(pause_ms * 2, 1000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause.delay(round), left)));
     }
 }
 

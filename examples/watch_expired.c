@@ -21,8 +21,9 @@ static void on_signal(int sig) {
 }
 
 /* Runs on a worker thread, once per matching event. The event is valid only during the
- * call: copy what you need. Keys are bytes (they may hold NUL): use the length. */
-static int on_expired(const kw_event_t *ev, void *opaque) {
+ * call: copy what you need, or hold it (kw_event_hold) and complete it later from any
+ * thread (kw_event_complete). Keys are bytes (they may hold NUL): use the length. */
+static int on_expired(kw_event_t *ev, void *opaque) {
     size_t len = 0;
     const char *key = kw_event_key(ev, &len);
     (void)opaque;
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "watch_expired: %s\n", err);
         goto done;
     }
-    if (kw_engine_add_handler(engine, filter, on_expired, NULL) != KW_OK ||
+    if (kw_engine_add_handler(engine, filter, on_expired, NULL, NULL) != KW_OK ||
         kw_engine_start(engine) != KW_OK) {
         fprintf(stderr, "watch_expired: %s\n", kw_engine_last_error(engine));
         goto done;

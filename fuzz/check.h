@@ -1,6 +1,6 @@
 // The one assertion of the fuzz targets: a property that failed prints what was expected
 // and the input's size, then aborts, so libFuzzer saves the input as a crash. Header-only;
-// used by one fuzz target per process (no shared state).
+// used by one fuzz target per process. No shared state: thread-safe.
 #pragma once
 
 #include <cstdio>

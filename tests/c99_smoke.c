@@ -22,7 +22,7 @@ struct seen {
     int count;
 };
 
-static int on_expired(const kw_event_t *ev, void *opaque) {
+static int on_expired(kw_event_t *ev, void *opaque) {
     struct seen *s = (struct seen *)opaque;
     size_t len = 0;
     const void *key = kw_event_key(ev, &len);
@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     if ((rc = kw_engine_new(conf, &engine, err, sizeof err)) != KW_OK)
         return fail("kw_engine_new", rc, err);
     kw_conf_free(conf);
-    if ((rc = kw_engine_add_handler(engine, filter, on_expired, &seen)) != KW_OK) {
+    if ((rc = kw_engine_add_handler(engine, filter, on_expired, &seen, NULL)) != KW_OK) {
         rc = fail("kw_engine_add_handler", rc, kw_engine_last_error(engine));
         kw_filter_free(filter);
         kw_engine_free(engine);

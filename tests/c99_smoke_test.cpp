@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 
 namespace {
 

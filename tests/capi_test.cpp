@@ -317,7 +317,7 @@ class CApiEngineTest : public ::testing::Test {
         kw_engine_free(engine_);
         kw_conf_free(conf_);
     }
-    static int noop(const kw_event_t *, void *) { return KW_RESULT_ACK; }
+    static int noop(kw_event_t *, void *) { return KW_RESULT_ACK; }
 
     kw_conf_t *conf_ = nullptr;
     kw_engine_t *engine_ = nullptr;
@@ -359,17 +359,18 @@ TEST_F(CApiEngineTest, LastErrorIsEmptyButNeverNullBeforeAnyError) {
 }
 
 TEST_F(CApiEngineTest, AddHandlerWithNullFunctionIsInvalid) {
-    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, nullptr, nullptr), KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_engine_add_handler(nullptr, nullptr, &noop, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, nullptr, nullptr, nullptr),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_engine_add_handler(nullptr, nullptr, &noop, nullptr, nullptr), KW_ERR_INVALID_ARG);
 }
 
 TEST_F(CApiEngineTest, AddHandlerCopiesTheFilter) {
     kw_filter_t *f = kw_filter_new();
     ASSERT_NE(f, nullptr);
     ASSERT_EQ(kw_filter_set(f, "events", "del", nullptr, 0), KW_OK);
-    EXPECT_EQ(kw_engine_add_handler(engine_, f, &noop, nullptr), KW_OK);
+    EXPECT_EQ(kw_engine_add_handler(engine_, f, &noop, nullptr, nullptr), KW_OK);
     kw_filter_free(f);  // the engine must not use it after this
-    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, &noop, nullptr), KW_OK);
+    EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, &noop, nullptr, nullptr), KW_OK);
 }
 
 TEST_F(CApiEngineTest, StopBeforeStartIsHarmlessAndIdempotent) {

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "core/client.h"
-#include "core/redis_cluster.h"
 #include "core/slots.h"
 #include "redis_fixture.h"
+#include "tests/support/redis_cluster.h"
 #include "worker_process.h"
 
 namespace kwtest {

@@ -128,7 +128,8 @@ TEST_F(Delivery, DeliversOtherEventNamesWhenAsked) {
 
 TEST_F(Delivery, NullFilterDeliversOnlyExpiredEvents) {
     engine_ = std::make_unique<Engine>(redis().url());
-    ASSERT_EQ(kw_engine_add_handler(engine_->get(), nullptr, &EventSink::handler, &sink_), KW_OK);
+    ASSERT_EQ(kw_engine_add_handler(engine_->get(), nullptr, &EventSink::handler, &sink_, nullptr),
+              KW_OK);
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     writer_ = client();
     ASSERT_EQ(writer_->command({"SET", "plain", "v"}), "OK");

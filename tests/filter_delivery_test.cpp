@@ -71,7 +71,7 @@ TEST_F(FilterDelivery, BinaryPrefixFilterMatchesNulBytes) {
     ASSERT_EQ(kw_filter_set_bytes(f, "prefix", prefix.data(), prefix.size(), err, sizeof err),
               KW_OK)
         << err;
-    int rc = kw_engine_add_handler(engine.get(), f, &EventSink::handler, &sink);
+    int rc = kw_engine_add_handler(engine.get(), f, &EventSink::handler, &sink, nullptr);
     kw_filter_free(f);
     ASSERT_EQ(rc, KW_OK);
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();

@@ -240,7 +240,7 @@ TEST_F(Lifecycle, RegistrationAfterStartIsRefusedWithStateError) {
     Engine engine(redis().url());
     engine.add(&sink, {{"events", "set"}});
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
-    EXPECT_EQ(kw_engine_add_handler(engine.get(), nullptr, &EventSink::handler, &sink),
+    EXPECT_EQ(kw_engine_add_handler(engine.get(), nullptr, &EventSink::handler, &sink, nullptr),
               KW_ERR_STATE);
     EXPECT_FALSE(engine.last_error().empty());
     // The loop thread reads the callbacks: changing them now would race with it.

@@ -172,7 +172,7 @@ TEST_F(QueueTest, SnapshotValueAndBinaryKeyArriveByteExact) {
         std::mutex *mu;
         std::string *key, *value;
     } ctx{&mu, &got_key, &got_value};
-    auto handler = [](const kw_event_t *ev, void *opaque) {
+    auto handler = [](kw_event_t *ev, void *opaque) {
         auto *c = static_cast<Ctx *>(opaque);
         size_t kl = 0, vl = 0;
         const char *k = static_cast<const char *>(kw_event_key(ev, &kl));
@@ -184,7 +184,7 @@ TEST_F(QueueTest, SnapshotValueAndBinaryKeyArriveByteExact) {
     };
     Engine e(redis().url());
     e.set("sweep.interval", "50ms");
-    ASSERT_EQ(kw_engine_add_handler(e.get(), nullptr, handler, &ctx), KW_OK);
+    ASSERT_EQ(kw_engine_add_handler(e.get(), nullptr, handler, &ctx, nullptr), KW_OK);
     ASSERT_EQ(e.start(), KW_OK) << e.last_error();
     Client c(redis().url());
     std::string key("bin\0ary\nkey\xff:", 13), value("\x00\x01\xfe\xff value", 10);

@@ -24,7 +24,7 @@ std::mutex out_mu;
 int sleep_ms = 0;
 volatile sig_atomic_t stop_requested = 0;
 
-int handle(const kw_event_t *ev, void *) {
+int handle(kw_event_t *ev, void *) {
     if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     size_t len = 0;
     const auto *key = static_cast<const unsigned char *>(kw_event_key(ev, &len));
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     }
     kw_filter_t *f = kw_filter_new();
     kw_filter_set(f, "events", queues.empty() ? "expired" : "expired,task", err, sizeof err);
-    kw_engine_add_handler(e, f, handle, nullptr);
+    kw_engine_add_handler(e, f, handle, nullptr, nullptr);
     kw_filter_free(f);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);

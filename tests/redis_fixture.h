@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 #include "keywatch.h"
 
 namespace kwtest {
@@ -186,7 +186,7 @@ class EventSink {
     std::function<void(const Event &)> hook;
     std::function<int(const Event &)> decide;
 
-    static int handler(const kw_event_t *ev, void *opaque) {
+    static int handler(kw_event_t *ev, void *opaque) {
         auto *self = static_cast<EventSink *>(opaque);
         Event e;
         const char *name = kw_event_name(ev);
@@ -425,7 +425,7 @@ class Engine {
             EXPECT_EQ(rc, KW_OK) << "kw_filter_set(" << nv.first << ", " << nv.second
                                  << "): " << err;
         }
-        int rc = kw_engine_add_handler(get(), f, &EventSink::handler, sink);
+        int rc = kw_engine_add_handler(get(), f, &EventSink::handler, sink, nullptr);
         kw_filter_free(f);
         ASSERT_EQ(rc, KW_OK) << kw_err_name(rc) << ": " << kw_engine_last_error(get());
     }

@@ -3,6 +3,7 @@
 // paths end to end; these pin the rules the sweeper relies on.
 #include <hiredis/hiredis.h>
 
+#include <map>
 #include <memory>
 
 #include "core/queue.h"
@@ -157,6 +158,38 @@ TEST_F(ScriptTest, ALeaseThatRanOutIsTakenByTheNextClaimerWithTheAttemptCounted)
     EXPECT_EQ(c.inflight, 1);
     EXPECT_EQ(ack(tasks_, "A", {"a"}), 0) << "A no longer holds a";
     EXPECT_EQ(ack(tasks_, "B", {"a"}), 1);
+}
+
+TEST_F(ScriptTest, AFailWithADelayIsDueThenAndTheNextClaimCarriesTheLastError) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "r", std::to_string(now - 5), "s"});
+    ASSERT_EQ(claim(tasks_, "A", 10).items.size(), 2u);
+    // r asks for its own delay; s (no tenth argument: data and callers of before) backs off.
+    Reply f = eval(scripts::kFail, tasks_,
+                   {"A", "0", "r", "boom", "0", "5", "50", "50", "0", "250000"});
+    ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(f->integer, 1);
+    int64_t due = std::stoll(c_->command({"ZSCORE", tasks_.due, "r"}));
+    EXPECT_GE(due, now + 250000) << "the delay asked for, not retry.base/max (50ms)";
+    EXPECT_LE(due, redis_now() + 250000);
+    f = eval(scripts::kFail, tasks_, {"A", "0", "s", "", "0", "5", "50", "50", "0"});
+    ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
+    EXPECT_LE(std::stoll(c_->command({"ZSCORE", tasks_.due, "s"})), redis_now() + 50);
+    c_->command({"ZADD", tasks_.due, "XX", std::to_string(now - 10), "r"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    Reply r = eval(scripts::kClaimDue, tasks_, {"10", "30000", "B", "0", "0"});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 7);
+    ASSERT_EQ(r->element[4]->elements, 2 * keywatch::kClaimedFields);
+    std::map<std::string, keywatch::ClaimedItem> items;
+    for (size_t i = 0; i < 2; i++) {
+        keywatch::ClaimedItem item;
+        ASSERT_TRUE(keywatch::parse_claimed(r->element[4], i, &item));
+        items[item.id] = item;
+    }
+    EXPECT_EQ(items["r"].attempt, 2);
+    EXPECT_EQ(items["r"].last_error, "boom");
+    EXPECT_EQ(items["s"].attempt, 2);
+    EXPECT_EQ(items["s"].last_error, "") << "an empty error reads as none";
 }
 
 TEST_F(ScriptTest, AnAckCountsOnlyItemsItsOwnerStillHolds) {

@@ -22,9 +22,9 @@
 
 #include "cli/tests/cli_process.h"
 #include "cli/time_text.h"
-#include "core/redis_cluster.h"
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 #include "keywatch.h"
+#include "tests/support/redis_cluster.h"
 
 #ifndef KW_CLI_PATH
 #error "KW_CLI_PATH must name the keywatch binary"
@@ -659,11 +659,11 @@ void reject_tasks(const std::string &url, int64_t n) {
     ASSERT_EQ(kw_filter_set(filter, "events", "task", err, sizeof err), KW_OK) << err;
     ASSERT_EQ(kw_filter_set(filter, "queue", "jobs", err, sizeof err), KW_OK) << err;
     ASSERT_EQ(kw_engine_new(conf, &engine, err, sizeof err), KW_OK) << err;
-    auto reject = [](const kw_event_t *ev, void *) {
+    auto reject = [](kw_event_t *ev, void *) {
         kw_event_set_error(ev, "rejected by the test");
         return static_cast<int>(KW_RESULT_REJECT);
     };
-    ASSERT_EQ(kw_engine_add_handler(engine, filter, reject, nullptr), KW_OK);
+    ASSERT_EQ(kw_engine_add_handler(engine, filter, reject, nullptr, nullptr), KW_OK);
     ASSERT_EQ(kw_engine_start(engine), KW_OK) << kw_engine_last_error(engine);
     int64_t dead = 0;
     const auto deadline = std::chrono::steady_clock::now() + 15s;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 
 namespace keywatch {
 

@@ -1,4 +1,4 @@
-#include "core/redis_process.h"
+#include "embedded/redis_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

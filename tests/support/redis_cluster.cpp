@@ -1,4 +1,4 @@
-#include "core/redis_cluster.h"
+#include "tests/support/redis_cluster.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,0 +1,133 @@
+// Configuration once: every setting a component uses reaches it from Config (set here to
+// values that are no default), and the one backoff rule every retry uses.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "core/backoff.h"
+#include "core/config.h"
+#include "core/config_slices.h"
+
+namespace keywatch {
+namespace {
+
+Config odd_config() {
+    Config c;
+    std::string err;
+    for (auto [name, value] :
+         {std::pair<const char *, const char *>{"redis.url", "redis://h:7001/0"},
+          {"redis.connect_timeout", "1234ms"},
+          {"notify.enable", "true"},
+          {"reconnect.min", "7ms"},
+          {"reconnect.max", "777ms"},
+          {"health.interval", "321ms"},
+          {"health.timeout", "4321ms"},
+          {"cluster.refresh", "2345ms"},
+          {"namespace", "ns1"},
+          {"lease", "3456ms"},
+          {"hold.timeout", "654321ms"},
+          {"retry.base", "11ms"},
+          {"retry.max", "1111ms"},
+          {"max_attempts", "9"},
+          {"sweep.batch", "123"},
+          {"sweep.interval", "45ms"},
+          {"sweep.scan_interval", "56s"},
+          {"track.done_window", "6789ms"},
+          {"dedupe.enable", "true"},
+          {"dedupe.ttl", "9876ms"}})
+        EXPECT_EQ(c.set(name, value, &err), 0) << name << ": " << err;
+    EXPECT_EQ(c.validate(&err), 0) << err;
+    return c;
+}
+
+TEST(ConfigSlices, SubscriberGetsEverySettingFromConfig) {
+    Subscriber::Options o = subscriber_options(odd_config());
+    EXPECT_EQ(o.connect_timeout_ms, 1234);
+    EXPECT_EQ(o.reconnect.min_ms, 7);
+    EXPECT_EQ(o.reconnect.max_ms, 777);
+    EXPECT_EQ(o.health_interval_ms, 321);
+    EXPECT_EQ(o.health_timeout_ms, 4321);
+    EXPECT_TRUE(o.notify_enable);
+    EXPECT_EQ(o.ns, "ns1");
+}
+
+TEST(ConfigSlices, SweeperGetsEverySettingFromConfig) {
+    Sweeper::Options o = sweeper_options(odd_config(), "me");
+    EXPECT_EQ(o.ns, "ns1");
+    EXPECT_EQ(o.owner, "me");
+    EXPECT_EQ(o.lease_ms, 3456);
+    EXPECT_EQ(o.hold_timeout_ms, 654321);
+    EXPECT_EQ(o.retry_base_ms, 11);
+    EXPECT_EQ(o.retry_max_ms, 1111);
+    EXPECT_EQ(o.max_attempts, 9);
+    EXPECT_EQ(o.batch, 123);
+    EXPECT_EQ(o.interval_ms, 45);
+    EXPECT_EQ(o.done_window_ms, 6789);
+    EXPECT_TRUE(o.dedupe);
+    EXPECT_EQ(o.dedupe_ttl_ms, 9876);
+    EXPECT_EQ(o.connect_timeout_ms, 1234);
+    EXPECT_EQ(o.reconnect.min_ms, 7);
+    EXPECT_EQ(o.reconnect.max_ms, 777);
+    EXPECT_EQ(o.scan_interval_ms, 56000);
+}
+
+TEST(ConfigSlices, FanoutGetsItsSettingsAndBothSlices) {
+    Fanout::Options o = fanout_options(odd_config(), "me");
+    EXPECT_EQ(o.refresh_ms, 2345);
+    EXPECT_EQ(o.seed.host, "h");
+    EXPECT_EQ(o.seed.port, 7001);
+    EXPECT_EQ(o.sub.health_timeout_ms, 4321);
+    EXPECT_EQ(o.sweep.lease_ms, 3456);
+}
+
+TEST(ConfigSlices, DefaultsAreConfigsOwn) {
+    Config c;
+    Fanout::Options o = fanout_options(c, "me");
+    EXPECT_EQ(o.sub.connect_timeout_ms, c.connect_timeout_ms);
+    EXPECT_EQ(o.sub.reconnect.min_ms, c.reconnect_min_ms);
+    EXPECT_EQ(o.sub.reconnect.max_ms, c.reconnect_max_ms);
+    EXPECT_EQ(o.sweep.lease_ms, c.lease_ms);
+    EXPECT_EQ(o.sweep.batch, c.sweep_batch);
+    EXPECT_EQ(o.refresh_ms, c.cluster_refresh_ms);
+}
+
+TEST(Backoff, DoublesFromMinUpToMax) {
+    Backoff b{100, 1000};
+    EXPECT_EQ(b.delay(0), 100);
+    EXPECT_EQ(b.delay(1), 200);
+    EXPECT_EQ(b.delay(2), 400);
+    EXPECT_EQ(b.delay(3), 800);
+    EXPECT_EQ(b.delay(4), 1000);
+    EXPECT_EQ(b.delay(1000000), 1000);  // no overflow however long it fails
+    EXPECT_EQ(b.after(0), 100);
+    EXPECT_EQ(b.after(100), 200);
+    EXPECT_EQ(b.after(800), 1000);
+    EXPECT_EQ(b.after(1000), 1000);
+}
+
+TEST(Backoff, JitterStaysWithinHalfToFullDelay) {
+    Backoff b{100, 10000};
+    for (int step = 0; step < 10; step++) {
+        int64_t d = b.delay(step);
+        EXPECT_EQ(b.jittered(step, 0), d / 2);
+        EXPECT_EQ(b.jittered(step, static_cast<uint64_t>(d / 2)), d);
+        for (uint64_t r : {uint64_t{1}, uint64_t{12345}, UINT64_MAX}) {
+            int64_t j = b.jittered(step, r);
+            EXPECT_GE(j, d / 2);
+            EXPECT_LE(j, d);
+        }
+    }
+}
+
+TEST(Backoff, NeverExceedsItsMaximum) {
+    // A minimum above the maximum (Config::validate refuses it) still waits no longer.
+    Backoff b{500, 100};
+    EXPECT_EQ(b.delay(0), 100);
+    EXPECT_EQ(b.after(0), 100);
+    EXPECT_LE(b.jittered(0, UINT64_MAX), 100);
+}
+
+}  // namespace
+}  // namespace keywatch
