@@ -550,7 +550,8 @@ struct Engine {
     }
     void print_stats() {
         if (!env().verbose) return;
-        char *json = kw_engine_stats_json(e);
+        char *json = nullptr;
+        kw_engine_stats_json(e, &json);
         if (json) printf("      engine stats: %s\n", json);
         kw_free(json);
     }
@@ -628,13 +629,13 @@ inline double track_parallel(const std::string &url, const std::string &ns, int 
                     c.check(kw_client_pipeline_begin(c.c), "kw_client_pipeline_begin");
                     for (int b = 0; b < batch && i < n; b++, i += uint64_t(threads)) {
                         size_t len = key(i, buf);
-                        c.check(kw_track(c.c, buf, len, kValue, 16, std::max<int64_t>(ttl(i), 1), 0,
-                                         nullptr),
-                                "kw_track");
+                        c.check(kw_client_track(c.c, buf, len, kValue, 16,
+                                                std::max<int64_t>(ttl(i), 1), 0, nullptr),
+                                "kw_client_track");
                     }
                     size_t count = 0;
                     c.check(kw_client_pipeline_end(c.c, statuses.data(), statuses.size(), &count),
-                            "kw_track (pipelined)");
+                            "kw_client_track (pipelined)");
                 }
             } catch (const std::exception &e) {
                 errors[size_t(t)] = e.what();

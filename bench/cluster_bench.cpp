@@ -47,7 +47,7 @@
 //            raw subscriber on every master). Both variants on the same cluster, FLUSHALL
 //            on every master before each, alternating which goes first.
 //            Target (issue 3's): every key's handler started by deadline + 1 s.
-//  track     kw_track throughput on the cluster, P client threads (--threads) each with its
+//  track     kw_client_track throughput on the cluster, P client threads (--threads) each with its
 //            own client, pipelines of --batch; against a raw pipelined EVALSHA of
 //            SET k v PX ttl + ZADD of k into the same-slot key "bench:{<slot tag>}:due", sent
 //            by the same threads, each command to the master of its slot (CLUSTER SLOTS
@@ -142,29 +142,30 @@ struct Options {
 };
 
 void usage(FILE *out) {
-    fprintf(out,
-            "usage: kw_bench_cluster [options]\n"
-            "  --rounds R        measured rounds, each on a fresh cluster (default 3); medians\n"
-            "  --only LIST       comma-separated: lateness,idle,burst,track,e2e,failover\n"
-            "                    (default all)\n"
-            "  --keys N          lateness: tracked keys (default 30000)\n"
-            "  --burst-keys N    burst: tracked keys sharing one deadline (default 100000)\n"
-            "  --e2e-keys N      e2e: due tracked keys handled end to end (default 100000)\n"
-            "  --threads P       client threads for kw_track and the raw baseline (default 4)\n"
-            "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
-            "  --track-ops N     commands per variant in the track benchmark (default 300000)\n"
-            "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
-            "  --background N    lateness: other keys with 1 h TTLs present meanwhile,\n"
-            "                    spread over every master (default 0; issue 3's: 1000000)\n"
-            "  --wait-ms MS      lateness, burst: arrivals awaited this long after the last\n"
-            "                    deadline (default 30000)\n"
-            "  --idle-ms MS      idle: length of each measuring window (default 10000)\n"
-            "  --fo-keys N       failover: tracked keys (default 6000)\n"
-            "  --reshard-keys N  reshard: tracked keys (default 6000)\n"
-            "  --reshard-slots N reshard: slots moved in each of the 3 moves (default 30)\n"
-            "  --notify FLAGS    notify-keyspace-events of every node (default AKE)\n"
-            "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
-            "  --verbose         engine stats, commandstats and info log lines\n");
+    fprintf(
+        out,
+        "usage: kw_bench_cluster [options]\n"
+        "  --rounds R        measured rounds, each on a fresh cluster (default 3); medians\n"
+        "  --only LIST       comma-separated: lateness,idle,burst,track,e2e,failover\n"
+        "                    (default all)\n"
+        "  --keys N          lateness: tracked keys (default 30000)\n"
+        "  --burst-keys N    burst: tracked keys sharing one deadline (default 100000)\n"
+        "  --e2e-keys N      e2e: due tracked keys handled end to end (default 100000)\n"
+        "  --threads P       client threads for kw_client_track and the raw baseline (default 4)\n"
+        "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
+        "  --track-ops N     commands per variant in the track benchmark (default 300000)\n"
+        "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
+        "  --background N    lateness: other keys with 1 h TTLs present meanwhile,\n"
+        "                    spread over every master (default 0; issue 3's: 1000000)\n"
+        "  --wait-ms MS      lateness, burst: arrivals awaited this long after the last\n"
+        "                    deadline (default 30000)\n"
+        "  --idle-ms MS      idle: length of each measuring window (default 10000)\n"
+        "  --fo-keys N       failover: tracked keys (default 6000)\n"
+        "  --reshard-keys N  reshard: tracked keys (default 6000)\n"
+        "  --reshard-slots N reshard: slots moved in each of the 3 moves (default 30)\n"
+        "  --notify FLAGS    notify-keyspace-events of every node (default AKE)\n"
+        "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
+        "  --verbose         engine stats, commandstats and info log lines\n");
 }
 
 bool parse_args(int argc, char **argv, Options *o) {
@@ -946,11 +947,12 @@ Track track_round(const Options &o, const Cluster &c, int round) {
                 int statuses[1024];
                 cl.check(kw_client_pipeline_begin(cl.c), "kw_client_pipeline_begin");
                 for (uint64_t i = b; i < e; i++)
-                    cl.check(kw_track(cl.c, &keys[i * 16], 16, kValue, 16, 3600000, 0, nullptr),
-                             "kw_track");
+                    cl.check(
+                        kw_client_track(cl.c, &keys[i * 16], 16, kValue, 16, 3600000, 0, nullptr),
+                        "kw_client_track");
                 size_t count = 0;
                 cl.check(kw_client_pipeline_end(cl.c, statuses, 1024, &count),
-                         "kw_track (pipelined)");
+                         "kw_client_track (pipelined)");
             });
     };
     auto raw = [&](bool flush_first) {
@@ -977,7 +979,7 @@ Track track_round(const Options &o, const Cluster &c, int round) {
                 p.finish(flush_first);
             });
     };
-    const char *names[3] = {"kw_track", "raw EVALSHA", "raw, in order"};
+    const char *names[3] = {"kw_client_track", "raw EVALSHA", "raw, in order"};
     double secs[3] = {0, 0, 0}, redis_cpu[3] = {0, 0, 0}, self_cpu[3] = {0, 0, 0};
     double per_call[3] = {0, 0, 0};  // EVALSHA usec_per_call, mean over masters and passes
     std::vector<int> order = {0, 1, 2};
@@ -1003,7 +1005,8 @@ Track track_round(const Options &o, const Cluster &c, int round) {
     out.raw = ops / secs[1];
     out.raw_in_order = ops / secs[2];
     printf(
-        "    kw_track %-13s raw EVALSHA %-13s raw, replies in order %-13s kw/raw %s (%d threads, "
+        "    kw_client_track %-13s raw EVALSHA %-13s raw, replies in order %-13s kw/raw %s (%d "
+        "threads, "
         "pipelines of %d, 2 passes of %s ops each)\n",
         fmt_rate(out.kw).c_str(), fmt_rate(out.raw).c_str(), fmt_rate(out.raw_in_order).c_str(),
         fmt_pct(out.kw / out.raw).c_str(), o.threads, o.batch, with_commas(double(pass)).c_str());
@@ -1156,8 +1159,8 @@ bool is_master(redisContext *c) {
 
 // Items in flight in the key-tracking queue, over every master (kw_client_inspect_json).
 int64_t inflight(Client &cl) {
-    char *json = kw_client_inspect_json(cl.c);
-    if (!json) return -1;
+    char *json = nullptr;
+    if (kw_client_inspect_json(cl.c, &json) != KW_OK) return -1;
     std::string j = json;
     kw_free(json);
     // Keys are sorted: the per-node figures ("nodes") come before the sums ("queues").

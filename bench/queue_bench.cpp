@@ -18,7 +18,7 @@
 //            from that deadline until the last handler call started (target <= 1 s), and
 //            the rate. Baseline: N plain SET PXAT keys sharing one deadline, native
 //            subscriber. Same server, FLUSHALL between.
-//  track     kw_track throughput, P client threads (--threads) each with its own client,
+//  track     kw_client_track throughput, P client threads (--threads) each with its own client,
 //            pipelines of --batch; against a raw pipelined EVALSHA of the equivalent
 //            SET-plus-ZADD script and plain pipelined SET PX, same threads and batches,
 //            same server. Each variant runs twice, in the order A B C C B A, each pass on
@@ -31,7 +31,7 @@
 //            (ZRANGEBYSCORE LIMIT 500 + ZREM) of N due members, no lease, no ack, no PTTL.
 //            Target >= 50k/s.
 //  memory    INFO used_memory delta per item on a fresh server: N plain SET k v PX 3600000
-//            vs N kw_track (no snapshot), 16-byte keys and values, FLUSHALL between.
+//            vs N kw_client_track (no snapshot), 16-byte keys and values, FLUSHALL between.
 //            Target: tracked <= 2x plain.
 //
 // Deadlines "after the writing ends": the time the writing will take is estimated from a
@@ -87,7 +87,8 @@ void usage(FILE *out) {
             "  --keys N          tracked keys per run (default 100000)\n"
             "  --background N    keys with 1 h TTLs present during the lateness runs\n"
             "                    (default 1000000)\n"
-            "  --threads P       client threads for kw_track and the track baselines (default 4)\n"
+            "  --threads P       client threads for kw_client_track and the track baselines "
+            "(default 4)\n"
             "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
             "  --track-ops N     commands per variant in the track benchmark (default 2*keys)\n"
             "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
@@ -421,11 +422,12 @@ Track track_round(const Options &o, const keywatch::RedisProcess &rp, int round)
                 int statuses[1024];
                 c.check(kw_client_pipeline_begin(c.c), "kw_client_pipeline_begin");
                 for (uint64_t i = b; i < e; i++)
-                    c.check(kw_track(c.c, &keys[i * 16], 16, kValue, 16, 3600000, 0, nullptr),
-                            "kw_track");
+                    c.check(
+                        kw_client_track(c.c, &keys[i * 16], 16, kValue, 16, 3600000, 0, nullptr),
+                        "kw_client_track");
                 size_t count = 0;
                 c.check(kw_client_pipeline_end(c.c, statuses, 1024, &count),
-                        "kw_track (pipelined)");
+                        "kw_client_track (pipelined)");
             });
     };
     auto raw = [&](bool eval) {
@@ -458,7 +460,7 @@ Track track_round(const Options &o, const keywatch::RedisProcess &rp, int round)
                           });
             });
     };
-    const char *names[3] = {"kw_track", "raw EVALSHA", "plain SET"};
+    const char *names[3] = {"kw_client_track", "raw EVALSHA", "plain SET"};
     double secs[3] = {0, 0, 0}, redis_cpu[3] = {0, 0, 0}, self_cpu[3] = {0, 0, 0};
     double per_call[3] = {0, 0, 0};
     std::vector<int> order = {0, 1, 2};
@@ -483,7 +485,7 @@ Track track_round(const Options &o, const keywatch::RedisProcess &rp, int round)
     out.raw = ops / secs[1];
     out.set = ops / secs[2];
     printf(
-        "    kw_track %-13s raw EVALSHA %-13s plain SET PX %-13s kw/raw %s (%d threads, "
+        "    kw_client_track %-13s raw EVALSHA %-13s plain SET PX %-13s kw/raw %s (%d threads, "
         "pipelines of %d, 2 passes of %s ops each)\n",
         fmt_rate(out.kw).c_str(), fmt_rate(out.raw).c_str(), fmt_rate(out.set).c_str(),
         fmt_pct(out.kw / out.raw).c_str(), o.threads, o.batch, with_commas(double(pass)).c_str());
@@ -592,19 +594,20 @@ Memory memory_round(const Options &o, const keywatch::RedisProcess &rp, int roun
         flushall(rp);
         Client c(rp.url());
         // Load the script and create nothing lasting before the first reading.
-        c.check(kw_track(c.c, "warm", 4, "x", 1, 3600000, 0, nullptr), "kw_track");
-        c.check(kw_untrack(c.c, "warm", 4, 1), "kw_untrack");
+        c.check(kw_client_track(c.c, "warm", 4, "x", 1, 3600000, 0, nullptr), "kw_client_track");
+        c.check(kw_client_untrack(c.c, "warm", 4, 1), "kw_client_untrack");
         int64_t before = info_int(rp, "memory", "used_memory");
         std::vector<int> statuses(1000);
         for (uint64_t i = 0; i < n;) {
             c.check(kw_client_pipeline_begin(c.c), "kw_client_pipeline_begin");
             for (int b = 0; b < 1000 && i < n; b++, i++) {
                 size_t len = mkkey(i);
-                c.check(kw_track(c.c, key, len, kValue, 16, 3600000, 0, nullptr), "kw_track");
+                c.check(kw_client_track(c.c, key, len, kValue, 16, 3600000, 0, nullptr),
+                        "kw_client_track");
             }
             size_t count = 0;
             c.check(kw_client_pipeline_end(c.c, statuses.data(), statuses.size(), &count),
-                    "kw_track (pipelined)");
+                    "kw_client_track (pipelined)");
         }
         int64_t after = info_int(rp, "memory", "used_memory");
         m.kw = double(after - before) / double(n);
@@ -620,7 +623,7 @@ Memory memory_round(const Options &o, const keywatch::RedisProcess &rp, int roun
     }
     flushall(rp);
     printf(
-        "    plain SET PX %.1f B/key, kw_track %.1f B/key (of which the due ZSET %.1f B) "
+        "    plain SET PX %.1f B/key, kw_client_track %.1f B/key (of which the due ZSET %.1f B) "
         "ratio %.2fx\n",
         m.plain, m.kw, m.due_zset, m.kw / m.plain);
     return m;

@@ -2,19 +2,27 @@
 // exception crosses this boundary.
 #include "keywatch.h"
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "capi/c_handler.h"
+#include "capi/client_json.h"
 #include "core/client.h"
 #include "core/config.h"
 #include "core/engine.h"
 #include "core/event.h"
 #include "core/filter.h"
+#include "core/stats.h"
 #include "core/time_limit.h"
 
 // The header's documented limit is the one core checks.
@@ -37,6 +45,18 @@ struct kw_client_s {
 struct kw_engine_s {
     explicit kw_engine_s(const keywatch::Config &c) : engine(c) {}
     keywatch::Engine engine;
+    // Copies handed out by kw_engine_last_error, one per calling thread, so that a pointer
+    // stays valid until that thread asks this engine again (other engines and threads
+    // have their own copies).
+    std::mutex error_mu;
+    std::map<std::thread::id, std::string> error_copies;
+};
+
+// A statistics snapshot: samples with their histogram bounds and cumulative counts.
+struct kw_stats_s {
+    std::vector<keywatch::StatSample> samples;
+    std::vector<std::array<uint64_t, keywatch::kHistogramBuckets>> cumulative;  // per sample
+    std::array<double, keywatch::kHistogramBuckets> bounds;
 };
 
 namespace {
@@ -47,10 +67,6 @@ void write_err(char *buf, size_t size, const std::string &msg) {
     memcpy(buf, msg.data(), n);
     buf[n] = '\0';
 }
-
-// Per-thread copy of an engine's last error, so the returned pointer stays valid while
-// other threads update the engine's message.
-thread_local std::string tls_last_error;
 
 template <typename F>
 int guarded(F &&f, char *errstr = nullptr, size_t errstr_size = 0) {
@@ -147,6 +163,25 @@ int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_t buf_s
         if (rc == KW_OK) write_err(buf, buf_size, value);
         return rc;
     });
+}
+
+int kw_conf_dump(const kw_conf_t *conf, kw_conf_dump_fn fn, void *opaque) {
+    if (!conf || !fn) return KW_ERR_INVALID_ARG;
+    // Every row first, so that a failure invokes the callback never.
+    std::vector<std::array<std::string, 3>> rows;
+    int rc = guarded([&] {
+        const keywatch::Config defaults;
+        for (auto &name : keywatch::Config::names()) {
+            std::array<std::string, 3> row{name, "", ""};
+            if (int r = conf->config.get(name, &row[1]); r != KW_OK) return r;
+            if (int r = defaults.get(name, &row[2]); r != KW_OK) return r;
+            rows.push_back(std::move(row));
+        }
+        return static_cast<int>(KW_OK);
+    });
+    if (rc != KW_OK) return rc;
+    for (auto &row : rows) fn(row[0].c_str(), row[1].c_str(), row[2].c_str(), opaque);
+    return KW_OK;
 }
 
 /* ---- filters ---- */
@@ -266,7 +301,7 @@ int kw_engine_start(kw_engine_t *engine) {
     return guarded([&] { return engine->engine.start(); });
 }
 
-int kw_engine_stop(kw_engine_t *engine, int timeout_ms) {
+int kw_engine_stop(kw_engine_t *engine, int64_t timeout_ms) {
     if (!engine) return KW_ERR_INVALID_ARG;
     return guarded([&] { return engine->engine.stop(timeout_ms); });
 }
@@ -274,8 +309,11 @@ int kw_engine_stop(kw_engine_t *engine, int timeout_ms) {
 const char *kw_engine_last_error(kw_engine_t *engine) {
     if (!engine) return "kw_engine_last_error: engine is NULL";
     try {
-        tls_last_error = engine->engine.last_error();
-        return tls_last_error.c_str();
+        std::string message = engine->engine.last_error();
+        std::lock_guard<std::mutex> lock(engine->error_mu);
+        std::string &copy = engine->error_copies[std::this_thread::get_id()];
+        copy = std::move(message);
+        return copy.c_str();
     } catch (...) {
         return "out of memory";
     }
@@ -286,16 +324,118 @@ int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value) {
     return guarded([&] { return engine->engine.stat(name, value); });
 }
 
-char *kw_engine_stats_json(kw_engine_t *engine) {
-    if (!engine) return nullptr;
-    try {
+int kw_engine_stats_json(kw_engine_t *engine, char **out) {
+    if (!out) return KW_ERR_INVALID_ARG;
+    *out = nullptr;
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] {
         std::string json = engine->engine.stats_json();
-        char *out = static_cast<char *>(malloc(json.size() + 1));
-        if (out) memcpy(out, json.c_str(), json.size() + 1);
-        return out;
-    } catch (...) {
-        return nullptr;
+        *out = static_cast<char *>(malloc(json.size() + 1));
+        if (!*out) return static_cast<int>(KW_ERR_NOMEM);
+        memcpy(*out, json.c_str(), json.size() + 1);
+        return static_cast<int>(KW_OK);
+    });
+}
+
+int kw_engine_stats(kw_engine_t *engine, kw_stats_t **out) {
+    if (!out) return KW_ERR_INVALID_ARG;
+    *out = nullptr;
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] {
+        auto s = std::make_unique<kw_stats_s>();
+        s->samples = engine->engine.stats_snapshot();
+        for (size_t b = 0; b < keywatch::kHistogramBuckets; b++)
+            s->bounds[b] =
+                b < keywatch::kHistogramBounds.size() ? keywatch::kHistogramBounds[b] : HUGE_VAL;
+        s->cumulative.resize(s->samples.size());
+        for (size_t i = 0; i < s->samples.size(); i++) {
+            uint64_t total = 0;
+            for (size_t b = 0; b < keywatch::kHistogramBuckets; b++)
+                s->cumulative[i][b] = total += s->samples[i].histogram.buckets[b];
+        }
+        *out = s.release();
+        return static_cast<int>(KW_OK);
+    });
+}
+
+void kw_stats_free(kw_stats_t *stats) {
+    delete stats;
+}
+
+size_t kw_stats_count(const kw_stats_t *stats) {
+    return stats ? stats->samples.size() : 0;
+}
+
+}  // extern "C"
+
+namespace {
+
+// Sample i's table row, or null past the end.
+const keywatch::StatInfo *stat_row(const kw_stats_t *stats, size_t i) {
+    if (!stats || i >= stats->samples.size()) return nullptr;
+    return &keywatch::stat_info(stats->samples[i].id);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *kw_stats_name(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    return row ? row->name : "";
+}
+
+kw_stat_type kw_stats_type(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    if (!row) return KW_STAT_COUNTER;
+    switch (row->type) {
+        case keywatch::StatType::COUNTER:
+            return KW_STAT_COUNTER;
+        case keywatch::StatType::GAUGE:
+            return KW_STAT_GAUGE;
+        case keywatch::StatType::HISTOGRAM:
+            return KW_STAT_HISTOGRAM;
     }
+    return KW_STAT_COUNTER;
+}
+
+const char *kw_stats_unit(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    return row ? row->unit : "";
+}
+
+const char *kw_stats_help(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    return row ? row->help : "";
+}
+
+const char *kw_stats_label_name(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    return row ? row->label : "";
+}
+
+const char *kw_stats_label_value(const kw_stats_t *stats, size_t i) {
+    return stat_row(stats, i) ? stats->samples[i].label.c_str() : "";
+}
+
+int64_t kw_stats_value(const kw_stats_t *stats, size_t i) {
+    return stat_row(stats, i) ? stats->samples[i].value : 0;
+}
+
+double kw_stats_sum(const kw_stats_t *stats, size_t i) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    if (!row) return 0;
+    if (row->type == keywatch::StatType::HISTOGRAM) return stats->samples[i].histogram.sum;
+    return static_cast<double>(stats->samples[i].value);
+}
+
+size_t kw_stats_buckets(const kw_stats_t *stats, size_t i, const double **upper_bounds,
+                        const uint64_t **counts) {
+    const keywatch::StatInfo *row = stat_row(stats, i);
+    const bool histogram = row && row->type == keywatch::StatType::HISTOGRAM;
+    if (upper_bounds) *upper_bounds = histogram ? stats->bounds.data() : nullptr;
+    if (counts) *counts = histogram ? stats->cumulative[i].data() : nullptr;
+    return histogram ? keywatch::kHistogramBuckets : 0;
 }
 
 /* ---- client ---- */
@@ -308,10 +448,15 @@ std::string bytes(const void *p, size_t n) {
     return p ? std::string(static_cast<const char *>(p), n) : std::string();
 }
 
-char *dup_string(const std::string &s) {
-    char *out = static_cast<char *>(malloc(s.size() + 1));
-    if (out) memcpy(out, s.c_str(), s.size() + 1);
-    return out;
+// Hands text to the caller (released with kw_free).
+int dup_out(kw_client_t *c, const std::string &s, char **out) {
+    *out = static_cast<char *>(malloc(s.size() + 1));
+    if (!*out) {
+        c->error = "out of memory";
+        return KW_ERR_NOMEM;
+    }
+    memcpy(*out, s.c_str(), s.size() + 1);
+    return KW_OK;
 }
 
 // Runs a client call: checks the handle and arguments, catches everything.
@@ -323,7 +468,10 @@ int client_call(kw_client_t *c, bool args_ok, const char *what, F &&f) {
         return KW_ERR_INVALID_ARG;
     }
     c->error.clear();
-    return guarded([&] { return f(c->client); });
+    char thrown[256] = "";  // filled only when f throws
+    int rc = guarded([&] { return f(c->client); }, thrown, sizeof thrown);
+    if (thrown[0]) c->error = std::string(what) + ": " + thrown;
+    return rc;
 }
 
 // Flags outside `known` are refused, so that a flag this release does not know (a typo, or
@@ -379,50 +527,51 @@ const char *kw_client_last_error(kw_client_t *client) {
     }
 }
 
-int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
-             size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms) {
-    return client_call(client, key && (value || value_len == 0), "kw_track", [&](auto &c) {
-        if (int rc = check_flags(client, "kw_track", flags, kTrackFlags, kTrackFlagNames))
+int kw_client_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
+                    size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms) {
+    return client_call(client, key && (value || value_len == 0), "kw_client_track", [&](auto &c) {
+        if (int rc = check_flags(client, "kw_client_track", flags, kTrackFlags, kTrackFlagNames))
             return rc;
         return c.track(bytes(key, key_len), bytes(value, value_len), ttl_ms, flags, deadline_ms);
     });
 }
 
-int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key) {
-    return client_call(client, key != nullptr, "kw_untrack",
+int kw_client_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key) {
+    return client_call(client, key != nullptr, "kw_client_untrack",
                        [&](auto &c) { return c.untrack(bytes(key, key_len), delete_key != 0); });
 }
 
-int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
-             int64_t *deadline_ms) {
-    return client_call(client, key != nullptr, "kw_adopt", [&](auto &c) {
-        if (int rc = check_flags(client, "kw_adopt", flags, KW_TRACK_SNAPSHOT, "KW_TRACK_SNAPSHOT"))
+int kw_client_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
+                    int64_t *deadline_ms) {
+    return client_call(client, key != nullptr, "kw_client_adopt", [&](auto &c) {
+        if (int rc = check_flags(client, "kw_client_adopt", flags, KW_TRACK_SNAPSHOT,
+                                 "KW_TRACK_SNAPSHOT"))
             return rc;
         return c.adopt(bytes(key, key_len), flags, deadline_ms);
     });
 }
 
-int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
-                const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms, int flags,
-                int64_t *at_out) {
-    return client_call(
-        client, queue && id && (payload || payload_len == 0), "kw_schedule", [&](auto &c) {
-            if (int rc =
-                    check_flags(client, "kw_schedule", flags, KW_SCHEDULE_NX, "KW_SCHEDULE_NX"))
-                return rc;
-            return c.schedule(queue, bytes(id, id_len), bytes(payload, payload_len), at_ms,
-                              delay_ms, flags, at_out);
-        });
+int kw_client_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                       const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms,
+                       int flags, int64_t *at_out) {
+    return client_call(client, queue && id && (payload || payload_len == 0), "kw_client_schedule",
+                       [&](auto &c) {
+                           if (int rc = check_flags(client, "kw_client_schedule", flags,
+                                                    KW_SCHEDULE_NX, "KW_SCHEDULE_NX"))
+                               return rc;
+                           return c.schedule(queue, bytes(id, id_len), bytes(payload, payload_len),
+                                             at_ms, delay_ms, flags, at_out);
+                       });
 }
 
-int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len) {
-    return client_call(client, queue && id, "kw_cancel",
+int kw_client_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len) {
+    return client_call(client, queue && id, "kw_client_cancel",
                        [&](auto &c) { return c.cancel(queue, bytes(id, id_len)); });
 }
 
-int kw_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
-                  int64_t at_ms, int64_t delay_ms, int64_t *at_out) {
-    return client_call(client, queue && id, "kw_reschedule", [&](auto &c) {
+int kw_client_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                         int64_t at_ms, int64_t delay_ms, int64_t *at_out) {
+    return client_call(client, queue && id, "kw_client_reschedule", [&](auto &c) {
         return c.reschedule(queue, bytes(id, id_len), at_ms, delay_ms, at_out);
     });
 }
@@ -442,29 +591,34 @@ int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_
     });
 }
 
-char *kw_client_inspect_json(kw_client_t *client) {
-    std::string json;
-    int rc = client_call(client, true, "kw_client_inspect_json",
-                         [&](auto &c) { return c.inspect_json(&json); });
-    return rc == KW_OK ? dup_string(json) : nullptr;
+int kw_client_inspect_json(kw_client_t *client, char **out) {
+    if (out) *out = nullptr;
+    return client_call(client, out != nullptr, "kw_client_inspect_json", [&](auto &c) {
+        keywatch::Inspection in;
+        if (int rc = c.inspect(&in); rc != KW_OK) return rc;
+        return dup_out(client, keywatch::inspection_json(in), out);
+    });
 }
 
-char *kw_dead_list_json(kw_client_t *client, const char *queue, size_t limit) {
-    std::string json;
-    int rc = client_call(client, queue != nullptr, "kw_dead_list_json",
-                         [&](auto &c) { return c.dead_list_json(queue, limit, &json); });
-    return rc == KW_OK ? dup_string(json) : nullptr;
+int kw_client_dead_list_json(kw_client_t *client, const char *queue, size_t limit, char **out) {
+    if (out) *out = nullptr;
+    return client_call(client, queue && out, "kw_client_dead_list_json", [&](auto &c) {
+        std::vector<keywatch::DeadLetter> letters;
+        if (int rc = c.dead_list(queue, limit, &letters); rc != KW_OK) return rc;
+        return dup_out(client, keywatch::dead_letters_json(letters), out);
+    });
 }
 
-int kw_dead_replay(kw_client_t *client, const char *queue, const char *entry_id, size_t limit,
-                   int64_t *count) {
-    return client_call(client, queue != nullptr, "kw_dead_replay", [&](auto &c) {
+int kw_client_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
+                          size_t limit, int64_t *count) {
+    return client_call(client, queue != nullptr, "kw_client_dead_replay", [&](auto &c) {
         return c.dead_replay(queue, entry_id ? entry_id : "", limit, count);
     });
 }
 
-int kw_dead_purge(kw_client_t *client, const char *queue, const char *entry_id, int64_t *count) {
-    return client_call(client, queue != nullptr, "kw_dead_purge", [&](auto &c) {
+int kw_client_dead_purge(kw_client_t *client, const char *queue, const char *entry_id,
+                         int64_t *count) {
+    return client_call(client, queue != nullptr, "kw_client_dead_purge", [&](auto &c) {
         return c.dead_purge(queue, entry_id ? entry_id : "", count);
     });
 }

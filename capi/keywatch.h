@@ -11,6 +11,14 @@
  *    record the message on the handle (kw_engine_last_error()).
  *  - Keys and values are byte strings given as (pointer, length): they may hold NUL bytes.
  *  - Every handle has a _new and a _free; freeing NULL is a no-op.
+ *  - Names: a function that works on a handle takes it as its first argument and is named
+ *    after it, kw_<handle>_<verb>: kw_conf_* take a kw_conf_t, kw_filter_* a kw_filter_t,
+ *    kw_engine_* a kw_engine_t, kw_client_* a kw_client_t, kw_event_* a kw_event_t,
+ *    kw_stats_* a kw_stats_t; kw_<handle>_new makes one (kw_engine_new from a kw_conf_t).
+ *    Functions without a handle (kw_version, kw_strerror, kw_err_name, kw_free) have none.
+ *  - Text the library allocates for the caller (the *_json functions) is returned through
+ *    a char ** out-parameter, with the status as the return value; *out is NULL on failure.
+ *    Release it with kw_free.
  *  - No C++ exception ever leaves a function of this API.
  *  - If a call that takes a callback fails, the callback is never invoked.
  *  - Thread-safety is stated per function: "any thread" means it may be called concurrently
@@ -37,7 +45,12 @@ extern "C" {
 
 /* ---- Version ---------------------------------------------------------------------- */
 
-/* Same major version = same ABI. The SONAME carries the major version. */
+/* Compatibility rule. From 1.0 on: same major version = same ABI, and the SONAME carries
+ * the major version (libkeywatch.so.1). While the major version is 0, every minor release
+ * may change the ABI: the SONAME carries major.minor (libkeywatch.so.0.2), so a program
+ * built against 0.2.x never loads a 0.3 library; patch releases (0.2.x) keep the ABI. The
+ * CMake package (find_package(keywatch 0.2)) accepts the same major.minor only while the
+ * major version is 0, and the same major version from 1.0 on. */
 /* Version of the library actually loaded (KW_VERSION layout). Any thread. */
 KW_API int kw_version(void);
 /* "MAJOR.MINOR.PATCH" of the library actually loaded; static storage. Any thread. */
@@ -103,7 +116,7 @@ KW_API const char *kw_err_name(int status);
  * Reliable delivery (the compensation queue and delayed tasks):
  *  namespace              prefix of every key keywatch writes (default "kw")
  *  track.enable           bool: the engine serves the key-tracking queue: it sweeps keys
- *                         tracked with kw_track and claims their live expiry events
+ *                         tracked with kw_client_track and claims their live expiry events
  *                         (default true)
  *  track.done_window      how long a handled tracked key is remembered, so that its late
  *                         `expired` notification is not delivered again as an untracked
@@ -133,7 +146,7 @@ KW_API const char *kw_err_name(int status);
  *  dedupe.enable          bool: deliver each untracked live event on one instance only,
  *                         using a short claim key in Redis (default false)
  *  dedupe.ttl             lifetime of that claim key (default 60s)
- *  limits.key_bytes       largest key kw_track accepts (default 1048576)
+ *  limits.key_bytes       largest key kw_client_track accepts (default 1048576)
  *  limits.value_bytes     largest value or payload accepted (default 16777216)
  */
 typedef struct kw_conf_s kw_conf_t;
@@ -151,6 +164,14 @@ KW_API int kw_conf_set(kw_conf_t *conf, const char *name, const char *value, cha
 /* Current value of an option as text, copied into buf (NUL-terminated, truncated to fit).
  * Passwords read back as "***". Not concurrently with kw_conf_set on the same conf. */
 KW_API int kw_conf_get(const kw_conf_t *conf, const char *name, char *buf, size_t buf_size);
+/* Called once per option by kw_conf_dump: its name, its current value and its default,
+ * as kw_conf_get gives them (passwords, also inside redis.url, read back as "***"). The
+ * strings are valid during the call only. */
+typedef void (*kw_conf_dump_fn)(const char *name, const char *value, const char *default_value,
+                                void *opaque);
+/* Every option this release knows, sorted by name, through fn. Not concurrently with
+ * kw_conf_set on the same conf. */
+KW_API int kw_conf_dump(const kw_conf_t *conf, kw_conf_dump_fn fn, void *opaque);
 
 /* ---- Events ----------------------------------------------------------------------- */
 
@@ -322,46 +343,134 @@ KW_API int kw_engine_start(kw_engine_t *engine);
  * KW_ERR_STATE. Returns KW_ERR_TIMEOUT if handlers were still running or events still
  * held at the deadline (handler threads are still joined before returning).
  * Idempotent. Must not be called from a handler or a callback. */
-KW_API int kw_engine_stop(kw_engine_t *engine, int timeout_ms);
+KW_API int kw_engine_stop(kw_engine_t *engine, int64_t timeout_ms);
 
 /* Last error recorded on this engine (never NULL; "" if none). The text belongs to the
- * engine and stays valid until the next call on this engine from the same thread.
- * Any thread. */
+ * engine and stays valid until the next kw_engine_last_error call on this engine from the
+ * same thread (calls on other engines, or from other threads, do not touch it), or until
+ * kw_engine_free; the engine keeps one copy per thread that asked. Any thread. */
 KW_API const char *kw_engine_last_error(kw_engine_t *engine);
 
 /*
- * Statistics, by name. Any thread. Names:
- *   events.received          events read from Redis (all types)
- *   events.received.<name>   per event name, e.g. events.received.expired
- *   events.delivered         handler calls that returned
- *   events.dropped           live events dropped because the dispatch queue was full
- *   events.abandoned         events still queued when stop's deadline passed
- *   handler.errors           handler calls that returned RETRY or REJECT or an unknown code
- *   handler.retries          of those, RETRY
- *   conn.reconnects          successful reconnects after a lost connection
- *   conn.state               kw_conn_state of the subscriber (worst over all nodes)
- *   conn.nodes               nodes subscribed to (1, or the masters of a cluster)
- *   dispatch.queued          events waiting for a worker now
- *   items.claimed            tracked keys and tasks claimed by this engine
- *   items.acked              of those, acknowledged
- *   items.retried            of those, scheduled for a retry
- *   items.dead               of those, moved to the dead-letter stream
- *   items.lease_expired      claims of items whose previous holder's lease ran out
- *   items.unhandled          claimed items no handler's filter matched (acked)
- *   items.late_acks          completions not written: the lease had passed to another
- *                            holder, or the item was released at hold.timeout
- *   items.released           claimed items given back unhandled when the engine stopped
- *   events.suppressed        live expiry events of tracked keys another path handles
- *   events.unrouted          cluster: live events dropped because no master was known for
- *                            their slot and more than 100000 were waiting for one
- *   sweep.calls              claim_due script calls
- *   lateness.max_ms          largest handler start minus deadline seen (tracked/tasks)
- * Unknown names give KW_ERR_INVALID_ARG. Counters start at 0.
+ * Statistics. One table (core/stats.h) defines them all; this list is generated from it
+ * (tests/stats_table_test.cpp checks that they agree). Columns: name, type, unit, help.
+ * A name holding <label> is a labelled family: one sample per node ("host:port" or socket
+ * path), queue ("keys" or a task queue), handler (registration index, from 0) or event
+ * name; its sample is named with the label's value in place, e.g. "queue.acked.keys".
+ * Types: counter (only grows from 0), gauge (current value), histogram (observations:
+ * count, sum and fixed buckets, read through kw_engine_stats).
+ * KW_STATS_LIST_BEGIN
+ *   events.received             counter   events      events read from Redis (all types)
+ *   events.received.<event>     counter   events      events read from Redis, per event name, e.g.
+ *                                                     events.received.expired
+ *   events.delivered            counter   calls       handler calls that returned
+ *   events.dropped              counter   events      live events dropped because the dispatch
+ *                                                     queue was full
+ *   events.abandoned            counter   events      events still queued when stop's deadline
+ *                                                     passed
+ *   events.suppressed           counter   events      live expiry events of tracked keys another
+ *                                                     path handles
+ *   events.unrouted             counter   events      cluster: live events dropped because no
+ *                                                     master was known for their slot and more than
+ *                                                     100000 were waiting for one
+ *   handler.errors              counter   calls       handler calls that returned RETRY or REJECT
+ *                                                     or an unknown code
+ *   handler.retries             counter   calls       of those, RETRY
+ *   handler.calls.<handler>     counter   calls       calls of one handler that returned; <handler>
+ *                                                     is its registration index, from 0
+ *   handler.errors.<handler>    counter   calls       of those, the calls that returned RETRY or
+ *                                                     REJECT or an unknown code
+ *   handler.duration.<handler>  histogram seconds     how long one handler's calls took
+ *   conn.reconnects             counter   connections successful reconnects after a lost connection
+ *   conn.state                  gauge     state       kw_conn_state of the subscriber (worst over
+ *                                                     all nodes)
+ *   conn.nodes                  gauge     nodes       nodes subscribed to (1, or the masters of a
+ *                                                     cluster)
+ *   node.state.<node>           gauge     state       kw_conn_state of one node's subscriber
+ *                                                     ("host:port" or socket path)
+ *   node.reconnects.<node>      counter   connections successful reconnects to one node after a
+ *                                                     lost connection
+ *   dispatch.queued             gauge     events      events waiting for a worker now
+ *   items.claimed               counter   items       tracked keys and tasks claimed by this engine
+ *   items.acked                 counter   items       of those, acknowledged
+ *   items.retried               counter   items       of those, scheduled for a retry
+ *   items.dead                  counter   items       of those, moved to the dead-letter stream
+ *   items.lease_expired         counter   items       claims of items whose previous holder's lease
+ *                                                     ran out
+ *   items.unhandled             counter   items       claimed items no handler's filter matched
+ *                                                     (acked)
+ *   items.late_acks             counter   items       completions not written: the lease had passed
+ *                                                     to another holder, or the item was released
+ *                                                     at hold.timeout
+ *   items.released              counter   items       claimed items given back unhandled when the
+ *                                                     engine stopped
+ *   queue.acked.<queue>         counter   items       items of one queue ("keys" or a task queue)
+ *                                                     whose handlers all returned ACK
+ *   queue.retried.<queue>       counter   items       items of one queue a handler returned RETRY
+ *                                                     for (and none REJECT)
+ *   queue.rejected.<queue>      counter   items       items of one queue a handler returned REJECT
+ *                                                     or an unknown code for
+ *   expiry.lateness.<queue>     histogram seconds     handler start minus deadline of the first
+ *                                                     delivery of each tracked key or task of one
+ *                                                     queue (negative counts as 0)
+ *   sweep.calls                 counter   calls       claim_due script calls
+ *   lateness.max_ms             gauge     ms          largest handler start minus deadline seen
+ *                                                     (tracked keys and tasks)
+ * KW_STATS_LIST_END
+ * Samples of a labelled family appear once their label is known (queues and handlers at
+ * kw_engine_start, nodes when first connected); before kw_engine_start only unlabelled
+ * statistics exist.
  */
+/* One statistic by name (a sample's name for a labelled family; for a histogram its
+ * count). KW_ERR_INVALID_ARG for a name that matches no row; a labelled sample whose label
+ * value was never seen reads 0. Any thread. */
 KW_API int kw_engine_stat(kw_engine_t *engine, const char *name, int64_t *value);
-/* Every statistic as one JSON object, NUL-terminated, allocated; release with kw_free.
- * NULL when out of memory. Any thread. */
-KW_API char *kw_engine_stats_json(kw_engine_t *engine);
+/* Every sample as one JSON object into *out (allocated; release with kw_free): "name":
+ * integer for counters and gauges, and for a histogram "name": {"count": n, "sum": seconds,
+ * "buckets": [[upper bound in seconds, cumulative count], ..., ["+Inf", count]]}.
+ * KW_ERR_NOMEM (*out NULL) when out of memory, KW_ERR_INVALID_ARG for a NULL argument.
+ * Any thread. */
+KW_API int kw_engine_stats_json(kw_engine_t *engine, char **out);
+
+/*
+ * A snapshot of every statistic as structured samples, for exporters (Prometheus /metrics,
+ * Python's stats dict) that must not parse text. Sample i of count: the row's name (with
+ * its <label> placeholder, e.g. "expiry.lateness.<queue>"), type, unit and help from the
+ * table above, the label's name and value ("" and "" when unlabelled), and its value.
+ * Samples come in the table's order, a labelled family's samples next to each other.
+ * Histograms have fixed buckets in seconds, the same for every histogram; counts are
+ * cumulative, as Prometheus' le buckets: counts[k] observations were <= upper_bounds[k],
+ * and the last bound is +infinity (HUGE_VAL), whose count is the total.
+ * Recording costs a few relaxed atomic adds; the snapshot reads them without stopping
+ * the engine, so figures of different samples may be a few events apart.
+ * The snapshot is immutable and owned by the caller: any thread may read it; free it with
+ * kw_stats_free. Accessors given an index past the count return "", 0 or NULL.
+ */
+typedef enum kw_stat_type {
+    KW_STAT_COUNTER = 0,
+    KW_STAT_GAUGE = 1,
+    KW_STAT_HISTOGRAM = 2
+} kw_stat_type;
+typedef struct kw_stats_s kw_stats_t;
+
+/* Takes a snapshot. KW_ERR_INVALID_ARG for NULL arguments, KW_ERR_NOMEM. Any thread. */
+KW_API int kw_engine_stats(kw_engine_t *engine, kw_stats_t **out);
+KW_API void kw_stats_free(kw_stats_t *stats);
+KW_API size_t kw_stats_count(const kw_stats_t *stats);
+KW_API const char *kw_stats_name(const kw_stats_t *stats, size_t i);
+KW_API kw_stat_type kw_stats_type(const kw_stats_t *stats, size_t i);
+KW_API const char *kw_stats_unit(const kw_stats_t *stats, size_t i);
+KW_API const char *kw_stats_help(const kw_stats_t *stats, size_t i);
+KW_API const char *kw_stats_label_name(const kw_stats_t *stats, size_t i);
+KW_API const char *kw_stats_label_value(const kw_stats_t *stats, size_t i);
+/* Counter or gauge: its value; histogram: its count. */
+KW_API int64_t kw_stats_value(const kw_stats_t *stats, size_t i);
+/* Histogram: the sum of the observations (in its unit, seconds); else the value. */
+KW_API double kw_stats_sum(const kw_stats_t *stats, size_t i);
+/* Histogram: the number of buckets, with *upper_bounds and *counts (cumulative) pointing
+ * into the snapshot; 0 with both NULL for other types. Either pointer may be NULL. */
+KW_API size_t kw_stats_buckets(const kw_stats_t *stats, size_t i, const double **upper_bounds,
+                               const uint64_t **counts);
 
 /* ---- Client: tracking, delayed tasks and administration ----------------------------- */
 
@@ -404,16 +513,16 @@ KW_API const char *kw_client_last_error(kw_client_t *client);
  * ran at that moment. deadline_ms (may be NULL) receives the deadline.
  * KW_ERR_INVALID_ARG for ttl_ms <= 0, a deadline after KW_MAX_TIME_MS, NX with XX, or unknown
  * flag bits; KW_ERR_TOO_LARGE past the limits. */
-KW_API int kw_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
-                    size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms);
+KW_API int kw_client_track(kw_client_t *client, const void *key, size_t key_len, const void *value,
+                           size_t value_len, int64_t ttl_ms, int flags, int64_t *deadline_ms);
 /* Stop tracking a key; with delete_key also DEL it (atomically). KW_ERR_NOT_FOUND if it
  * was not tracked (and, with delete_key, did not exist). */
-KW_API int kw_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key);
+KW_API int kw_client_untrack(kw_client_t *client, const void *key, size_t key_len, int delete_key);
 /* Track a key written elsewhere, at its current TTL. flags: KW_TRACK_SNAPSHOT (string keys
  * only; other bits are refused). KW_ERR_NOT_FOUND if the key does not exist,
  * KW_ERR_INVALID_ARG if it has no TTL or expires after KW_MAX_TIME_MS. */
-KW_API int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
-                    int64_t *deadline_ms);
+KW_API int kw_client_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
+                           int64_t *deadline_ms);
 
 #define KW_SCHEDULE_NX 1 /* keep an existing task with the same id (KW_ERR_CONDITION) */
 
@@ -422,27 +531,28 @@ KW_API int kw_adopt(kw_client_t *client, const void *key, size_t key_len, int fl
  * with the same id is replaced unless KW_SCHEDULE_NX. at_out (may be NULL) receives the
  * time it is due. KW_ERR_INVALID_ARG for a negative at_ms or delay_ms, a time after
  * KW_MAX_TIME_MS, or unknown flag bits. */
-KW_API int kw_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
-                       const void *payload, size_t payload_len, int64_t at_ms, int64_t delay_ms,
-                       int flags, int64_t *at_out);
+KW_API int kw_client_schedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
+                              const void *payload, size_t payload_len, int64_t at_ms,
+                              int64_t delay_ms, int flags, int64_t *at_out);
 /* Remove a task that is not yet due. KW_ERR_NOT_FOUND if there is none, KW_ERR_IN_FLIGHT
  * if it is being handled. */
-KW_API int kw_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len);
+KW_API int kw_client_cancel(kw_client_t *client, const char *queue, const void *id, size_t id_len);
 /* Move a waiting task to at_ms (or now + delay_ms when at_ms is 0). KW_ERR_NOT_FOUND,
- * KW_ERR_IN_FLIGHT as for kw_cancel; KW_ERR_INVALID_ARG as for kw_schedule. */
-KW_API int kw_reschedule(kw_client_t *client, const char *queue, const void *id, size_t id_len,
-                         int64_t at_ms, int64_t delay_ms, int64_t *at_out);
+ * KW_ERR_IN_FLIGHT as for kw_client_cancel; KW_ERR_INVALID_ARG as for kw_client_schedule. */
+KW_API int kw_client_reschedule(kw_client_t *client, const char *queue, const void *id,
+                                size_t id_len, int64_t at_ms, int64_t delay_ms, int64_t *at_out);
 
-/* Pipelining: after kw_client_pipeline_begin, kw_track/kw_untrack/kw_schedule/kw_cancel
- * only check their arguments and queue the command (returning KW_OK, outputs untouched);
- * kw_client_pipeline_end sends them all and stores each call's status, in order, into
- * statuses[0..cap) (may be NULL), with the number of calls in *count. It returns KW_OK if
- * every call succeeded, else the first failure. */
+/* Pipelining: after kw_client_pipeline_begin, kw_client_track, kw_client_untrack,
+ * kw_client_schedule and kw_client_cancel only check their arguments and queue the command
+ * (returning KW_OK, outputs untouched); kw_client_pipeline_end sends them all and stores
+ * each call's status, in order, into statuses[0..cap) (may be NULL), with the number of
+ * calls in *count. It returns KW_OK if every call succeeded, else the first failure. */
 KW_API int kw_client_pipeline_begin(kw_client_t *client);
 KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count);
 
-/* Queue figures as one JSON object. Allocated; release with kw_free. NULL on failure (see
- * kw_client_last_error). Fields:
+/* Queue figures as one JSON object into *out (allocated; release with kw_free). Returns
+ * KW_OK, or a status with *out NULL and kw_client_last_error saying why (KW_ERR_CONNECT,
+ * KW_ERR_AUTH, KW_ERR_REDIS, KW_ERR_TIMEOUT, KW_ERR_INVALID_ARG for a NULL out). Fields:
  *   now_ms             Redis's clock when the figures were read (ms since the epoch)
  *   mode               "standalone" or "cluster"
  *   queues             one object per queue, sorted by name: "keys" (tracked keys) always,
@@ -465,19 +575,23 @@ KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap
  * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
  * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's
  * deadline passed; -1 when none is due now). */
-KW_API char *kw_client_inspect_json(kw_client_t *client);
-/* Dead letters of a queue, oldest first, at most limit: a JSON array of objects with
- * entry, id, attempts, deadline, error, failed_ms, and payload (or payload_b64 when not
- * valid UTF-8; id likewise). Allocated; release with kw_free. */
-KW_API char *kw_dead_list_json(kw_client_t *client, const char *queue, size_t limit);
+KW_API int kw_client_inspect_json(kw_client_t *client, char **out);
+/* Dead letters of a queue, oldest first, at most limit (0 counts as 1), into *out: a JSON
+ * array of objects with entry, id, attempts, deadline, error, failed_ms, payload (when the
+ * item had one), on a cluster slot_tag, and any further field the stream entry holds;
+ * each text field as "<name>_b64" (base64) instead when it is not valid UTF-8. Allocated;
+ * release with kw_free. Returns KW_OK (an empty array for an unknown queue), or a status
+ * with *out NULL: KW_ERR_INVALID_ARG for a bad queue name, else as kw_client_inspect_json. */
+KW_API int kw_client_dead_list_json(kw_client_t *client, const char *queue, size_t limit,
+                                    char **out);
 /* Put dead letters back in their queue, due now, attempts reset: one entry (entry_id) or
  * the oldest `limit` (entry_id NULL). *count (may be NULL) receives how many.
  * KW_ERR_NOT_FOUND for an unknown queue or entry. */
-KW_API int kw_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
-                          size_t limit, int64_t *count);
+KW_API int kw_client_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
+                                 size_t limit, int64_t *count);
 /* Delete one dead letter (entry_id) or all of a queue's (entry_id NULL). */
-KW_API int kw_dead_purge(kw_client_t *client, const char *queue, const char *entry_id,
-                         int64_t *count);
+KW_API int kw_client_dead_purge(kw_client_t *client, const char *queue, const char *entry_id,
+                                int64_t *count);
 
 /* Frees memory that this library allocated for the caller. NULL is a no-op. */
 KW_API void kw_free(void *ptr);

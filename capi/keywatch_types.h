@@ -11,9 +11,9 @@
 /* ---- Version ---------------------------------------------------------------------- */
 /* See keywatch.h for the compatibility rule while the major version is 0. */
 #define KW_VERSION_MAJOR 0
-#define KW_VERSION_MINOR 1
+#define KW_VERSION_MINOR 2
 #define KW_VERSION_PATCH 0
-#define KW_VERSION_STRING "0.1.0"
+#define KW_VERSION_STRING "0.2.0"
 /* 0xMMmmpp: compare against kw_version() at run time. */
 #define KW_VERSION ((KW_VERSION_MAJOR << 16) | (KW_VERSION_MINOR << 8) | KW_VERSION_PATCH)
 
@@ -53,8 +53,8 @@ typedef enum kw_source {
 
 /* What a handler returns. */
 typedef enum kw_result {
-    KW_RESULT_ACK = 0,   /* done: the event is consumed */
-    KW_RESULT_RETRY = 1, /* failed for now: redeliver later (with backoff) where possible */
+    KW_RESULT_ACK = 0,    /* done: the event is consumed */
+    KW_RESULT_RETRY = 1,  /* failed for now: redeliver later (with backoff) where possible */
     KW_RESULT_REJECT = 2, /* failed for good: do not redeliver */
     KW_RESULT_PENDING = 3 /* held: the handler completes the event later (see kw_event_hold) */
 } kw_result;

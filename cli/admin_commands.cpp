@@ -69,9 +69,9 @@ CLI::Validator limit_validator() {
 // The figures of every queue, or false (message printed, *status set).
 bool inspect(ClientSession &session, std::vector<QueueFigures> *queues, std::string *json,
              int *status, std::vector<NodeFigures> *nodes = nullptr) {
-    char *text = kw_client_inspect_json(session.get());
-    if (!text) {
-        *status = session.fail(KW_ERR_REDIS, "");
+    char *text = nullptr;
+    if (int rc = kw_client_inspect_json(session.get(), &text); rc != KW_OK) {
+        *status = session.fail(rc, "");
         return false;
     }
     *json = text;
@@ -165,9 +165,11 @@ int run_dead_list(const DeadArgs &a) {
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
     const int64_t limit = a.limit > 0 ? a.limit : kDefaultListLimit;
     // One more than asked, to say whether there are more.
-    char *text = kw_dead_list_json(session.get(), a.queue.c_str(), static_cast<size_t>(limit + 1));
-    // The name was checked above: a failure here is Redis's.
-    if (!text) return session.fail(KW_ERR_REDIS, "queue '" + printable(a.queue) + "'");
+    char *text = nullptr;
+    if (int rc = kw_client_dead_list_json(session.get(), a.queue.c_str(),
+                                          static_cast<size_t>(limit + 1), &text);
+        rc != KW_OK)
+        return session.fail(rc, "queue '" + printable(a.queue) + "'");
     nlohmann::json list;
     try {
         list = nlohmann::json::parse(text);
@@ -220,9 +222,9 @@ int run_dead_replay(const DeadArgs &a) {
     do {
         const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(want - count, kReplayBatch));
         int64_t n = 0;
-        rc = kw_dead_replay(session.get(), a.queue.c_str(),
-                            a.entry.empty() ? nullptr : a.entry.c_str(), static_cast<size_t>(batch),
-                            &n);
+        rc = kw_client_dead_replay(session.get(), a.queue.c_str(),
+                                   a.entry.empty() ? nullptr : a.entry.c_str(),
+                                   static_cast<size_t>(batch), &n);
         if (rc != KW_OK) break;
         count += n;
         if (n < batch) break;  // the stream ran out
@@ -269,8 +271,8 @@ int run_dead_purge(const DeadArgs &a) {
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
     int64_t count = 0;
-    const int rc = kw_dead_purge(session.get(), a.queue.c_str(),
-                                 a.entry.empty() ? nullptr : a.entry.c_str(), &count);
+    const int rc = kw_client_dead_purge(session.get(), a.queue.c_str(),
+                                        a.entry.empty() ? nullptr : a.entry.c_str(), &count);
     if (rc == KW_ERR_NOT_FOUND)
         return session.fail(rc, "queue '" + printable(a.queue) + "'",
                             "keywatch dead list " + printable(a.queue) + " shows the entries");

@@ -93,10 +93,10 @@ std::string cli_words(std::string m) {
     replace_all(&m, "check redis.url", "check --redis URL (or KEYWATCH_REDIS_URL)");
     replace_all(&m, "or raise redis.connect_timeout",
                 "or raise it (--conf redis.connect_timeout=DURATION)");
-    replace_all(&m, "(use kw_untrack with delete to remove a key now)",
+    replace_all(&m, "(use kw_client_untrack with delete to remove a key now)",
                 "(to remove a key now: keywatch untrack KEY --delete)");
-    replace_all(&m, "use kw_track for keys", "use keywatch track for keys");
-    replace_all(&m, "or use kw_track", "or track it with keywatch track");
+    replace_all(&m, "use kw_client_track for keys", "use keywatch track for keys");
+    replace_all(&m, "or use kw_client_track", "or track it with keywatch track");
     replace_all(&m, "without KW_TRACK_SNAPSHOT", "without --snapshot");
     replace_all(&m, "or set redis.password", "or --conf redis.password=...");
     if (m.find("limits.value_bytes") != std::string::npos)

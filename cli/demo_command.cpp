@@ -103,14 +103,15 @@ bool write_items(ClientSession &session, RedisWriter &writer, EventPrinter &prin
         int rc;
         std::string command;
         if (item.queue == "keys") {
-            rc = kw_track(session.get(), item.key.data(), item.key.size(), item.value.data(),
-                          item.value.size(), item.delay_ms, item.snapshot ? KW_TRACK_SNAPSHOT : 0,
-                          nullptr);
+            rc = kw_client_track(session.get(), item.key.data(), item.key.size(), item.value.data(),
+                                 item.value.size(), item.delay_ms,
+                                 item.snapshot ? KW_TRACK_SNAPSHOT : 0, nullptr);
             command = "track " + printable(item.key) + " --ttl " + duration_arg(item.delay_ms) +
                       (item.snapshot ? " --snapshot" : "");
         } else {
-            rc = kw_schedule(session.get(), item.queue.c_str(), item.key.data(), item.key.size(),
-                             item.value.data(), item.value.size(), 0, item.delay_ms, 0, nullptr);
+            rc = kw_client_schedule(session.get(), item.queue.c_str(), item.key.data(),
+                                    item.key.size(), item.value.data(), item.value.size(), 0,
+                                    item.delay_ms, 0, nullptr);
             command = "schedule " + item.queue + " " + printable(item.key) + " --in " +
                       duration_arg(item.delay_ms);
         }
@@ -177,8 +178,8 @@ void report(EventPrinter &printer, const std::vector<DemoItem> &items,
 
 // The queues' figures, as `keywatch inspect` prints them.
 void print_figures(EventPrinter &printer, ClientSession &session) {
-    char *json = kw_client_inspect_json(session.get());
-    if (!json) {
+    char *json = nullptr;
+    if (kw_client_inspect_json(session.get(), &json) != KW_OK) {
         printer.note("inspect: " + cli_words(kw_client_last_error(session.get())));
         return;
     }

@@ -1,6 +1,6 @@
 // `keywatch demo`: keywatch at work in a few seconds. Starts a private redis-server (or
-// uses --redis), serves it, tracks a few keys with short TTLs (kw_track) and schedules one
-// delayed task (kw_schedule), prints every event as a JSON line and how late each tracked
+// uses --redis), serves it, tracks a few keys with short TTLs (kw_client_track) and schedules one
+// delayed task (kw_client_schedule), prints every event as a JSON line and how late each tracked
 // key and the task arrived, then the queues' figures (as `keywatch inspect` shows them).
 // Exits 0 once every expected delivery has arrived, 1 on timeout.
 // Not thread-safe: the main thread parses and runs it (handlers run on the engine's workers).

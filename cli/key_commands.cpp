@@ -62,8 +62,8 @@ int run_track(const TrackArgs &a) {
     const int flags =
         (a.nx ? KW_TRACK_NX : 0) | (a.xx ? KW_TRACK_XX : 0) | (a.snapshot ? KW_TRACK_SNAPSHOT : 0);
     int64_t deadline = 0;
-    const int rc = kw_track(session.get(), a.key.data(), a.key.size(), a.value.data(),
-                            a.value.size(), ttl_ms, flags, &deadline);
+    const int rc = kw_client_track(session.get(), a.key.data(), a.key.size(), a.value.data(),
+                                   a.value.size(), ttl_ms, flags, &deadline);
     if (rc != KW_OK) return session.fail(rc, "'" + printable(a.key) + "'");
     session.note("tracking '" + printable(a.key) + "': it expires in " + format_span_ms(ttl_ms) +
                  ", at " + format_utc_ms(deadline) +
@@ -86,7 +86,8 @@ int run_untrack(const UntrackArgs &a) {
         return kExitBadInput;
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
-    const int rc = kw_untrack(session.get(), a.key.data(), a.key.size(), a.delete_key ? 1 : 0);
+    const int rc =
+        kw_client_untrack(session.get(), a.key.data(), a.key.size(), a.delete_key ? 1 : 0);
     if (rc == KW_ERR_NOT_FOUND) {
         session.error("'" + printable(a.key) + "' was not tracked" +
                       (a.delete_key ? " and does not exist" : "") +
@@ -114,8 +115,8 @@ int run_adopt(const AdoptArgs &a) {
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
     int64_t deadline = 0;
-    const int rc = kw_adopt(session.get(), a.key.data(), a.key.size(),
-                            a.snapshot ? KW_TRACK_SNAPSHOT : 0, &deadline);
+    const int rc = kw_client_adopt(session.get(), a.key.data(), a.key.size(),
+                                   a.snapshot ? KW_TRACK_SNAPSHOT : 0, &deadline);
     if (rc != KW_OK) {
         session.fail(rc, "'" + printable(a.key) + "'");
         // A missing key or one without a TTL is the state of Redis, not a typo.

@@ -1,5 +1,6 @@
 // `keywatch track`, `keywatch untrack`, `keywatch adopt`: keys that keywatch delivers at
-// their deadline even when no watcher runs at that moment (kw_track, kw_untrack, kw_adopt).
+// their deadline even when no watcher runs at that moment (kw_client_track, kw_client_untrack,
+// kw_client_adopt).
 // Not thread-safe: the main thread registers and runs the commands.
 #pragma once
 

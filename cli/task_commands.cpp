@@ -122,9 +122,9 @@ int run_schedule(const ScheduleArgs &a) {
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
     int64_t due = 0;
-    const int rc =
-        kw_schedule(session.get(), a.queue.c_str(), a.id.data(), a.id.size(), a.payload.data(),
-                    a.payload.size(), at_ms, delay_ms, a.nx ? KW_SCHEDULE_NX : 0, &due);
+    const int rc = kw_client_schedule(session.get(), a.queue.c_str(), a.id.data(), a.id.size(),
+                                      a.payload.data(), a.payload.size(), at_ms, delay_ms,
+                                      a.nx ? KW_SCHEDULE_NX : 0, &due);
     if (rc != KW_OK) return session.fail(rc, task_name(a.queue, a.id));
     session.note("scheduled " + task_name(a.queue, a.id) + ": " +
                  due_text(a.when, at_ms, delay_ms, due) +
@@ -141,7 +141,7 @@ int run_cancel(const CancelArgs &a) {
         return kExitBadInput;
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
-    const int rc = kw_cancel(session.get(), a.queue.c_str(), a.id.data(), a.id.size());
+    const int rc = kw_client_cancel(session.get(), a.queue.c_str(), a.id.data(), a.id.size());
     if (rc == KW_ERR_NOT_FOUND) {
         session.error("no " + task_name(a.queue, a.id) +
                       " is waiting (delivered already, cancelled, or never scheduled); "
@@ -171,8 +171,8 @@ int run_reschedule(const RescheduleArgs &a) {
     }
     if (int rc = session.open(a.client); rc != kExitOk) return rc;
     int64_t due = 0;
-    const int rc = kw_reschedule(session.get(), a.queue.c_str(), a.id.data(), a.id.size(), at_ms,
-                                 delay_ms, &due);
+    const int rc = kw_client_reschedule(session.get(), a.queue.c_str(), a.id.data(), a.id.size(),
+                                        at_ms, delay_ms, &due);
     if (rc == KW_ERR_NOT_FOUND) {
         session.error("no " + task_name(a.queue, a.id) +
                       " is waiting (delivered already, cancelled, or never scheduled): schedule "

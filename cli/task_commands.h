@@ -1,6 +1,6 @@
 // `keywatch schedule`, `keywatch cancel`, `keywatch reschedule`: delayed tasks in named
-// queues (kw_schedule, kw_cancel, kw_reschedule), delivered as event "task" to engines
-// serving the queue (e.g. `keywatch watch --queues QUEUE`).
+// queues (kw_client_schedule, kw_client_cancel, kw_client_reschedule), delivered as event "task" to
+// engines serving the queue (e.g. `keywatch watch --queues QUEUE`).
 // Not thread-safe: the main thread registers and runs the commands.
 #pragma once
 

@@ -1,7 +1,5 @@
 #include "core/client.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -11,7 +9,6 @@
 #include "core/backoff.h"
 #include "core/reply_error.h"
 #include "core/slots.h"
-#include "core/text.h"
 #include "core/time_limit.h"
 #include "keywatch.h"
 
@@ -29,14 +26,6 @@ std::string text(const redisReply *r) {
         return std::string(r->str, r->len);
     if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
     return "(unexpected reply)";
-}
-
-// A byte string as JSON: a string if it is UTF-8, else <name>_b64.
-void put_bytes(nlohmann::json &obj, const std::string &name, const std::string &bytes) {
-    if (is_valid_utf8(bytes))
-        obj[name] = bytes;
-    else
-        obj[name + "_b64"] = base64_encode(bytes);
 }
 
 // Redirections one call may follow before giving up (a resharding in full swing).
@@ -263,7 +252,7 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
     const QueueKeys *q;
     if (name == kKeysQueue &&
         (cluster_ ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
-        // Every kw_track looks these up: by slot, without building a string. (Only the
+        // Every kw_client_track looks these up: by slot, without building a string. (Only the
         // standard tag of the slot: inspect and replay may name queues found by a scan.)
         if (keys_queue_by_slot_.empty())
             keys_queue_by_slot_.assign(cluster_ ? kSlotCount : 1, nullptr);
@@ -372,7 +361,7 @@ int Client::check_queue(const std::string &name) {
     if (!valid_queue_name(name, &err)) return fail(KW_ERR_INVALID_ARG, err);
     if (name == kKeysQueue)
         return fail(KW_ERR_INVALID_ARG,
-                    "'keys' is the key-tracking queue: use kw_track for keys, and another "
+                    "'keys' is the key-tracking queue: use kw_client_track for keys, and another "
                     "name for task queues");
     return KW_OK;
 }
@@ -382,9 +371,10 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     if (int rc = check_key(key); rc != KW_OK) return rc;
     if (int rc = check_value(value, "value"); rc != KW_OK) return rc;
     if (ttl_ms <= 0)
-        return fail(KW_ERR_INVALID_ARG, "ttl " + std::to_string(ttl_ms) +
-                                            "ms is not positive: a tracked key needs a TTL > 0 "
-                                            "(use kw_untrack with delete to remove a key now)");
+        return fail(KW_ERR_INVALID_ARG,
+                    "ttl " + std::to_string(ttl_ms) +
+                        "ms is not positive: a tracked key needs a TTL > 0 "
+                        "(use kw_client_untrack with delete to remove a key now)");
     if (!duration_within_max(ttl_ms))
         return fail(
             KW_ERR_INVALID_ARG,
@@ -441,7 +431,7 @@ int Client::adopt(const std::string &key, int flags, int64_t *deadline) {
                    if (r->integer == -1)
                        return fail(KW_ERR_INVALID_ARG,
                                    "adopt: the key has no TTL; give it one (EXPIRE) or use "
-                                   "kw_track");
+                                   "kw_client_track");
                    if (r->integer == scripts::kPastMax)
                        return fail(KW_ERR_INVALID_ARG,
                                    "adopt: the key expires after " KW_MAX_TIME_ISO
@@ -645,24 +635,15 @@ Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
     return c;
 }
 
-namespace {
-struct Figures {
-    int64_t due = 0, due_now = 0, inflight = 0, dead = 0, oldest = -1;
-    void add(const Figures &o) {
-        due += o.due;
-        due_now += o.due_now;
-        inflight += o.inflight;
-        dead += o.dead;
-        oldest = std::max(oldest, o.oldest);
-    }
-    nlohmann::json json(const std::string &queue) const {
-        return {{"queue", queue},       {"due", due},   {"due_now", due_now},
-                {"inflight", inflight}, {"dead", dead}, {"oldest_overdue_ms", oldest}};
-    }
-};
-}  // namespace
+void QueueFigures::add(const QueueFigures &o) {
+    due += o.due;
+    due_now += o.due_now;
+    inflight += o.inflight;
+    dead += o.dead;
+    oldest_overdue_ms = std::max(oldest_overdue_ms, o.oldest_overdue_ms);
+}
 
-int Client::inspect_json(std::string *json) {
+int Client::inspect(Inspection *out) {
     if (int rc = connect(); rc != KW_OK) return rc;
     // Every queue instance that holds anything: due or in-flight items, dead letters. A
     // master that cannot be read is named below instead of silently left out.
@@ -671,8 +652,8 @@ int Client::inspect_json(std::string *json) {
     for (const char *part : {"due", "inflight", "dead"})
         for (auto &ref : find_queues(part, "", &unreachable))
             refs.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
-    std::map<std::string, Figures> per_queue;
-    std::map<std::string, std::map<std::string, Figures>> per_node;
+    std::map<std::string, QueueFigures> per_queue;
+    std::map<std::string, std::map<std::string, QueueFigures>> per_node;
     per_queue[kKeysQueue];
     for (auto &q : config_.queues) per_queue[q];
     int64_t now = 0;
@@ -684,8 +665,12 @@ int Client::inspect_json(std::string *json) {
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
             return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
         now = r->element[0]->integer;
-        Figures f{r->element[1]->integer, r->element[2]->integer, r->element[3]->integer,
-                  r->element[4]->integer, r->element[5]->integer};
+        QueueFigures f{ref.name,
+                       r->element[1]->integer,
+                       r->element[2]->integer,
+                       r->element[3]->integer,
+                       r->element[4]->integer,
+                       r->element[5]->integer};
         per_queue[ref.name].add(f);
         per_node[ref.endpoint][ref.name].add(f);
     }
@@ -696,10 +681,30 @@ int Client::inspect_json(std::string *json) {
             now = std::atoll(text(t->element[0]).c_str()) * 1000 +
                   std::atoll(text(t->element[1]).c_str()) / 1000;
     }
+    Inspection result;
+    result.now_ms = now;
+    result.cluster = cluster_;
+    unread_nodes(unreachable, &result);
+    for (auto &kv : per_queue) {
+        result.queues.push_back(kv.second);
+        result.queues.back().queue = kv.first;
+    }
+    for (auto &endpoint : masters()) {
+        NodeFigures node{endpoint, unreachable.count(endpoint) == 0, {}};
+        for (auto &kv : per_node[endpoint]) {
+            node.queues.push_back(kv.second);
+            node.queues.back().queue = kv.first;
+        }
+        result.nodes.push_back(std::move(node));
+    }
+    *out = std::move(result);
+    return KW_OK;
+}
+
+void Client::unread_nodes(const std::map<std::string, std::string> &unreachable,
+                          Inspection *out) const {
     // What could not be read: masters that did not answer, and (cluster) shards whose
     // master failed with no replica promoted, whose slots no master serves.
-    nlohmann::json missing = nlohmann::json::array();
-    int64_t unread_slots = 0;
     for (auto &kv : unreachable) {
         int64_t slots = 16384;
         if (cluster_) {
@@ -707,72 +712,68 @@ int Client::inspect_json(std::string *json) {
             slots = 0;
             for (int16_t o : topology_.slot_owner) slots += o == idx;
         }
-        unread_slots += slots;
-        missing.push_back({{"node", kv.first}, {"slots", slots}, {"error", kv.second}});
+        out->unread_slots += slots;
+        out->unreachable.push_back({kv.first, slots, kv.second});
     }
-    if (cluster_) {
-        for (auto &d : topology_.down)
-            missing.push_back(
-                {{"node", d.master.endpoint()},
-                 {"slots", static_cast<int64_t>(d.slots)},
-                 {"error", "the cluster marks this master failed and no replica took over"}});
-        unread_slots += static_cast<int64_t>(topology_.uncovered());
-    }
-    nlohmann::json out;
-    out["now_ms"] = now;
-    out["mode"] = cluster_ ? "cluster" : "standalone";
-    out["complete"] = unread_slots == 0;
-    out["unread_slots"] = unread_slots;
-    out["unreachable"] = missing;
-    out["queues"] = nlohmann::json::array();
-    for (auto &kv : per_queue) out["queues"].push_back(kv.second.json(kv.first));
-    out["nodes"] = nlohmann::json::array();
-    for (auto &endpoint : masters()) {
-        nlohmann::json node = {{"node", endpoint},
-                               {"reachable", unreachable.count(endpoint) == 0},
-                               {"queues", nlohmann::json::array()}};
-        for (auto &kv : per_node[endpoint]) node["queues"].push_back(kv.second.json(kv.first));
-        out["nodes"].push_back(node);
-    }
-    *json = out.dump();
-    return KW_OK;
+    if (!cluster_) return;
+    for (auto &d : topology_.down)
+        out->unreachable.push_back(
+            {d.master.endpoint(), static_cast<int64_t>(d.slots),
+             "the cluster marks this master failed and no replica took over"});
+    out->unread_slots += static_cast<int64_t>(topology_.uncovered());
 }
 
-int Client::dead_list_json(const std::string &qname, size_t limit, std::string *json) {
+namespace {
+
+// One XRANGE entry ([id, [field, value, ...]]) as a DeadLetter.
+DeadLetter dead_letter(const redisReply *e, const std::string &slot_tag) {
+    DeadLetter d;
+    d.entry = text(e->element[0]);
+    d.slot_tag = slot_tag;
+    const redisReply *f = e->element[1];
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        std::string name = text(f->element[j]), value = text(f->element[j + 1]);
+        if (name == "attempts")
+            d.attempts = std::stoll(value);
+        else if (name == "deadline")
+            d.deadline_ms = std::stoll(value);
+        else if (name == "failed_ms")
+            d.failed_ms = std::stoll(value);
+        else if (name == "id")
+            d.id = std::move(value);
+        else if (name == "error")
+            d.error = std::move(value);
+        else if (name == "payload")
+            d.has_payload = true, d.payload = std::move(value);
+        else
+            d.other.emplace_back(std::move(name), std::move(value));
+    }
+    return d;
+}
+
+}  // namespace
+
+int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLetter> *out) {
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
     if (int rc = connect(); rc != KW_OK) return rc;
     limit = std::max<size_t>(limit, 1);
-    std::vector<std::pair<std::string, nlohmann::json>> entries;  // stream id, entry
+    std::vector<DeadLetter> entries;
     for (auto &ref : find_queues("dead", qname)) {
         ReplyPtr r = call(ref.endpoint, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
                                          "-", "+", "COUNT", std::to_string(limit)});
         if (!r) return call_status_;
         if (r->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
-        for (size_t i = 0; i < r->elements; i++) {
-            const redisReply *e = r->element[i];
-            nlohmann::json item;
-            item["entry"] = text(e->element[0]);
-            if (cluster_) item["slot_tag"] = ref.tag;
-            const redisReply *f = e->element[1];
-            for (size_t j = 0; j + 1 < f->elements; j += 2) {
-                std::string name = text(f->element[j]), value = text(f->element[j + 1]);
-                if (name == "attempts" || name == "deadline" || name == "failed_ms")
-                    item[name] = std::stoll(value);
-                else
-                    put_bytes(item, name, value);
-            }
-            entries.emplace_back(text(e->element[0]), item);
-        }
+        for (size_t i = 0; i < r->elements; i++)
+            entries.push_back(dead_letter(r->element[i], cluster_ ? ref.tag : std::string()));
     }
     // Oldest first across every slot's stream (ids are <ms>-<seq>).
-    auto ms = [](const std::string &id) { return std::stoll(id.substr(0, id.find('-'))); };
+    auto ms = [](const DeadLetter &d) { return std::stoll(d.entry.substr(0, d.entry.find('-'))); };
     std::stable_sort(entries.begin(), entries.end(),
-                     [&](const auto &a, const auto &b) { return ms(a.first) < ms(b.first); });
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < entries.size() && i < limit; i++) out.push_back(entries[i].second);
-    *json = out.dump();
+                     [&](const auto &a, const auto &b) { return ms(a) < ms(b); });
+    if (entries.size() > limit) entries.resize(limit);
+    *out = std::move(entries);
     return KW_OK;
 }
 

@@ -25,6 +25,55 @@
 
 namespace keywatch {
 
+// What Client::inspect reads: one queue's figures (on one master, or summed).
+struct QueueFigures {
+    std::string queue;
+    int64_t due = 0;                 // items waiting, due or not
+    int64_t due_now = 0;             // of those, past their deadline
+    int64_t inflight = 0;            // claimed by an engine, not yet acked
+    int64_t dead = 0;                // entries in its dead-letter stream
+    int64_t oldest_overdue_ms = -1;  // age of the oldest due-now deadline; -1: none due now
+    void add(const QueueFigures &o);
+};
+
+// One master's share of the queues (standalone: the one server).
+struct NodeFigures {
+    std::string node;  // "host:port" or socket path
+    bool reachable = true;
+    std::vector<QueueFigures> queues;  // only queues holding anything there, by name
+};
+
+// A master or shard whose queues could not be read.
+struct UnreadNode {
+    std::string node;
+    int64_t slots = 0;  // hash slots it holds (16384 for a standalone server)
+    std::string error;  // why
+};
+
+// Client::inspect's result; kw_client_inspect_json documents each field.
+struct Inspection {
+    int64_t now_ms = 0;  // Redis's clock when read
+    bool cluster = false;
+    int64_t unread_slots = 0;  // 0 when complete
+    std::vector<UnreadNode> unreachable;
+    std::vector<QueueFigures> queues;  // summed over the masters, sorted by name
+    std::vector<NodeFigures> nodes;
+    bool complete() const { return unread_slots == 0; }
+};
+
+// One dead letter, as the queue scripts wrote it to the dead-letter stream.
+struct DeadLetter {
+    std::string entry;     // stream entry id "<ms>-<seq>"
+    std::string slot_tag;  // cluster: the hash tag of the slot's stream; "" standalone
+    std::string id;        // the item: tracked key or task id (bytes)
+    int64_t attempts = 0, deadline_ms = 0, failed_ms = 0;
+    std::string error;  // the handler's last reason (bytes)
+    bool has_payload = false;
+    std::string payload;  // task payload or snapshot value (bytes)
+    // Fields this release does not know, in stream order (name, value bytes).
+    std::vector<std::pair<std::string, std::string>> other;
+};
+
 class Client {
   public:
     explicit Client(Config config);
@@ -49,8 +98,11 @@ class Client {
     int pipeline_begin();
     int pipeline_end(std::vector<int> *statuses);
 
-    int inspect_json(std::string *json);
-    int dead_list_json(const std::string &queue, size_t limit, std::string *json);
+    // Producer results are outputs of the calls above; admin results are these structs
+    // (JSON is made at the C API's edge, capi/keywatch.cpp).
+    int inspect(Inspection *out);
+    // Oldest first over every slot's stream, at most max(limit, 1).
+    int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out);
     int dead_replay(const std::string &queue, const std::string &entry, size_t limit,
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
@@ -114,6 +166,8 @@ class Client {
     // left out; with `unreachable`, it is recorded there with the reason.
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
                                       std::map<std::string, std::string> *unreachable = nullptr);
+    // inspect: the masters and shards whose queues could not be read.
+    void unread_nodes(const std::map<std::string, std::string> &unreachable, Inspection *out) const;
     const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
     // Redis's clock on a node, estimated from an offset to the local steady clock that is
     // measured with TIME at most once a second (never inside a pipeline: pipeline_begin

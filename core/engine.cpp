@@ -1,7 +1,7 @@
 #include "core/engine.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -188,6 +188,9 @@ int Engine::start() {
     fo.counters = &sweeper_counters_;
     queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
+    stats_.set_handlers(handlers_.size());
+    if (sweep.track_keys) stats_.set_queues({kKeysQueue});
+    stats_.set_queues(sweep.task_queues);
     started_ = true;
 
     try {
@@ -388,6 +391,7 @@ void Engine::handle(Event &ev) {
         ev.max_attempts = static_cast<int>(config_.max_attempts);
         // Lateness of first deliveries: retries are late on purpose.
         int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
+        if (ev.attempt == 1) stats_.lateness(ev.queue, late);
         int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
         while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
         }
@@ -397,10 +401,16 @@ void Engine::handle(Event &ev) {
     int combined = KW_RESULT_ACK;
     bool matched = false;
     Delivery delivery(*holds_, ev);
-    for (auto &h : handlers_) {
+    for (size_t i = 0; i < handlers_.size(); i++) {
+        auto &h = handlers_[i];
         if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
         matched = true;
+        const auto began = std::chrono::steady_clock::now();
         int rc = call(h, ev, delivery);
+        stats_.handler_done(i, rc,
+                            std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - began)
+                                .count());
         if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
         count_result(rc);
         if (rc == KW_RESULT_RETRY) {
@@ -414,6 +424,7 @@ void Engine::handle(Event &ev) {
         delivery.finish(combined, std::move(ev.error));
         return;
     }
+    if (tracked && matched) stats_.queue_done(ev.queue, combined);
     if (tracked)
         push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
                          ev.slot, ev.ts_ms});
@@ -460,6 +471,7 @@ void Engine::hold_completed(int result) {
 void Engine::held_item_done(const Event &ev, int result, std::string error,
                             int64_t retry_delay_ms) {
     if (!ev.tracked()) return;
+    if (result != kRelease) stats_.queue_done(ev.queue, result);
     Completion c{ev.queue, ev.key, result, std::move(error), ev.slot, ev.ts_ms};
     c.retry_delay_ms = retry_delay_ms;
     push_completion(std::move(c));
@@ -508,8 +520,9 @@ void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     conn_state_.store(fanout_->worst_state(), std::memory_order_relaxed);
     nodes_.store(fanout_->nodes(), std::memory_order_relaxed);
     // A node's first READY is a connect; any later one a reconnect.
-    if (state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second)
-        reconnects_.fetch_add(1, std::memory_order_relaxed);
+    const bool reconnect = state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second;
+    if (reconnect) reconnects_.fetch_add(1, std::memory_order_relaxed);
+    stats_.node_state(sub.endpoint(), state, reconnect);
     if (state_sink_) state_sink_(sub.endpoint(), state, detail);
 }
 
@@ -541,78 +554,105 @@ std::string Engine::last_error() const {
     return last_error_;
 }
 
-int Engine::stat(const std::string &name, int64_t *value) const {
+int64_t Engine::stat_value(StatId id) const {
     auto load = [](const std::atomic<int64_t> &a) { return a.load(std::memory_order_relaxed); };
-    if (name == "events.received")
-        *value = load(counters_.received);
-    else if (name == "events.delivered")
-        *value = load(counters_.delivered);
-    else if (name == "events.dropped")
-        *value = load(counters_.dropped);
-    else if (name == "events.abandoned")
-        *value = load(counters_.abandoned);
-    else if (name == "handler.errors")
-        *value = load(counters_.handler_errors);
-    else if (name == "handler.retries")
-        *value = load(counters_.handler_retries);
-    else if (name == "conn.reconnects")
-        *value = load(reconnects_);
-    else if (name == "conn.nodes")
-        *value = load(nodes_);
-    else if (name == "conn.state")
-        *value = conn_state_.load(std::memory_order_relaxed);
-    else if (name == "dispatch.queued")
-        *value = static_cast<int64_t>(dispatcher_->queued());
-    else if (name == "items.claimed")
-        *value = load(sweeper_counters_.claimed);
-    else if (name == "items.acked")
-        *value = load(sweeper_counters_.acked);
-    else if (name == "items.retried")
-        *value = load(sweeper_counters_.retried);
-    else if (name == "items.dead")
-        *value = load(sweeper_counters_.dead);
-    else if (name == "items.lease_expired")
-        *value = load(sweeper_counters_.lease_expired);
-    else if (name == "items.unhandled")
-        *value = load(counters_.unhandled);
-    else if (name == "items.late_acks")
-        *value = load(sweeper_counters_.late_acks);
-    else if (name == "events.suppressed")
-        *value = load(sweeper_counters_.suppressed);
-    else if (name == "items.released")
-        *value = load(sweeper_counters_.released);
-    else if (name == "events.unrouted")
-        *value = load(sweeper_counters_.unrouted);
-    else if (name == "sweep.calls")
-        *value = load(sweeper_counters_.sweep_calls);
-    else if (name == "lateness.max_ms")
-        *value = load(counters_.lateness_max);
-    else if (name.rfind("events.received.", 0) == 0) {
-        auto it = counters_.per_event.find(name.substr(16));
-        *value = it == counters_.per_event.end() ? 0 : load(it->second);
-    } else {
-        return KW_ERR_INVALID_ARG;
+    const SweeperCounters &sc = sweeper_counters_;
+    switch (id) {
+        case StatId::EVENTS_RECEIVED:
+            return load(counters_.received);
+        case StatId::EVENTS_DELIVERED:
+            return load(counters_.delivered);
+        case StatId::EVENTS_DROPPED:
+            return load(counters_.dropped);
+        case StatId::EVENTS_ABANDONED:
+            return load(counters_.abandoned);
+        case StatId::EVENTS_SUPPRESSED:
+            return load(sc.suppressed);
+        case StatId::EVENTS_UNROUTED:
+            return load(sc.unrouted);
+        case StatId::HANDLER_ERRORS:
+            return load(counters_.handler_errors);
+        case StatId::HANDLER_RETRIES:
+            return load(counters_.handler_retries);
+        case StatId::CONN_RECONNECTS:
+            return load(reconnects_);
+        case StatId::CONN_STATE:
+            return conn_state_.load(std::memory_order_relaxed);
+        case StatId::CONN_NODES:
+            return load(nodes_);
+        case StatId::DISPATCH_QUEUED:
+            return static_cast<int64_t>(dispatcher_->queued());
+        case StatId::ITEMS_CLAIMED:
+            return load(sc.claimed);
+        case StatId::ITEMS_ACKED:
+            return load(sc.acked);
+        case StatId::ITEMS_RETRIED:
+            return load(sc.retried);
+        case StatId::ITEMS_DEAD:
+            return load(sc.dead);
+        case StatId::ITEMS_LEASE_EXPIRED:
+            return load(sc.lease_expired);
+        case StatId::ITEMS_UNHANDLED:
+            return load(counters_.unhandled);
+        case StatId::ITEMS_LATE_ACKS:
+            return load(sc.late_acks);
+        case StatId::ITEMS_RELEASED:
+            return load(sc.released);
+        case StatId::SWEEP_CALLS:
+            return load(sc.sweep_calls);
+        case StatId::LATENESS_MAX:
+            return load(counters_.lateness_max);
+        // Labelled rows: their samples come from stats_snapshot().
+        case StatId::EVENTS_RECEIVED_BY_NAME:
+        case StatId::HANDLER_CALLS_BY_HANDLER:
+        case StatId::HANDLER_ERRORS_BY_HANDLER:
+        case StatId::HANDLER_DURATION:
+        case StatId::NODE_STATE:
+        case StatId::NODE_RECONNECTS:
+        case StatId::QUEUE_ACKED:
+        case StatId::QUEUE_RETRIED:
+        case StatId::QUEUE_REJECTED:
+        case StatId::EXPIRY_LATENESS:
+            break;
     }
+    return 0;
+}
+
+std::vector<StatSample> Engine::stats_snapshot() const {
+    std::vector<StatSample> out, labelled;
+    stats_.append(&labelled);
+    for (size_t i = 0; i < stat_table().size(); i++) {
+        const auto id = static_cast<StatId>(i);
+        if (stat_info(id).label[0] == '\0') {
+            out.push_back({id, "", stat_value(id), {}});
+        } else if (id == StatId::EVENTS_RECEIVED_BY_NAME) {
+            for (auto &kv : counters_.per_event)
+                out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
+        } else {
+            for (auto &s : labelled)
+                if (s.id == id) out.push_back(s);
+        }
+    }
+    return out;
+}
+
+int Engine::stat(const std::string &name, int64_t *value) const {
+    StatId id;
+    std::string label;
+    if (!find_stat(name, &id, &label)) return KW_ERR_INVALID_ARG;
+    if (label.empty()) {
+        *value = stat_value(id);
+        return KW_OK;
+    }
+    // A label value not seen (yet): the counter has not moved.
+    *value = 0;
+    for (auto &s : stats_snapshot())
+        if (s.id == id && s.label == label) *value = s.value;
     return KW_OK;
 }
 
 std::string Engine::stats_json() const {
-    std::string out = "{";
-    auto add = [&](const std::string &name) {
-        int64_t v = 0;
-        stat(name, &v);
-        out += (out.size() > 1 ? "," : "") + ("\"" + name + "\":" + std::to_string(v));
-    };
-    for (const char *n :
-         {"events.received", "events.delivered",  "events.dropped",      "events.abandoned",
-          "handler.errors",  "handler.retries",   "conn.reconnects",     "conn.state",
-          "conn.nodes",      "dispatch.queued",   "items.claimed",       "items.acked",
-          "items.retried",   "items.dead",        "items.lease_expired", "items.unhandled",
-          "items.late_acks", "events.suppressed", "sweep.calls",         "items.released",
-          "events.unrouted", "lateness.max_ms"})
-        add(n);
-    for (auto &kv : counters_.per_event) add("events.received." + kv.first);
-    return out + "}";
+    return keywatch::stats_json(stats_snapshot());
 }
 
 }  // namespace keywatch

@@ -22,6 +22,7 @@
 #include "core/filter.h"
 #include "core/handler.h"
 #include "core/hold.h"
+#include "core/stats.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 
@@ -49,7 +50,10 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     int start();
     int stop(int64_t timeout_ms);
 
+    // A statistic by name (core/stats.h: a histogram gives its count). Any thread.
     int stat(const std::string &name, int64_t *value) const;
+    // Every sample, in the table's order (labelled families: one per label). Any thread.
+    std::vector<StatSample> stats_snapshot() const;
     std::string stats_json() const;
 
     // Last error message: set by start() and stop().
@@ -97,6 +101,7 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     static void on_flush(evutil_socket_t, short, void *arg);
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
+    int64_t stat_value(StatId id) const;  // an unlabelled row's value
     std::vector<std::string> subscribed_events() const;
     void teardown();
 
@@ -126,6 +131,7 @@ class Engine : private SubscriberSink, private SweeperSink, private HoldOwner {
     std::string last_event_name_;
     std::atomic<int64_t> *last_event_counter_ = nullptr;
     Counters counters_;
+    EngineStats stats_;  // labelled: per node, queue and handler
     SweeperCounters sweeper_counters_;
 
     std::mutex completion_mu_;  // workers -> loop

@@ -36,6 +36,52 @@ static int on_expired(kw_event_t *ev, void *opaque) {
     return KW_RESULT_ACK;
 }
 
+static int fail(const char *what, int rc, const char *detail);
+
+/* kw_conf_dump's callback: counts the options and checks the one it is told about. */
+struct dump_check {
+    int options;
+    int workers_seen;
+};
+
+static void on_option(const char *name, const char *value, const char *default_value,
+                      void *opaque) {
+    struct dump_check *d = (struct dump_check *)opaque;
+    d->options++;
+    if (strcmp(name, "workers") == 0 && strcmp(value, "2") == 0 && default_value[0] != '\0')
+        d->workers_seen = 1;
+}
+
+/* The snapshot holds handler 0's call count and duration histogram, both moved. */
+static int check_snapshot(kw_engine_t *engine) {
+    kw_stats_t *stats = NULL;
+    size_t i, n;
+    int calls = 0, histogram = 0, rc;
+    if ((rc = kw_engine_stats(engine, &stats)) != KW_OK) return fail("kw_engine_stats", rc, NULL);
+    n = kw_stats_count(stats);
+    for (i = 0; i < n; i++) {
+        const char *name = kw_stats_name(stats, i);
+        if (strcmp(kw_stats_label_value(stats, i), "0") != 0) continue;
+        if (strcmp(name, "handler.calls.<handler>") == 0 && kw_stats_value(stats, i) >= 1 &&
+            kw_stats_type(stats, i) == KW_STAT_COUNTER &&
+            strcmp(kw_stats_label_name(stats, i), "handler") == 0)
+            calls = 1;
+        if (strcmp(name, "handler.duration.<handler>") == 0 &&
+            kw_stats_type(stats, i) == KW_STAT_HISTOGRAM) {
+            const double *bounds = NULL;
+            const uint64_t *counts = NULL;
+            size_t b = kw_stats_buckets(stats, i, &bounds, &counts);
+            /* Cumulative: the last (+Inf) bucket holds every observation. */
+            histogram = b > 1 && counts[b - 1] == (uint64_t)kw_stats_value(stats, i) &&
+                        counts[b - 1] >= 1 && bounds[0] > 0 && kw_stats_sum(stats, i) >= 0;
+        }
+    }
+    kw_stats_free(stats);
+    if (!calls || !histogram)
+        return fail("kw_engine_stats: handler 0's figures missing", KW_ERR_INTERNAL, NULL);
+    return 0;
+}
+
 static int fail(const char *what, int rc, const char *detail) {
     fprintf(stderr, "c99_smoke: %s: %s (%s): %s\n", what, kw_err_name(rc), kw_strerror(rc),
             detail ? detail : "");
@@ -62,7 +108,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s REDIS_URL KEY\n", argv[0]);
         return 1;
     }
-    if ((kw_version() >> 16) != KW_VERSION_MAJOR) {
+    /* The ABI rule while the major version is 0: the same major.minor. */
+    if ((kw_version() >> 8) != (KW_VERSION >> 8)) {
         fprintf(stderr, "c99_smoke: built for %s, loaded %s\n", KW_VERSION_STRING,
                 kw_version_string());
         return 1;
@@ -79,6 +126,13 @@ int main(int argc, char **argv) {
         return fail("redis.url", rc, err);
     if ((rc = kw_conf_set(conf, "workers", "2", err, sizeof err)) != KW_OK)
         return fail("workers", rc, err);
+    {
+        struct dump_check d = {0, 0};
+        if ((rc = kw_conf_dump(conf, on_option, &d)) != KW_OK)
+            return fail("kw_conf_dump", rc, NULL);
+        if (d.options < 20 || !d.workers_seen)
+            return fail("kw_conf_dump did not list workers=2", KW_ERR_INTERNAL, NULL);
+    }
 
     filter = kw_filter_new();
     if (!filter) return fail("kw_filter_new", KW_ERR_NOMEM, NULL);
@@ -123,9 +177,15 @@ int main(int argc, char **argv) {
         return 1;
     }
     {
-        char *stats = kw_engine_stats_json(engine);
+        char *stats = NULL;
+        if ((rc = kw_engine_stats_json(engine, &stats)) != KW_OK)
+            return fail("kw_engine_stats_json", rc, NULL);
         if (!stats || stats[0] != '{') return fail("kw_engine_stats_json", KW_ERR_INTERNAL, stats);
         kw_free(stats);
+    }
+    if (check_snapshot(engine) != 0) {
+        kw_engine_free(engine);
+        return 1;
     }
     kw_engine_free(engine);
     if (seen.key_len != strlen(argv[2]) || memcmp(seen.key, argv[2], seen.key_len) != 0) {

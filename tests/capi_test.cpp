@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -379,7 +383,8 @@ TEST_F(CApiEngineTest, StopBeforeStartIsHarmlessAndIdempotent) {
 }
 
 TEST_F(CApiEngineTest, StatsJsonBeforeStartIsAnObject) {
-    char *json = kw_engine_stats_json(engine_);
+    char *json = nullptr;
+    ASSERT_EQ(kw_engine_stats_json(engine_, &json), KW_OK);
     ASSERT_NE(json, nullptr);
     std::string text(json);
     kw_free(json);
@@ -415,3 +420,225 @@ TEST(CApiEngineStandalone, CallbacksCanBeSetAndRemovedBeforeStart) {
 }
 
 }  // namespace
+
+namespace capi_settled {
+
+// kw_conf_dump's rows, by name: {value, default}.
+std::map<std::string, std::pair<std::string, std::string>> dump(const kw_conf_t *conf) {
+    std::map<std::string, std::pair<std::string, std::string>> rows;
+    EXPECT_EQ(kw_conf_dump(
+                  conf,
+                  [](const char *name, const char *value, const char *dflt, void *opaque) {
+                      auto *r = static_cast<decltype(rows) *>(opaque);
+                      EXPECT_TRUE(r->emplace(name, std::make_pair(value, dflt)).second)
+                          << name << " listed twice";
+                  },
+                  &rows),
+              KW_OK);
+    return rows;
+}
+
+TEST(CApiConfDump, ListsEveryOptionWithValueAndDefault) {
+    Conf conf;
+    char err[256] = "";
+    ASSERT_EQ(kw_conf_set(conf.c, "workers", "3", err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_conf_set(conf.c, "redis.password", "secret", err, sizeof err), KW_OK) << err;
+    ASSERT_EQ(kw_conf_set(conf.c, "redis.url", "redis://u:pw@127.0.0.1:6390", err, sizeof err),
+              KW_OK)
+        << err;
+    const auto rows = dump(conf.c);
+    // Every option the header documents (the configuration comment) is listed, and every
+    // listed name is one kw_conf_get accepts with the same value.
+    for (const char *name : {"redis.url",
+                             "redis.mode",
+                             "cluster.refresh",
+                             "redis.user",
+                             "redis.password",
+                             "redis.connect_timeout",
+                             "notify.enable",
+                             "workers",
+                             "dispatch.queue_size",
+                             "reconnect.min",
+                             "reconnect.max",
+                             "health.interval",
+                             "health.timeout",
+                             "stop.timeout",
+                             "redis.command_timeout",
+                             "namespace",
+                             "track.enable",
+                             "track.done_window",
+                             "queues",
+                             "lease",
+                             "retry.base",
+                             "retry.max",
+                             "max_attempts",
+                             "sweep.batch",
+                             "sweep.interval",
+                             "sweep.scan_interval",
+                             "dedupe.enable",
+                             "dedupe.ttl",
+                             "limits.key_bytes",
+                             "limits.value_bytes"})
+        EXPECT_EQ(rows.count(name), 1u) << name << " missing from kw_conf_dump";
+    for (const auto &row : rows) {
+        char buf[512] = "";
+        ASSERT_EQ(kw_conf_get(conf.c, row.first.c_str(), buf, sizeof buf), KW_OK) << row.first;
+        EXPECT_EQ(row.second.first, buf) << row.first;
+    }
+    EXPECT_EQ(rows.at("workers").first, "3");
+    EXPECT_NE(rows.at("workers").second, "3");
+    EXPECT_EQ(rows.at("redis.password").first, "***");
+    EXPECT_EQ(rows.at("redis.password").second, "");
+    EXPECT_EQ(rows.at("redis.url").second, "redis://127.0.0.1:6379");
+    for (const auto &row : rows) {
+        EXPECT_EQ(row.second.first.find("secret"), std::string::npos) << row.first;
+        EXPECT_EQ(row.second.first.find("pw@"), std::string::npos) << row.first;
+    }
+    // Sorted by name, as documented.
+    std::vector<std::string> order;
+    kw_conf_dump(
+        conf.c,
+        [](const char *name, const char *, const char *, void *o) {
+            static_cast<std::vector<std::string> *>(o)->push_back(name);
+        },
+        &order);
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+    EXPECT_EQ(order.size(), rows.size());
+}
+
+TEST(CApiConfDump, NullArgumentsAreInvalidAndCallNothing) {
+    Conf conf;
+    EXPECT_EQ(
+        kw_conf_dump(
+            nullptr,
+            [](const char *, const char *, const char *, void *) { ADD_FAILURE() << "called"; },
+            nullptr),
+        KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_conf_dump(conf.c, nullptr, nullptr), KW_ERR_INVALID_ARG);
+}
+
+// An engine whose start fails fast: nothing listens at 127.0.0.1:<port>.
+kw_engine_t *failing_engine(int port) {
+    Conf conf;
+    char err[256] = "";
+    const std::string url = "redis://127.0.0.1:" + std::to_string(port);
+    EXPECT_EQ(kw_conf_set(conf.c, "redis.url", url.c_str(), err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_conf_set(conf.c, "redis.connect_timeout", "100ms", err, sizeof err), KW_OK);
+    kw_engine_t *e = nullptr;
+    EXPECT_EQ(kw_engine_new(conf.c, &e, err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_engine_add_handler(
+                  e, nullptr, [](kw_event_t *, void *) { return 0; }, nullptr, nullptr),
+              KW_OK);
+    EXPECT_NE(kw_engine_start(e), KW_OK);
+    return e;
+}
+
+TEST(CApiLastError, EachEngineKeepsItsOwnMessageInOneThread) {
+    kw_engine_t *a = failing_engine(1);
+    kw_engine_t *b = failing_engine(2);
+    const char *msg_a = kw_engine_last_error(a);
+    const std::string copy_a = msg_a;
+    const char *msg_b = kw_engine_last_error(b);
+    EXPECT_NE(copy_a.find("127.0.0.1:1"), std::string::npos) << copy_a;
+    EXPECT_NE(std::string(msg_b).find("127.0.0.1:2"), std::string::npos) << msg_b;
+    // Asking engine b did not touch the text engine a handed out to this thread.
+    EXPECT_EQ(std::string(msg_a), copy_a);
+    // Nor does another thread asking engine a.
+    std::thread([&] { EXPECT_EQ(std::string(kw_engine_last_error(a)), copy_a); }).join();
+    EXPECT_EQ(std::string(msg_a), copy_a);
+    kw_engine_free(a);
+    kw_engine_free(b);
+}
+
+TEST(CApiJsonGetters, NullArgumentsGiveInvalidArgAndNullText) {
+    char *out = reinterpret_cast<char *>(1);
+    EXPECT_EQ(kw_engine_stats_json(nullptr, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(out, nullptr);
+    Conf conf;
+    kw_engine_t *e = nullptr;
+    char err[256] = "";
+    ASSERT_EQ(kw_engine_new(conf.c, &e, err, sizeof err), KW_OK) << err;
+    EXPECT_EQ(kw_engine_stats_json(e, nullptr), KW_ERR_INVALID_ARG);
+    kw_engine_free(e);
+    out = reinterpret_cast<char *>(1);
+    EXPECT_EQ(kw_client_inspect_json(nullptr, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(out, nullptr);
+    out = reinterpret_cast<char *>(1);
+    EXPECT_EQ(kw_client_dead_list_json(nullptr, "keys", 1, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(CApiStatsSnapshot, BeforeStartHoldsTheUnlabelledRowsAtZero) {
+    Conf conf;
+    kw_engine_t *e = nullptr;
+    char err[256] = "";
+    ASSERT_EQ(kw_engine_new(conf.c, &e, err, sizeof err), KW_OK) << err;
+    kw_stats_t *s = nullptr;
+    ASSERT_EQ(kw_engine_stats(e, &s), KW_OK);
+    ASSERT_GT(kw_stats_count(s), 20u);
+    std::set<std::string> names;
+    for (size_t i = 0; i < kw_stats_count(s); i++) {
+        names.insert(kw_stats_name(s, i));
+        EXPECT_STREQ(kw_stats_label_name(s, i), "") << kw_stats_name(s, i);
+        EXPECT_NE(kw_stats_type(s, i), KW_STAT_HISTOGRAM) << kw_stats_name(s, i);
+        EXPECT_STRNE(kw_stats_help(s, i), "") << kw_stats_name(s, i);
+        EXPECT_STRNE(kw_stats_unit(s, i), "") << kw_stats_name(s, i);
+        int64_t v = -1;
+        ASSERT_EQ(kw_engine_stat(e, kw_stats_name(s, i), &v), KW_OK) << kw_stats_name(s, i);
+        EXPECT_EQ(kw_stats_value(s, i), v) << kw_stats_name(s, i);
+    }
+    EXPECT_EQ(names.count("events.received"), 1u);
+    EXPECT_EQ(names.count("lateness.max_ms"), 1u);
+    // Past the end: empty answers, no crash.
+    const size_t n = kw_stats_count(s);
+    EXPECT_STREQ(kw_stats_name(s, n), "");
+    EXPECT_EQ(kw_stats_value(s, n), 0);
+    const double *bounds = reinterpret_cast<const double *>(1);
+    EXPECT_EQ(kw_stats_buckets(s, n, &bounds, nullptr), 0u);
+    EXPECT_EQ(bounds, nullptr);
+    kw_stats_free(s);
+    kw_stats_free(nullptr);
+    EXPECT_EQ(kw_engine_stats(nullptr, &s), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(s, nullptr);
+    kw_engine_free(e);
+}
+
+TEST(CApiNaming, EveryFunctionTakingAClientStartsWithKwClient) {
+    // The header's naming rule, checked on the header itself.
+    std::ifstream in(KW_HEADER_PATH);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string header = ss.str();
+    size_t checked = 0;
+    for (size_t at = header.find("KW_API "); at != std::string::npos;
+         at = header.find("KW_API ", at + 1)) {
+        const size_t end = header.find(';', at);
+        const std::string decl = header.substr(at, end - at);
+        const size_t paren = decl.find('(');
+        size_t name_start = decl.rfind(' ', paren) + 1;
+        while (decl[name_start] == '*') name_start++;
+        const std::string name = decl.substr(name_start, paren - name_start);
+        const std::string first_arg =
+            decl.substr(paren + 1, decl.find_first_of(",)", paren) - paren);
+        // Constructors are named after what they make: kw_engine_new takes a kw_conf_t.
+        if (name.size() > 4 && name.compare(name.size() - 4, 4, "_new") == 0) continue;
+        for (const char *handle : {"client", "engine", "conf", "filter", "stats"}) {
+            if (first_arg.find(std::string("kw_") + handle + "_t") == std::string::npos) continue;
+            EXPECT_EQ(name.rfind(std::string("kw_") + handle + "_", 0), 0u)
+                << name << " takes a kw_" << handle << "_t first";
+            checked++;
+        }
+    }
+    EXPECT_GT(checked, 30u);
+}
+
+}  // namespace capi_settled
+
+// The settled signatures: a change is an ABI break and must come with a new minor version.
+static_assert(std::is_same<decltype(&kw_engine_stop), int (*)(kw_engine_t *, int64_t)>::value,
+              "kw_engine_stop takes an int64_t timeout");
+static_assert(
+    std::is_same<decltype(&kw_client_inspect_json), int (*)(kw_client_t *, char **)>::value,
+    "JSON getters return a status and the text through an out-parameter");
+static_assert(std::is_same<decltype(&kw_engine_stats_json), int (*)(kw_engine_t *, char **)>::value,
+              "JSON getters return a status and the text through an out-parameter");

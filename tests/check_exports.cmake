@@ -1,6 +1,7 @@
 # Checks that a shared library exports only kw_* symbols, every function keywatch.h
-# declares, and that its SONAME is the versioned name.
-# Usage: cmake -DLIB=path -DHEADER=keywatch.h -DEXPECTED_SONAME=libkeywatch.so.N -P this-file
+# declares, and that its SONAME follows the rule of keywatch.h (major.minor while 0.x).
+# Usage: cmake -DLIB=path -DHEADER=keywatch.h -DEXPECTED_SONAME=libkeywatch.so.N
+#              -DVERSION=MAJOR.MINOR.PATCH -P this-file
 find_program(NM nm REQUIRED)
 find_program(READELF readelf REQUIRED)
 
@@ -63,7 +64,16 @@ set(soname "${CMAKE_MATCH_1}")
 if(NOT soname STREQUAL EXPECTED_SONAME)
   message(FATAL_ERROR "SONAME of ${LIB} is '${soname}', expected '${EXPECTED_SONAME}'")
 endif()
-if(NOT soname MATCHES "\\.so\\.[0-9]+$")
-  message(FATAL_ERROR "SONAME '${soname}' does not carry the major version")
+# The rule of keywatch.h: libkeywatch.so.0.MINOR while the major version is 0, then
+# libkeywatch.so.MAJOR. VERSION is the project version (MAJOR.MINOR.PATCH).
+string(REGEX MATCH "^([0-9]+)\\.([0-9]+)\\." _ "${VERSION}")
+if(CMAKE_MATCH_1 STREQUAL "0")
+  set(rule_soname "libkeywatch.so.0.${CMAKE_MATCH_2}")
+else()
+  set(rule_soname "libkeywatch.so.${CMAKE_MATCH_1}")
+endif()
+if(NOT soname STREQUAL rule_soname)
+  message(FATAL_ERROR "SONAME '${soname}' breaks the rule of keywatch.h for version ${VERSION}: "
+                      "expected '${rule_soname}' (major.minor while the major version is 0)")
 endif()
 message(STATUS "${LIB}: ${kw_count} kw_* symbols exported, SONAME ${soname}")

@@ -42,13 +42,15 @@ class ClusterClient {
     // Tracks every key in one pipeline; all must succeed.
     void track_all(const std::vector<std::string> &keys, int64_t ttl_ms) {
         ASSERT_EQ(kw_client_pipeline_begin(client_), KW_OK) << error();
-        for (auto &k : keys) kw_track(client_, k.data(), k.size(), "v", 1, ttl_ms, 0, nullptr);
+        for (auto &k : keys)
+            kw_client_track(client_, k.data(), k.size(), "v", 1, ttl_ms, 0, nullptr);
         size_t n = 0;
         ASSERT_EQ(kw_client_pipeline_end(client_, nullptr, 0, &n), KW_OK) << error();
         ASSERT_EQ(n, keys.size());
     }
     std::string inspect() {
-        char *json = kw_client_inspect_json(client_);
+        char *json = nullptr;
+        EXPECT_EQ(kw_client_inspect_json(client_, &json), KW_OK) << error();
         std::string out = json ? json : "";
         kw_free(json);
         return out;
@@ -415,13 +417,15 @@ TEST_F(ClusterTest, TasksRetriesAndDeadLettersWorkAcrossSlots) {
     ClusterClient c(cluster_->seed_url());
     for (int i = 0; i < 50; i++) {
         std::string id = (i % 10 == 0 ? "bad" : "job") + std::to_string(i);
-        ASSERT_EQ(kw_schedule(c.get(), "jobs", id.data(), id.size(), "p", 1, 0, 200, 0, nullptr),
-                  KW_OK)
+        ASSERT_EQ(
+            kw_client_schedule(c.get(), "jobs", id.data(), id.size(), "p", 1, 0, 200, 0, nullptr),
+            KW_OK)
             << c.error();
     }
     ASSERT_TRUE(sink.wait_count(50, milliseconds(20000))) << sink.size();
     ASSERT_TRUE(wait_until([&] { return contains(c.inspect(), "\"dead\":5,"); })) << c.inspect();
-    char *dead = kw_dead_list_json(c.get(), "jobs", 100);
+    char *dead = nullptr;
+    ASSERT_EQ(kw_client_dead_list_json(c.get(), "jobs", 100, &dead), KW_OK) << c.error();
     ASSERT_NE(dead, nullptr) << c.error();
     std::string list = dead;
     kw_free(dead);
@@ -429,7 +433,7 @@ TEST_F(ClusterTest, TasksRetriesAndDeadLettersWorkAcrossSlots) {
         EXPECT_TRUE(contains(list, "\"bad" + std::to_string(i) + "\""));
     EXPECT_TRUE(contains(list, "slot_tag")) << list;
     int64_t n = 0;
-    ASSERT_EQ(kw_dead_purge(c.get(), "jobs", nullptr, &n), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_dead_purge(c.get(), "jobs", nullptr, &n), KW_OK) << c.error();
     EXPECT_EQ(n, 5);
 }
 
@@ -603,7 +607,7 @@ TEST_F(ClusterTest, ACallWhileTheClusterIsDownNamesTheRealState) {
     }));
     std::string key = "down:elsewhere";
     ASSERT_NE(keywatch::key_slot(key), uncovered);
-    int rc = kw_track(c.get(), key.data(), key.size(), "v", 1, 60000, 0, nullptr);
+    int rc = kw_client_track(c.get(), key.data(), key.size(), "v", 1, 60000, 0, nullptr);
     EXPECT_EQ(rc, KW_ERR_REDIS);
     EXPECT_TRUE(contains(c.error(), "the cluster refuses commands")) << c.error();
     EXPECT_TRUE(contains(c.error(), "CLUSTERDOWN")) << c.error();

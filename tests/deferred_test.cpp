@@ -97,7 +97,7 @@ class DeferredTest : public RedisTest {
         ASSERT_EQ(kw_conf_set(conf, "redis.url", redis().url().c_str(), err, sizeof err), KW_OK);
         kw_client_t *c = nullptr;
         ASSERT_EQ(kw_client_new(conf, &c, err, sizeof err), KW_OK) << err;
-        EXPECT_EQ(kw_schedule(c, "jobs", id.data(), id.size(), "p", 1, 0, delay_ms, 0, nullptr),
+        EXPECT_EQ(kw_client_schedule(c, "jobs", id.data(), id.size(), "p", 1, 0, delay_ms, 0, nullptr),
                   KW_OK)
             << kw_client_last_error(c);
         kw_client_free(c);

@@ -272,7 +272,8 @@ TEST_F(Lifecycle, StatsJsonIsAnObjectWithTheDocumentedNames) {
     ASSERT_TRUE(sink.wait_count(3)) << sink.describe();
     ASSERT_TRUE(wait_until([&] { return engine.stat("events.delivered") == 3; }));
 
-    char *text = kw_engine_stats_json(engine.get());
+    char *text = nullptr;
+    ASSERT_EQ(kw_engine_stats_json(engine.get(), &text), KW_OK);
     ASSERT_NE(text, nullptr);
     std::string json_text(text);
     kw_free(text);

@@ -49,18 +49,18 @@ class Client {
     std::string error() { return kw_client_last_error(client_); }
 
     int track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags = 0) {
-        return kw_track(client_, key.data(), key.size(), value.data(), value.size(), ttl_ms, flags,
-                        nullptr);
+        return kw_client_track(client_, key.data(), key.size(), value.data(), value.size(), ttl_ms,
+                               flags, nullptr);
     }
     int schedule(const std::string &queue, const std::string &id, const std::string &payload,
                  int64_t delay_ms) {
-        return kw_schedule(client_, queue.c_str(), id.data(), id.size(), payload.data(),
-                           payload.size(), 0, delay_ms, 0, nullptr);
+        return kw_client_schedule(client_, queue.c_str(), id.data(), id.size(), payload.data(),
+                                  payload.size(), 0, delay_ms, 0, nullptr);
     }
     // Field of one queue in kw_client_inspect_json, -1 if absent.
     int64_t inspect(const std::string &queue, const std::string &field) {
-        char *json = kw_client_inspect_json(client_);
-        if (!json) {
+        char *json = nullptr;
+        if (kw_client_inspect_json(client_, &json) != KW_OK || !json) {
             ADD_FAILURE() << "inspect: " << error();
             return -1;
         }
@@ -151,9 +151,9 @@ TEST_F(QueueTest, TrackedKeyIsDeliveredAtItsDeadlineWithSnapshotAndStableId) {
     Client c(redis().url());
     int64_t dl = 0;
     std::string value("snap\0shot", 9);
-    ASSERT_EQ(
-        kw_track(c.get(), "order:42", 8, value.data(), value.size(), 300, KW_TRACK_SNAPSHOT, &dl),
-        KW_OK)
+    ASSERT_EQ(kw_client_track(c.get(), "order:42", 8, value.data(), value.size(), 300,
+                              KW_TRACK_SNAPSHOT, &dl),
+              KW_OK)
         << c.error();
     deadline = dl;
     ASSERT_TRUE(sink.wait_for("expired", "order:42")) << sink.describe();
@@ -236,10 +236,12 @@ TEST_F(QueueTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {
     auto raw = client();
     const int64_t hour = 3600 * 1000;
     int64_t dl_pexpire = 0, dl_set = 0;
-    ASSERT_EQ(kw_track(c.get(), "shortened", 9, "v1", 2, hour, KW_TRACK_SNAPSHOT, &dl_pexpire),
-              KW_OK)
+    ASSERT_EQ(
+        kw_client_track(c.get(), "shortened", 9, "v1", 2, hour, KW_TRACK_SNAPSHOT, &dl_pexpire),
+        KW_OK)
         << c.error();
-    ASSERT_EQ(kw_track(c.get(), "rewritten", 9, "v1", 2, hour, 0, &dl_set), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_track(c.get(), "rewritten", 9, "v1", 2, hour, 0, &dl_set), KW_OK)
+        << c.error();
     ASSERT_EQ(raw->command({"PEXPIRE", "shortened", "1000"}), "1");
     ASSERT_EQ(raw->command({"SET", "rewritten", "v2", "PX", "1000"}), "OK");
     // Touching an overdue key makes Redis delete it and publish `expired` at once.
@@ -318,7 +320,8 @@ TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
     EXPECT_EQ(e->stat("items.retried"), 2);
     EXPECT_EQ(e->stat("items.dead"), 1);
 
-    char *dead = kw_dead_list_json(c.get(), "keys", 10);
+    char *dead = nullptr;
+    ASSERT_EQ(kw_client_dead_list_json(c.get(), "keys", 10, &dead), KW_OK) << c.error();
     ASSERT_NE(dead, nullptr) << c.error();
     std::string text = dead;
     kw_free(dead);
@@ -328,7 +331,7 @@ TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
 
     healthy = true;
     int64_t n = 0;
-    ASSERT_EQ(kw_dead_replay(c.get(), "keys", nullptr, 100, &n), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_dead_replay(c.get(), "keys", nullptr, 100, &n), KW_OK) << c.error();
     EXPECT_EQ(n, 1);
     ASSERT_TRUE(sink.wait_count(4)) << sink.describe();
     EXPECT_EQ(sink.events()[3].attempt, 1) << "a replay starts the attempts anew";
@@ -346,7 +349,7 @@ TEST_F(QueueTest, DeadLettersCanBePurged) {
     ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "dead") == 1; }));
     EXPECT_EQ(sink.size(), 1u) << "REJECT is final: no retry";
     int64_t n = 0;
-    ASSERT_EQ(kw_dead_purge(c.get(), "keys", nullptr, &n), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_dead_purge(c.get(), "keys", nullptr, &n), KW_OK) << c.error();
     EXPECT_EQ(n, 1);
     EXPECT_EQ(c.inspect("keys", "dead"), 0);
 }
@@ -363,9 +366,10 @@ TEST_F(QueueTest, DelayedTasksArriveInOrderAndCancelAndRescheduleWork) {
     ASSERT_EQ(c.schedule("emails", "second", "p2", 400), KW_OK);
     ASSERT_EQ(c.schedule("emails", "cancelled", "px", 300), KW_OK);
     ASSERT_EQ(c.schedule("emails", "moved", "pm", 300), KW_OK);
-    ASSERT_EQ(kw_cancel(c.get(), "emails", "cancelled", 9), KW_OK) << c.error();
-    ASSERT_EQ(kw_reschedule(c.get(), "emails", "moved", 5, 0, 900, nullptr), KW_OK) << c.error();
-    EXPECT_EQ(kw_cancel(c.get(), "emails", "nosuch", 6), KW_ERR_NOT_FOUND);
+    ASSERT_EQ(kw_client_cancel(c.get(), "emails", "cancelled", 9), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_reschedule(c.get(), "emails", "moved", 5, 0, 900, nullptr), KW_OK)
+        << c.error();
+    EXPECT_EQ(kw_client_cancel(c.get(), "emails", "nosuch", 6), KW_ERR_NOT_FOUND);
     ASSERT_TRUE(sink.wait_count(4)) << sink.describe();
     auto events = sink.events();
     std::vector<std::string> order;
@@ -388,7 +392,8 @@ TEST_F(QueueTest, ScheduleInThePastIsDeliveredNow) {
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
     int64_t at = 0;
-    ASSERT_EQ(kw_schedule(c.get(), "jobs", "late", 4, "p", 1, 1000, 0, 0, &at), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_schedule(c.get(), "jobs", "late", 4, "p", 1, 1000, 0, 0, &at), KW_OK)
+        << c.error();
     EXPECT_GT(at, 1000) << "a time in the past means now";
     EXPECT_TRUE(sink.wait_for("task", "late")) << sink.describe();
 }
@@ -407,7 +412,7 @@ TEST_F(QueueTest, BadInputGetsClearErrorsAndWritesNothing) {
     EXPECT_EQ(c.schedule("bad:queue", "id", "p", 10), KW_ERR_INVALID_ARG);
     EXPECT_TRUE(contains(c.error(), "queue name")) << c.error();
     int64_t n = 0;
-    EXPECT_EQ(kw_dead_replay(c.get(), "nosuchqueue", nullptr, 10, &n), KW_ERR_NOT_FOUND);
+    EXPECT_EQ(kw_client_dead_replay(c.get(), "nosuchqueue", nullptr, 10, &n), KW_ERR_NOT_FOUND);
     EXPECT_TRUE(contains(c.error(), "nosuchqueue")) << c.error();
     ASSERT_EQ(c.track("k", "v", 1000, KW_TRACK_NX), KW_OK);
     EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_NX), KW_ERR_CONDITION);
@@ -422,22 +427,23 @@ TEST_F(QueueTest, DeadlinesAfterTheMaximumAreRefusedAndWriteNothing) {
     auto raw = client();
     const std::string max_text = "9999-12-31T23:59:59.999Z";
     int64_t out = -7;
-    EXPECT_EQ(kw_track(c.get(), "k", 1, "v", 1, INT64_MAX, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_client_track(c.get(), "k", 1, "v", 1, INT64_MAX, 0, &out), KW_ERR_INVALID_ARG);
     EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
     EXPECT_EQ(out, -7) << "no output on failure";
     EXPECT_EQ(c.track("k", "v", KW_MAX_TIME_MS), KW_ERR_INVALID_ARG) << "now + ttl is checked";
-    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, INT64_MAX, 0, 0, &out),
+    EXPECT_EQ(kw_client_schedule(c.get(), "jobs", "x", 1, "p", 1, INT64_MAX, 0, 0, &out),
               KW_ERR_INVALID_ARG);
     EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
-    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, KW_MAX_TIME_MS + 1, 0, 0, &out),
+    EXPECT_EQ(kw_client_schedule(c.get(), "jobs", "x", 1, "p", 1, KW_MAX_TIME_MS + 1, 0, 0, &out),
               KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, INT64_MAX, 0, &out),
+    EXPECT_EQ(kw_client_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, INT64_MAX, 0, &out),
               KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, KW_MAX_TIME_MS, KW_SCHEDULE_NX, &out),
+    EXPECT_EQ(kw_client_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, KW_MAX_TIME_MS, KW_SCHEDULE_NX,
+                                 &out),
               KW_ERR_INVALID_ARG);
     // A key given a later expiry by someone else cannot be adopted.
     raw->command({"SET", "far", "v", "PXAT", std::to_string(KW_MAX_TIME_MS + 1000)});
-    EXPECT_EQ(kw_adopt(c.get(), "far", 3, 0, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_client_adopt(c.get(), "far", 3, 0, &out), KW_ERR_INVALID_ARG);
     EXPECT_TRUE(contains(c.error(), max_text)) << c.error();
     EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
     EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing half-written";
@@ -445,14 +451,17 @@ TEST_F(QueueTest, DeadlinesAfterTheMaximumAreRefusedAndWriteNothing) {
     EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:data"}), "0");
 
     // A waiting task keeps its time when a reschedule is refused.
-    ASSERT_EQ(kw_schedule(c.get(), "jobs", "y", 1, "p", 1, 0, 60000, 0, &out), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_schedule(c.get(), "jobs", "y", 1, "p", 1, 0, 60000, 0, &out), KW_OK)
+        << c.error();
     const std::string score = raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"});
-    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, 0, INT64_MAX, &out), KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS + 1, 0, &out),
+    EXPECT_EQ(kw_client_reschedule(c.get(), "jobs", "y", 1, 0, INT64_MAX, &out),
+              KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_client_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS + 1, 0, &out),
               KW_ERR_INVALID_ARG);
     EXPECT_EQ(raw->command({"ZSCORE", "kw:jobs:{0}:due", "y"}), score);
     // The maximum itself is a valid time.
-    ASSERT_EQ(kw_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS, 0, &out), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_reschedule(c.get(), "jobs", "y", 1, KW_MAX_TIME_MS, 0, &out), KW_OK)
+        << c.error();
     EXPECT_EQ(out, KW_MAX_TIME_MS);
 
     // Duration options obey the same rule.
@@ -472,11 +481,12 @@ TEST_F(QueueTest, UnknownFlagBitsAreRefusedAndNamed) {
     EXPECT_EQ(c.track("k", "v", 1000, KW_TRACK_SNAPSHOT | 0x100), KW_ERR_INVALID_ARG);
     EXPECT_TRUE(contains(c.error(), "0x100")) << c.error();
     EXPECT_EQ(c.track("k", "v", 1000, -1), KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, 10, 2, nullptr), KW_ERR_INVALID_ARG);
-    EXPECT_TRUE(contains(c.error(), "kw_schedule: unknown flag bits 0x2")) << c.error();
+    EXPECT_EQ(kw_client_schedule(c.get(), "jobs", "x", 1, "p", 1, 0, 10, 2, nullptr),
+              KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_client_schedule: unknown flag bits 0x2")) << c.error();
     raw->command({"SET", "foreign", "v", "PX", "60000"});
-    EXPECT_EQ(kw_adopt(c.get(), "foreign", 7, KW_TRACK_NX, nullptr), KW_ERR_INVALID_ARG);
-    EXPECT_TRUE(contains(c.error(), "kw_adopt: unknown flag bits 0x1")) << c.error();
+    EXPECT_EQ(kw_client_adopt(c.get(), "foreign", 7, KW_TRACK_NX, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_TRUE(contains(c.error(), "kw_client_adopt: unknown flag bits 0x1")) << c.error();
     EXPECT_EQ(raw->command({"EXISTS", "k"}), "0");
     EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:due"}), "0") << "nothing written";
     EXPECT_EQ(raw->command({"EXISTS", "kw:jobs:{0}:due"}), "0");
@@ -487,7 +497,8 @@ TEST_F(QueueTest, UnknownFlagBitsAreRefusedAndNamed) {
 TEST_F(QueueTest, InspectJsonFieldsAreTheDocumentedOnes) {
     Client c(redis().url());
     ASSERT_EQ(c.track("k", "v", 60000), KW_OK) << c.error();
-    char *json = kw_client_inspect_json(c.get());
+    char *json = nullptr;
+    ASSERT_EQ(kw_client_inspect_json(c.get(), &json), KW_OK) << c.error();
     ASSERT_NE(json, nullptr) << c.error();
     const std::string text = json;
     kw_free(json);
@@ -496,7 +507,7 @@ TEST_F(QueueTest, InspectJsonFieldsAreTheDocumentedOnes) {
     header << in.rdbuf();
     const std::string doc = header.str();
     const size_t from = doc.find("Queue figures as one JSON object");
-    const size_t to = doc.find("KW_API char *kw_client_inspect_json");
+    const size_t to = doc.find("KW_API int kw_client_inspect_json");
     ASSERT_NE(from, std::string::npos);
     ASSERT_NE(to, std::string::npos);
     const std::string section = doc.substr(from, to - from);
@@ -522,9 +533,9 @@ TEST_F(QueueTest, AdoptTracksAKeyWrittenElsewhere) {
     auto raw = client();
     raw->command({"SET", "foreign", "v", "PX", "200"});
     raw->command({"SET", "forever", "v"});
-    EXPECT_EQ(kw_adopt(c.get(), "foreign", 7, 0, nullptr), KW_OK) << c.error();
-    EXPECT_EQ(kw_adopt(c.get(), "forever", 7, 0, nullptr), KW_ERR_INVALID_ARG);
-    EXPECT_EQ(kw_adopt(c.get(), "missing", 7, 0, nullptr), KW_ERR_NOT_FOUND);
+    EXPECT_EQ(kw_client_adopt(c.get(), "foreign", 7, 0, nullptr), KW_OK) << c.error();
+    EXPECT_EQ(kw_client_adopt(c.get(), "forever", 7, 0, nullptr), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(kw_client_adopt(c.get(), "missing", 7, 0, nullptr), KW_ERR_NOT_FOUND);
     EXPECT_TRUE(sink.wait_for("expired", "foreign")) << sink.describe();
 }
 

@@ -113,7 +113,7 @@ TEST_F(Tls, ClientCertificateIsAcceptedAndClientTracksAKey) {
     ASSERT_EQ(kw_client_new(engine.conf(), &client, err, sizeof err), KW_OK) << err;
     int64_t deadline = 0;
     const std::string key = "tracked-over-tls";
-    int rc = kw_track(client, key.data(), key.size(), "v", 1, 200, 0, &deadline);
+    int rc = kw_client_track(client, key.data(), key.size(), "v", 1, 200, 0, &deadline);
     EXPECT_EQ(rc, KW_OK) << kw_client_last_error(client);
     kw_client_free(client);
     ASSERT_EQ(rc, KW_OK);
@@ -140,7 +140,7 @@ TEST_F(Tls, WrongCaIsRefusedAtStartNamingTheFile) {
     kw_client_t *client = nullptr;
     int crc = kw_client_new(engine.conf(), &client, cerr, sizeof cerr);
     if (crc == KW_OK) {
-        crc = kw_track(client, "k", 1, "v", 1, 1000, 0, nullptr);
+        crc = kw_client_track(client, "k", 1, "v", 1, 1000, 0, nullptr);
         snprintf(cerr, sizeof cerr, "%s", kw_client_last_error(client));
         kw_client_free(client);
     }

@@ -1,0 +1,188 @@
+// Statistics: the one table of every statistic an engine keeps (name, type, unit, help),
+// what is generated from it (the name lookup, the JSON, the list in capi/keywatch.h, which
+// tests/stats_table_test.cpp checks and rewrites), and the cheap recorders: relaxed atomic
+// counters and histograms with fixed buckets. A row whose name holds "<label>" is a labelled
+// family (one sample per node, queue, handler or event name).
+// Thread-safety: the table functions are pure; Histogram and EngineStats record and read
+// from any thread (EngineStats::set_* only before the engine starts).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// X(id, name, type, unit, help). Types: COUNTER (only grows), GAUGE (goes up and down),
+// HISTOGRAM (count, sum and fixed buckets of observations). Rows are never renamed.
+#define KW_STATS_TABLE(X)                                                                          \
+    X(EVENTS_RECEIVED, "events.received", COUNTER, "events", "events read from Redis (all types)") \
+    X(EVENTS_RECEIVED_BY_NAME, "events.received.<event>", COUNTER, "events",                       \
+      "events read from Redis, per event name, e.g. events.received.expired")                      \
+    X(EVENTS_DELIVERED, "events.delivered", COUNTER, "calls", "handler calls that returned")       \
+    X(EVENTS_DROPPED, "events.dropped", COUNTER, "events",                                         \
+      "live events dropped because the dispatch queue was full")                                   \
+    X(EVENTS_ABANDONED, "events.abandoned", COUNTER, "events",                                     \
+      "events still queued when stop's deadline passed")                                           \
+    X(EVENTS_SUPPRESSED, "events.suppressed", COUNTER, "events",                                   \
+      "live expiry events of tracked keys another path handles")                                   \
+    X(EVENTS_UNROUTED, "events.unrouted", COUNTER, "events",                                       \
+      "cluster: live events dropped because no master was known for their slot and more "          \
+      "than 100000 were waiting for one")                                                          \
+    X(HANDLER_ERRORS, "handler.errors", COUNTER, "calls",                                          \
+      "handler calls that returned RETRY or REJECT or an unknown code")                            \
+    X(HANDLER_RETRIES, "handler.retries", COUNTER, "calls", "of those, RETRY")                     \
+    X(HANDLER_CALLS_BY_HANDLER, "handler.calls.<handler>", COUNTER, "calls",                       \
+      "calls of one handler that returned; <handler> is its registration index, from 0")           \
+    X(HANDLER_ERRORS_BY_HANDLER, "handler.errors.<handler>", COUNTER, "calls",                     \
+      "of those, the calls that returned RETRY or REJECT or an unknown code")                      \
+    X(HANDLER_DURATION, "handler.duration.<handler>", HISTOGRAM, "seconds",                        \
+      "how long one handler's calls took")                                                         \
+    X(CONN_RECONNECTS, "conn.reconnects", COUNTER, "connections",                                  \
+      "successful reconnects after a lost connection")                                             \
+    X(CONN_STATE, "conn.state", GAUGE, "state",                                                    \
+      "kw_conn_state of the subscriber (worst over all nodes)")                                    \
+    X(CONN_NODES, "conn.nodes", GAUGE, "nodes",                                                    \
+      "nodes subscribed to (1, or the masters of a cluster)")                                      \
+    X(NODE_STATE, "node.state.<node>", GAUGE, "state",                                             \
+      "kw_conn_state of one node's subscriber (\"host:port\" or socket path)")                     \
+    X(NODE_RECONNECTS, "node.reconnects.<node>", COUNTER, "connections",                           \
+      "successful reconnects to one node after a lost connection")                                 \
+    X(DISPATCH_QUEUED, "dispatch.queued", GAUGE, "events", "events waiting for a worker now")      \
+    X(ITEMS_CLAIMED, "items.claimed", COUNTER, "items",                                            \
+      "tracked keys and tasks claimed by this engine")                                             \
+    X(ITEMS_ACKED, "items.acked", COUNTER, "items", "of those, acknowledged")                      \
+    X(ITEMS_RETRIED, "items.retried", COUNTER, "items", "of those, scheduled for a retry")         \
+    X(ITEMS_DEAD, "items.dead", COUNTER, "items", "of those, moved to the dead-letter stream")     \
+    X(ITEMS_LEASE_EXPIRED, "items.lease_expired", COUNTER, "items",                                \
+      "claims of items whose previous holder's lease ran out")                                     \
+    X(ITEMS_UNHANDLED, "items.unhandled", COUNTER, "items",                                        \
+      "claimed items no handler's filter matched (acked)")                                         \
+    X(ITEMS_LATE_ACKS, "items.late_acks", COUNTER, "items",                                        \
+      "completions not written: the lease had passed to another holder, or "          \
+      "the item was released at hold.timeout")                               \
+    X(ITEMS_RELEASED, "items.released", COUNTER, "items",                                          \
+      "claimed items given back unhandled when the engine stopped")                                \
+    X(QUEUE_ACKED, "queue.acked.<queue>", COUNTER, "items",                                        \
+      "items of one queue (\"keys\" or a task queue) whose handlers all returned ACK")             \
+    X(QUEUE_RETRIED, "queue.retried.<queue>", COUNTER, "items",                                    \
+      "items of one queue a handler returned RETRY for (and none REJECT)")                         \
+    X(QUEUE_REJECTED, "queue.rejected.<queue>", COUNTER, "items",                                  \
+      "items of one queue a handler returned REJECT or an unknown code for")                       \
+    X(EXPIRY_LATENESS, "expiry.lateness.<queue>", HISTOGRAM, "seconds",                            \
+      "handler start minus deadline of the first delivery of each tracked key or task of "         \
+      "one queue (negative counts as 0)")                                                          \
+    X(SWEEP_CALLS, "sweep.calls", COUNTER, "calls", "claim_due script calls")                      \
+    X(LATENESS_MAX, "lateness.max_ms", GAUGE, "ms",                                                \
+      "largest handler start minus deadline seen (tracked keys and tasks)")
+
+namespace keywatch {
+
+enum class StatType { COUNTER, GAUGE, HISTOGRAM };
+
+enum class StatId {
+#define KW_STAT_ENUM_(id, name, type, unit, help) id,
+    KW_STATS_TABLE(KW_STAT_ENUM_)
+#undef KW_STAT_ENUM_
+};
+
+struct StatInfo {
+    const char *name;  // "<label>" in it marks a labelled family
+    StatType type;
+    const char *unit;
+    const char *help;
+    const char *label;  // the placeholder's name ("queue"), "" for an unlabelled row
+};
+
+// The table, in its order.
+const std::vector<StatInfo> &stat_table();
+const StatInfo &stat_info(StatId id);
+const char *stat_type_name(StatType type);  // "counter", "gauge", "histogram"
+// The lookup: an unlabelled row's exact name, or a labelled row's name with the placeholder
+// replaced by a label value ("events.received.expired"). False for anything else.
+bool find_stat(std::string_view name, StatId *id, std::string *label_value);
+// A sample's name as kw_engine_stat and the JSON spell it: the row's, placeholder filled.
+std::string stat_sample_name(StatId id, const std::string &label_value);
+// The list in capi/keywatch.h's statistics comment, as generated from the table.
+std::string stats_header_list();
+
+// Fixed histogram buckets (upper bounds in seconds; a last bucket +Inf follows).
+constexpr std::array<double, 15> kHistogramBounds = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+constexpr size_t kHistogramBuckets = kHistogramBounds.size() + 1;
+
+struct HistogramSnapshot {
+    std::array<uint64_t, kHistogramBuckets> buckets{};  // per bucket (not cumulative)
+    uint64_t count = 0;                                 // sum of buckets
+    double sum = 0;                                     // seconds
+};
+
+// Observations in microseconds: one relaxed add to a bucket and one to the sum.
+class Histogram {
+  public:
+    void observe_us(int64_t us);
+    HistogramSnapshot snapshot() const;
+
+  private:
+    std::array<std::atomic<uint64_t>, kHistogramBuckets> buckets_{};
+    std::atomic<int64_t> sum_us_{0};
+};
+
+// One sample of a snapshot: a row, its label value ("" if unlabelled), its value (a
+// histogram's: its count) and, for a histogram, the buckets.
+struct StatSample {
+    StatId id;
+    std::string label;
+    int64_t value = 0;
+    HistogramSnapshot histogram;
+};
+
+// Every sample as one JSON object: "name": value, a histogram as
+// {"count": n, "sum": seconds, "buckets": [[upper bound, cumulative count], ..., ["+Inf", n]]}.
+std::string stats_json(const std::vector<StatSample> &samples);
+
+// The labelled statistics of one engine: per node, per queue and per handler. Queues and
+// handlers are fixed before start (so recording takes no lock); nodes appear as they
+// connect (rare: under a mutex).
+class EngineStats {
+  public:
+    void set_handlers(size_t count);
+    void set_queues(const std::vector<std::string> &queues);
+
+    // A handler call returned `result` after `duration_us`. Worker threads.
+    void handler_done(size_t handler, int result, int64_t duration_us);
+    // An item of `queue` was handled with the combined result. Worker threads.
+    void queue_done(const std::string &queue, int result);
+    // First delivery of a tracked key or task, `late_ms` after its deadline.
+    void lateness(const std::string &queue, int64_t late_ms);
+    // A node's subscriber changed state (a reconnect if it was READY before). Loop thread.
+    void node_state(const std::string &node, int state, bool reconnect);
+
+    void append(std::vector<StatSample> *out) const;
+
+  private:
+    struct PerHandler {
+        std::atomic<int64_t> calls{0}, errors{0};
+        Histogram duration;
+    };
+    struct PerQueue {
+        std::atomic<int64_t> acked{0}, retried{0}, rejected{0};
+        Histogram lateness;
+    };
+    struct PerNode {
+        int64_t state = 0, reconnects = 0;
+    };
+    PerQueue *queue(const std::string &name) const;
+
+    std::vector<std::unique_ptr<PerHandler>> handlers_;
+    std::map<std::string, std::unique_ptr<PerQueue>> queues_;
+    mutable std::mutex node_mu_;
+    std::map<std::string, PerNode> nodes_;
+};
+
+}  // namespace keywatch

@@ -1,0 +1,192 @@
+// The settled C API against a real redis-server: labelled statistics and histograms move
+// after real events and read the same through kw_engine_stats, kw_engine_stat and
+// kw_engine_stats_json; the client's JSON getters report their failures as statuses.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+
+#include "redis_fixture.h"
+
+namespace kwtest {
+namespace {
+
+// One sample of a snapshot, found by row name and label value.
+struct Sample {
+    bool found = false;
+    kw_stat_type type = KW_STAT_COUNTER;
+    std::string label_name;
+    int64_t value = 0;
+    double sum = 0;
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative;
+};
+
+Sample sample(kw_engine_t *e, const std::string &name, const std::string &label) {
+    kw_stats_t *s = nullptr;
+    Sample out;
+    EXPECT_EQ(kw_engine_stats(e, &s), KW_OK);
+    for (size_t i = 0; i < kw_stats_count(s); i++) {
+        if (name != kw_stats_name(s, i) || label != kw_stats_label_value(s, i)) continue;
+        EXPECT_FALSE(out.found) << name << "{" << label << "} appears twice";
+        out.found = true;
+        out.type = kw_stats_type(s, i);
+        out.label_name = kw_stats_label_name(s, i);
+        out.value = kw_stats_value(s, i);
+        out.sum = kw_stats_sum(s, i);
+        const double *b = nullptr;
+        const uint64_t *c = nullptr;
+        size_t n = kw_stats_buckets(s, i, &b, &c);
+        out.bounds.assign(b, b + n);
+        out.cumulative.assign(c, c + n);
+    }
+    kw_stats_free(s);
+    return out;
+}
+
+class CApiStatsTest : public RedisTest {
+  protected:
+    kw_client_t *new_client() {
+        kw_conf_t *conf = kw_conf_new();
+        kw_conf_set(conf, "redis.url", redis().url().c_str(), nullptr, 0);
+        kw_client_t *c = nullptr;
+        char err[256] = "";
+        EXPECT_EQ(kw_client_new(conf, &c, err, sizeof err), KW_OK) << err;
+        kw_conf_free(conf);
+        return c;
+    }
+};
+
+TEST_F(CApiStatsTest, LabelledStatisticsAndHistogramsMoveAfterRealEvents) {
+    Engine engine(redis().url());
+    engine.set("queues", "jobs");
+    engine.set("retry.base", "100ms");
+    engine.set("max_attempts", "1");
+    // Handler 0: the task queue, acks after 30 ms. Handler 1: tracked keys, rejects.
+    EventSink jobs, keys;
+    jobs.decide = [](const Event &) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        return KW_RESULT_ACK;
+    };
+    keys.decide = [](const Event &) { return KW_RESULT_REJECT; };
+    engine.add(&jobs, {{"events", "task"}, {"queue", "jobs"}});
+    engine.add(&keys, {{"events", "expired"}, {"queue", "keys"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+
+    kw_client_t *c = new_client();
+    ASSERT_NE(c, nullptr);
+    for (const char *id : {"a", "b", "c"})
+        ASSERT_EQ(kw_client_schedule(c, "jobs", id, 1, "p", 1, 0, 0, 0, nullptr), KW_OK)
+            << kw_client_last_error(c);
+    ASSERT_EQ(kw_client_track(c, "k1", 2, "v", 1, 50, 0, nullptr), KW_OK)
+        << kw_client_last_error(c);
+    ASSERT_TRUE(wait_until(
+        [&] { return engine.stat("items.acked") >= 3 && engine.stat("items.dead") >= 1; }));
+
+    kw_engine_t *e = engine.get();
+    // Per queue: handler outcomes and the lateness histogram of first deliveries.
+    EXPECT_EQ(sample(e, "queue.acked.<queue>", "jobs").value, 3);
+    EXPECT_EQ(sample(e, "queue.rejected.<queue>", "keys").value, 1);
+    EXPECT_EQ(sample(e, "queue.acked.<queue>", "keys").value, 0);
+    Sample late_jobs = sample(e, "expiry.lateness.<queue>", "jobs");
+    ASSERT_TRUE(late_jobs.found);
+    EXPECT_EQ(late_jobs.type, KW_STAT_HISTOGRAM);
+    EXPECT_EQ(late_jobs.label_name, "queue");
+    EXPECT_EQ(late_jobs.value, 3);
+    ASSERT_FALSE(late_jobs.cumulative.empty());
+    EXPECT_EQ(late_jobs.cumulative.back(), 3u);
+    EXPECT_TRUE(std::isinf(late_jobs.bounds.back()));
+    EXPECT_EQ(sample(e, "expiry.lateness.<queue>", "keys").value, 1);
+
+    // Per handler: calls, errors and durations (the 30 ms sleep is a lower bound).
+    EXPECT_EQ(sample(e, "handler.calls.<handler>", "0").value, 3);
+    EXPECT_EQ(sample(e, "handler.errors.<handler>", "0").value, 0);
+    EXPECT_EQ(sample(e, "handler.calls.<handler>", "1").value, 1);
+    EXPECT_EQ(sample(e, "handler.errors.<handler>", "1").value, 1);
+    Sample dur = sample(e, "handler.duration.<handler>", "0");
+    ASSERT_TRUE(dur.found);
+    EXPECT_EQ(dur.value, 3);
+    EXPECT_GE(dur.sum, 0.09);
+    for (size_t b = 0; b < dur.bounds.size(); b++)
+        if (dur.bounds[b] < 0.03) {
+            EXPECT_EQ(dur.cumulative[b], 0u) << "le " << dur.bounds[b];
+        }
+    for (size_t b = 1; b < dur.cumulative.size(); b++)
+        EXPECT_GE(dur.cumulative[b], dur.cumulative[b - 1]);
+
+    // Per node: the one server, ready.
+    const std::string node = redis().host() + ":" + std::to_string(redis().port());
+    Sample state = sample(e, "node.state.<node>", node);
+    ASSERT_TRUE(state.found) << node;
+    EXPECT_EQ(state.type, KW_STAT_GAUGE);
+    EXPECT_EQ(state.value, KW_CONN_READY);
+
+    // The same figures by name and in the JSON.
+    EXPECT_EQ(engine.stat("queue.acked.jobs"), 3);
+    EXPECT_EQ(engine.stat("handler.duration.0"), 3);
+    EXPECT_EQ(engine.stat("node.state." + node), KW_CONN_READY);
+    EXPECT_EQ(engine.stat("queue.acked.nosuchqueue"), 0);
+    char *text = nullptr;
+    ASSERT_EQ(kw_engine_stats_json(e, &text), KW_OK);
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    kw_free(text);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j["queue.acked.jobs"], 3);
+    EXPECT_EQ(j["expiry.lateness.jobs"]["count"], 3);
+    EXPECT_EQ(j["handler.duration.0"]["buckets"].back()[0], "+Inf");
+    EXPECT_EQ(j["handler.duration.0"]["buckets"].back()[1], 3);  // cumulative: every call
+    EXPECT_EQ(j["node.state." + node], KW_CONN_READY);
+    kw_client_free(c);
+}
+
+TEST_F(CApiStatsTest, NodeReconnectsCountAfterTheConnectionIsKilled) {
+    Engine engine(redis().url());
+    EventSink sink;
+    engine.add(&sink, {});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    const std::string node = redis().host() + ":" + std::to_string(redis().port());
+    EXPECT_EQ(engine.stat("node.reconnects." + node), 0);
+    auto admin = client();
+    admin->command({"CLIENT", "KILL", "TYPE", "pubsub"});
+    ASSERT_TRUE(wait_until([&] { return engine.stat("node.reconnects." + node) >= 1; }));
+    EXPECT_EQ(engine.stat("conn.reconnects"), engine.stat("node.reconnects." + node));
+}
+
+TEST_F(CApiStatsTest, JsonGettersReportFailuresAsStatuses) {
+    kw_client_t *c = new_client();
+    ASSERT_NE(c, nullptr);
+    char *out = nullptr;
+    ASSERT_EQ(kw_client_inspect_json(c, &out), KW_OK) << kw_client_last_error(c);
+    ASSERT_NE(out, nullptr);
+    EXPECT_EQ(out[0], '{');
+    kw_free(out);
+    // A bad queue name: KW_ERR_INVALID_ARG, no text, a message naming the problem.
+    out = reinterpret_cast<char *>(1);
+    EXPECT_EQ(kw_client_dead_list_json(c, "bad name{", 10, &out), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(out, nullptr);
+    EXPECT_STRNE(kw_client_last_error(c), "");
+    // A NULL out-parameter.
+    EXPECT_EQ(kw_client_inspect_json(c, nullptr), KW_ERR_INVALID_ARG);
+    // An unknown queue has no dead letters: an empty array.
+    ASSERT_EQ(kw_client_dead_list_json(c, "never", 10, &out), KW_OK);
+    EXPECT_STREQ(out, "[]");
+    kw_free(out);
+    // The server gone: inspect still answers (documented), saying what it could not read;
+    // the dead-letter list fails with a status a binding can map.
+    redis().kill9();
+    ASSERT_EQ(kw_client_inspect_json(c, &out), KW_OK) << kw_client_last_error(c);
+    EXPECT_NE(std::string(out).find("\"complete\":false"), std::string::npos) << out;
+    kw_free(out);
+    out = reinterpret_cast<char *>(1);
+    int rc = kw_client_dead_list_json(c, "jobs", 10, &out);
+    EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << kw_client_last_error(c);
+    EXPECT_EQ(out, nullptr);
+    kw_client_free(c);
+}
+
+}  // namespace
+}  // namespace kwtest
