@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -280,39 +281,42 @@ void RedisConn::on_read(bufferevent *, void *arg) {
 }
 
 void RedisConn::read() {
-    // Hand the input to the parser chunk by chunk, without joining it first.
+    // Feed the parser in small slices straight from the input's chunks (no joining copy),
+    // taking the complete replies after each: hiredis' reader moves its unread bytes down
+    // after every reply once 1 KB is consumed, so a large feed would cost a memmove of the
+    // whole rest per reply.
+    constexpr size_t kSlice = 2048;
     evbuffer *in = bufferevent_get_input(bev_);
-    for (;;) {
-        evbuffer_iovec vec[16];
-        const int n = evbuffer_peek(in, -1, nullptr, vec, 16);
-        if (n <= 0) break;
-        size_t fed = 0;
-        for (int i = 0; i < n && i < 16; i++) {
-            redisReaderFeed(reader_, static_cast<const char *>(vec[i].iov_base), vec[i].iov_len);
-            fed += vec[i].iov_len;
-        }
-        evbuffer_drain(in, fed);
-        if (n <= 16) break;
-    }
     bool destroyed = false;
     destroyed_ = &destroyed;
     const uint64_t generation = generation_;
     for (;;) {
-        void *raw = nullptr;
-        if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-            const std::string e = reader_->errstr;
-            destroyed_ = nullptr;
-            fail({not_redis_message(url_, "its answer is not RESP: " + e), false, KW_ERR_CONNECT});
-            return;
+        evbuffer_iovec vec;
+        if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1 || vec.iov_len == 0) break;
+        const size_t len = std::min(vec.iov_len, kSlice);
+        redisReaderFeed(reader_, static_cast<const char *>(vec.iov_base), len);
+        evbuffer_drain(in, len);
+        for (;;) {
+            void *raw = nullptr;
+            if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+                const std::string e = reader_->errstr;
+                destroyed_ = nullptr;
+                fail({not_redis_message(url_, "its answer is not RESP: " + e), false,
+                      KW_ERR_CONNECT});
+                return;
+            }
+            if (!raw) break;
+            auto *r = static_cast<redisReply *>(raw);
+            current_ = &r;
+            deliver(r);
+            if (r) freeReplyObject(r);  // not taken
+            if (destroyed) return;      // a callback destroyed this connection
+            current_ = nullptr;
+            if (generation != generation_) {  // a callback closed or reconnected it
+                destroyed_ = nullptr;
+                return;
+            }
         }
-        if (!raw) break;
-        auto *r = static_cast<redisReply *>(raw);
-        current_ = &r;
-        deliver(r);
-        if (r) freeReplyObject(r);  // not taken
-        if (destroyed) return;      // a callback destroyed this connection
-        current_ = nullptr;
-        if (generation != generation_) break;  // a callback closed or reconnected it
     }
     destroyed_ = nullptr;
 }
