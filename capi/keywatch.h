@@ -73,8 +73,9 @@ KW_API const char *kw_err_name(int status);
  * must end (now + the duration) by KW_MAX_TIME_MS (see the client section);
  * booleans accept true/false, yes/no, on/off, 1/0.
  *
- *  redis.url              redis://[user:password@]host:port[/db] or unix:///path/to.sock
- *                         [?db=N]   (default redis://127.0.0.1:6379). For a Redis Cluster:
+ *  redis.url              redis://[user:password@]host:port[/db], rediss://... (TLS, see
+ *                         tls.*) or unix:///path/to.sock[?db=N]
+ *                         (default redis://127.0.0.1:6379). For a Redis Cluster:
  *                         any node (the seed), or several comma-separated seeds tried in
  *                         turn; the topology is read from the first that answers
  *  redis.mode             auto | standalone | cluster (default auto: a node with cluster
@@ -98,6 +99,19 @@ KW_API const char *kw_err_name(int status);
  *  stop.timeout           how long kw_engine_stop() lets in-flight handlers finish
  *                         (default 10s)
  *  redis.command_timeout  a blocking client's wait for one reply (default 10s)
+ *
+ * TLS, for rediss:// URLs (every connection of the engine or client uses the same; a
+ * failed check ends kw_engine_start / the client call with KW_ERR_CONNECT and a message
+ * naming what failed: the file, the certificate check, the name):
+ *  tls.ca_file            PEM file of the CA(s) that signed the server's certificate
+ *                         (default: the system's CA certificates)
+ *  tls.cert_file          client certificate (PEM), for servers with tls-auth-clients
+ *  tls.key_file           its private key (PEM, unencrypted); set both or neither
+ *  tls.verify             bool: check the server's certificate and name (default true;
+ *                         false is for tests only)
+ *  tls.server_name        name to check in the server's certificate and to send as SNI
+ *                         (default: the URL's host; an IP address is checked against the
+ *                         certificate's IP entries)
  *
  * Reliable delivery (the compensation queue and delayed tasks):
  *  namespace              prefix of every key keywatch writes (default "kw")

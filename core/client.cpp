@@ -29,15 +29,6 @@ std::string text(const redisReply *r) {
     return "(unexpected reply)";
 }
 
-std::vector<const char *> argv_of(const std::vector<std::string> &args, std::vector<size_t> *lens) {
-    std::vector<const char *> argv;
-    for (auto &a : args) {
-        argv.push_back(a.data());
-        lens->push_back(a.size());
-    }
-    return argv;
-}
-
 // Redirections one call may follow before giving up (a resharding in full swing).
 constexpr int kMaxRedirects = 8;
 
@@ -59,10 +50,12 @@ RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
 Client::Client(Config config)
     : config_(std::move(config)),
       seed_(config_.effective_url()),
-      seed_endpoint_(seed_.endpoint()) {}
+      seed_endpoint_(seed_.endpoint()),
+      base_(event_base_new()) {}
 
 Client::~Client() {
-    for (auto &kv : nodes_) redisFree(kv.second);
+    nodes_.clear();  // before the base they run on
+    event_base_free(base_);
 }
 
 int Client::fail(int status, const std::string &msg) {
@@ -70,60 +63,16 @@ int Client::fail(int status, const std::string &msg) {
     return status;
 }
 
-redisContext *Client::node(const std::string &endpoint) {
-    auto it = nodes_.find(endpoint);
-    if (it != nodes_.end() && !it->second->err) return it->second;
-    if (it != nodes_.end()) {
-        redisFree(it->second);
-        nodes_.erase(it);
-    }
-    RedisUrl url = url_at(seed_, endpoint);
-    timeval tv{static_cast<time_t>(config_.connect_timeout_ms / 1000),
-               static_cast<suseconds_t>(config_.connect_timeout_ms % 1000) * 1000};
-    redisContext *c = url.is_unix() ? redisConnectUnixWithTimeout(url.unix_path.c_str(), tv)
-                                    : redisConnectWithTimeout(url.host.c_str(), url.port, tv);
-    if (!c || c->err) {
-        std::string why = c ? c->errstr : "out of memory";
-        if (c) redisFree(c);
-        call_status_ = KW_ERR_CONNECT;
-        fail(KW_ERR_CONNECT, "cannot connect to Redis at " + url.endpoint() + ": " + why +
-                                 "; is redis-server running there? check redis.url");
+BlockingRedis *Client::node(const std::string &endpoint) {
+    std::unique_ptr<BlockingRedis> &c = nodes_[endpoint];
+    if (c && c->connected()) return c.get();
+    if (!c) c = std::make_unique<BlockingRedis>(url_at(seed_, endpoint), "client", true, base_);
+    if (int rc = c->connect(config_.connect_timeout_ms); rc != KW_OK) {
+        call_status_ = rc;
+        fail(rc, c->error());
         return nullptr;
     }
-    timeval ct{static_cast<time_t>(config_.command_timeout_ms / 1000),
-               static_cast<suseconds_t>(config_.command_timeout_ms % 1000) * 1000};
-    redisSetTimeout(c, ct);
-    auto handshake = [&](const std::vector<std::string> &args) -> ReplyPtr {
-        std::vector<size_t> lens;
-        auto argv = argv_of(args, &lens);
-        return ReplyPtr(static_cast<redisReply *>(
-            redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
-    };
-    if (!url.password.empty()) {
-        std::vector<std::string> auth = {"AUTH"};
-        if (!url.user.empty()) auth.push_back(url.user);
-        auth.push_back(url.password);
-        ReplyPtr r = handshake(auth);
-        if (!r || is_error(r.get())) {
-            call_status_ = r ? KW_ERR_AUTH : KW_ERR_CONNECT;
-            fail(call_status_, r ? auth_refused_message(url, text(r.get()))
-                                 : "lost the connection to " + url.endpoint() + " during AUTH");
-            redisFree(c);
-            return nullptr;
-        }
-    }
-    if (url.db != 0) {
-        ReplyPtr r = handshake({"SELECT", std::to_string(url.db)});
-        if (!r || is_error(r.get())) {
-            call_status_ = KW_ERR_REDIS;
-            fail(KW_ERR_REDIS, "SELECT " + std::to_string(url.db) + " failed on " + url.endpoint() +
-                                   ": " + text(r.get()));
-            redisFree(c);
-            return nullptr;
-        }
-    }
-    nodes_[endpoint] = c;
-    return c;
+    return c.get();
 }
 
 int Client::connect() {
@@ -182,15 +131,12 @@ const std::string &Client::endpoint_for_slot(int slot) const {
 }
 
 ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
-    redisContext *c = node(endpoint);
+    BlockingRedis *c = node(endpoint);
     if (!c) return nullptr;
-    std::vector<size_t> lens;
-    auto argv = argv_of(args, &lens);
-    ReplyPtr r(static_cast<redisReply *>(
-        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    ReplyPtr r = c->command(args, config_.command_timeout_ms);
     if (!r) {
         call_status_ = KW_ERR_CONNECT;
-        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->errstr);
+        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->error());
         return nullptr;
     }
     if (classify(r.get()) == ReplyError::Auth) {
@@ -265,7 +211,7 @@ ReplyPtr Client::exec(Call &c) {
                                "split between nodes (" +
                                last_node + ": '" + last_error + "'); retry in a moment");
     else
-        fail(KW_ERR_REDIS, std::string(c.script ? c.script->name : c.args[0].c_str()) + ": slot " +
+        fail(KW_ERR_REDIS, (c.script ? std::string(c.script->name) : c.args[0]) + ": slot " +
                                std::to_string(c.slot) + " was redirected " +
                                std::to_string(kMaxRedirects) + " times (last: " + last_node +
                                " answered '" + last_error + "'); is the cluster resharding? retry");
@@ -294,14 +240,23 @@ int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
     reply->reset();
     if (args.empty()) return fail(KW_ERR_INVALID_ARG, "command: no arguments");
     if (int rc = connect(); rc != KW_OK) return rc;
+    size_t k = first_key_index(args);
+    *reply = command_for_key(k ? args[k] : std::string(), args);
+    return *reply ? KW_OK : call_status_;
+}
+
+ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
+    if (args.empty()) {
+        fail(KW_ERR_INVALID_ARG, "command_for_key: no command given");
+        return nullptr;
+    }
+    if (connect() != KW_OK) return nullptr;
     Call c;
     c.script = nullptr;
-    size_t k = first_key_index(args);
-    c.slot = k ? key_slot(args[k]) : 0;
+    c.slot = cluster_ ? key_slot(key) : 0;
     c.endpoint = endpoint_for_slot(c.slot);
-    c.args = args;
-    *reply = exec(c);
-    return *reply ? KW_OK : call_status_;
+    c.args = std::move(args);
+    return exec(c);
 }
 
 const QueueKeys &Client::queue_keys(const std::string &name, const std::string &tag) {
@@ -359,16 +314,17 @@ int Client::run(const Script &s, const std::string &name, const std::string &id,
                          key, std::move(argv));
     c.decode = std::move(decode);
     if (pipelining_) {
-        redisContext *ctx = c.endpoint.empty() ? nullptr : node(c.endpoint);
-        if (ctx) {
+        BlockingRedis *conn = c.endpoint.empty() ? nullptr : node(c.endpoint);
+        if (conn) {
             argv_scratch_.clear();
             lens_scratch_.clear();
             for (auto &a : c.args) {
                 argv_scratch_.push_back(a.data());
                 lens_scratch_.push_back(a.size());
             }
-            redisAppendCommandArgv(ctx, static_cast<int>(argv_scratch_.size()),
-                                   argv_scratch_.data(), lens_scratch_.data());
+            if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
+                                 lens_scratch_.data()))
+                c.endpoint.clear();
         } else {
             c.endpoint.clear();  // sent on its own at the end
         }
@@ -633,12 +589,8 @@ int Client::pipeline_end(std::vector<int> *statuses) {
             first_error = error_;
         }
     };
-    // Send every node its share before reading any reply, so the masters work in parallel.
-    for (auto &kv : nodes_) {
-        int done = 0;
-        while (!kv.second->err && !done)
-            if (redisBufferWrite(kv.second, &done) != REDIS_OK) break;
-    }
+    // Every node got its share as it was queued; the connections share one event_base, so
+    // waiting for the first reply sends to all masters at once and they work in parallel.
     std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
     for (size_t i = 0; i < calls.size(); i++) {
         Call &c = calls[i];
@@ -647,14 +599,12 @@ int Client::pipeline_end(std::vector<int> *statuses) {
             again.push_back(i);
             continue;
         }
-        redisContext *ctx = it->second;
-        void *raw = nullptr;
-        if (ctx->err || redisGetReply(ctx, &raw) != REDIS_OK) {
+        ReplyPtr r = it->second->receive(config_.command_timeout_ms);
+        if (!r) {
             note(i, fail(KW_ERR_CONNECT, "lost the connection to " + c.endpoint +
-                                             " in a pipeline: " + ctx->errstr));
+                                             " in a pipeline: " + it->second->error()));
             continue;
         }
-        ReplyPtr r(static_cast<redisReply *>(raw));
         const ReplyError kind = classify(r.get());
         if (kind == ReplyError::NoScript || kind == ReplyError::Moved || kind == ReplyError::Ask ||
             kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {

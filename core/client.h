@@ -1,5 +1,6 @@
 // Client: the blocking producer/admin side (track, schedule, inspect, dead letters) over
-// synchronous hiredis connections: one to a standalone server, or one per master of a
+// BlockingRedis connections (core/blocking_redis.h: the engine's connection layer on a
+// private event_base): one to a standalone server, or one per master of a
 // Redis Cluster, where each call goes to the master of its item's slot (MOVED refreshes the
 // topology and retries, ASK sends ASKING and retries once, TRYAGAIN and CLUSTERDOWN back
 // off and retry). Scripts go by EVALSHA, falling back to EVAL on NOSCRIPT (a restarted or
@@ -7,6 +8,7 @@
 // Not thread-safe: one client per thread.
 #pragma once
 
+#include <event2/event.h>
 #include <hiredis/hiredis.h>
 
 #include <functional>
@@ -15,17 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "core/blocking_redis.h"
 #include "core/config.h"
 #include "core/queue.h"
 #include "core/scripts.h"
 #include "core/topology.h"
 
 namespace keywatch {
-
-struct ReplyDeleter {
-    void operator()(redisReply *r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 // What Client::inspect reads: one queue's figures (on one master, or summed).
 struct QueueFigures {
@@ -109,10 +107,14 @@ class Client {
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
 
-    // Any command (binary-safe args) on the master of its first key's slot, following
-    // MOVED/ASK and waiting out TRYAGAIN/CLUSTERDOWN like the queue scripts (first key:
-    // first_key_index). KW_OK with *reply set, which may be the command's own error reply;
-    // else a status with last_error() and *reply null.
+    // One command for `key`, on its slot's master in a cluster (the plugin host's "Redis
+    // command routed by key"): follows MOVED/ASK and waits out TRYAGAIN/CLUSTERDOWN like
+    // every script call. A Redis error reply is returned as the reply (classify() gives
+    // its kind); null with last_error() when no reply could be had.
+    ReplyPtr command_for_key(const std::string &key, std::vector<std::string> args);
+    // The same for any command, routed by its own first key (first_key_index; a command
+    // without a key goes to slot 0's master). KW_OK with *reply set, which may be the
+    // command's own error reply; else a status with last_error() and *reply null.
     int command(const std::vector<std::string> &args, ReplyPtr *reply);
     // Index in args of a command's first key: 3 for EVAL/EVALSHA/FCALL (and _RO) with
     // numkeys > 0, else 1; 0 when the command has no key (any master serves it).
@@ -127,7 +129,7 @@ class Client {
     // One script call: its queue keys live in the slot of `id` (the tracked key or the
     // task id); in standalone mode in the fixed tag.
     struct Call {
-        const Script *script;
+        const Script *script;  // null: a plain command (command_for_key)
         std::string endpoint;
         int slot;
         std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
@@ -159,7 +161,8 @@ class Client {
     // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
     // loading a script on NOSCRIPT.
     ReplyPtr exec(Call &call);
-    redisContext *node(const std::string &endpoint);
+    // The connection to a node, connected (null with call_status_ and error_ set).
+    BlockingRedis *node(const std::string &endpoint);
     // "" when no master serves the slot now.
     const std::string &endpoint_for_slot(int slot) const;
     // After topology_ changed: the masters' endpoints, by index.
@@ -190,7 +193,8 @@ class Client {
     std::vector<const QueueKeys *> keys_queue_by_slot_;
     std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
-    std::map<std::string, redisContext *> nodes_;
+    event_base *base_;  // shared by the node connections: a pipeline moves them together
+    std::map<std::string, std::unique_ptr<BlockingRedis>> nodes_;
     int call_status_ = 0;  // status of the last call() that returned null
     std::string error_;
     bool pipelining_ = false;

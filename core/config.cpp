@@ -44,7 +44,7 @@ struct Option {
 
 Option duration_opt(int64_t Config::*field, int64_t min_ms, const char *name) {
     return {[=](Config &c, const std::string &v, std::string *err) {
-                int64_t ms;
+                int64_t ms = 0;
                 std::string why;
                 if (!parse_duration_ms(v, &ms, &why)) {
                     *err = std::string(name) + ": " + why;
@@ -63,6 +63,15 @@ Option duration_opt(int64_t Config::*field, int64_t min_ms, const char *name) {
                 return static_cast<int>(KW_OK);
             },
             [=](const Config &c) { return std::to_string(c.*field) + "ms"; }};
+}
+
+// A TLS file or name, taken as given (checked when a connection loads it).
+Option text_opt(std::string TlsOptions::*field) {
+    return {[=](Config &c, const std::string &v, std::string *) {
+                c.tls.*field = v;
+                return static_cast<int>(KW_OK);
+            },
+            [=](const Config &c) { return c.tls.*field; }};
 }
 
 Option bool_opt(bool Config::*field, const char *name) {
@@ -184,6 +193,19 @@ const std::map<std::string, Option> &options() {
               return static_cast<int>(KW_OK);
           },
           [](const Config &c) { return c.mode; }}},
+        {"tls.ca_file", text_opt(&TlsOptions::ca_file)},
+        {"tls.cert_file", text_opt(&TlsOptions::cert_file)},
+        {"tls.key_file", text_opt(&TlsOptions::key_file)},
+        {"tls.server_name", text_opt(&TlsOptions::server_name)},
+        {"tls.verify",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (!parse_bool(v, &c.tls.verify)) {
+                  *err = "tls.verify: '" + v + "' is not a boolean: use true or false";
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return std::string(c.tls.verify ? "true" : "false"); }}},
         {"cluster.refresh", duration_opt(&Config::cluster_refresh_ms, 100, "cluster.refresh")},
         {"namespace",
          {[](Config &c, const std::string &v, std::string *err) {
@@ -334,6 +356,7 @@ std::vector<RedisUrl> Config::effective_seeds() const {
     for (RedisUrl u : seeds.empty() ? std::vector<RedisUrl>{url} : seeds) {
         if (user_set) u.user = user;
         if (password_set) u.password = password;
+        u.tls_options = tls;
         out.push_back(u);
     }
     return out;
@@ -343,6 +366,7 @@ RedisUrl Config::effective_url() const {
     RedisUrl u = url;
     if (user_set) u.user = user;
     if (password_set) u.password = password;
+    u.tls_options = tls;
     return u;
 }
 

@@ -30,6 +30,7 @@ struct Config {
     int64_t command_timeout_ms = 10000;
     std::string mode = "auto";  // redis.mode: auto | standalone | cluster
     int64_t cluster_refresh_ms = 5000;
+    TlsOptions tls;  // tls.*: used by rediss:// URLs
 
     // Reliable delivery (see scripts.h for the data in Redis).
     std::string ns = "kw";            // namespace of every key keywatch writes
@@ -61,7 +62,7 @@ struct Config {
 
     // redis.reconnect.min/max as the backoff every loop connection reconnects with.
     Backoff reconnect_backoff() const { return {reconnect_min_ms, reconnect_max_ms}; }
-    // The URL with the user/password overrides applied.
+    // The URL with the user/password overrides and the tls.* options applied.
     RedisUrl effective_url() const;
     // Every seed, with the overrides applied.
     std::vector<RedisUrl> effective_seeds() const;

@@ -1,4 +1,4 @@
-// EventLoop: one thread running a libevent event_base. Every hiredis context and every
+// EventLoop: one thread running a libevent event_base. Every Redis connection and every
 // timer lives on this thread; other threads hand work over with post().
 // post() is thread-safe; everything else is called from the owner or the loop thread as
 // noted.

@@ -1,33 +1,88 @@
 #include "core/redis_conn.h"
 
-#include <hiredis/adapters/libevent.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/util.h>
+#include <hiredis/read.h>
+#include <openssl/err.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "core/reply_error.h"
+#include "core/tls.h"
 #include "keywatch_types.h"
 
 namespace keywatch {
 namespace {
 
 // Dead peers are noticed by the heartbeat long before this, but keepalive also covers a
-// connection that carries nothing at all.
-void enable_keepalive(int fd) {
+// connection that carries nothing at all. No Nagle: commands are small and pipelined.
+void tune_tcp(evutil_socket_t fd) {
     int on = 1, idle = 15, intvl = 5, cnt = 3;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
-bool is_auth_error(const std::string &e) {
-    return e.rfind("WRONGPASS", 0) == 0 || e.rfind("NOAUTH", 0) == 0 ||
-           e.find("invalid password") != std::string::npos ||
-           e.find("invalid username-password") != std::string::npos ||
-           e.find("without any password configured") != std::string::npos;
+// What kind of pub/sub push a reply is (RESP2 arrays led by their kind).
+enum class Push { None, Message, Confirmation };
+
+Push push_kind(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return Push::None;
+    const std::string_view k(r->element[0]->str, r->element[0]->len);
+    if (k == "pmessage" || k == "message") return Push::Message;
+    if (k == "psubscribe" || k == "subscribe" || k == "punsubscribe" || k == "unsubscribe")
+        return Push::Confirmation;
+    return Push::None;
+}
+
+std::string connect_refused_message(const std::string &endpoint, const std::string &why) {
+    return "cannot connect to Redis at " + endpoint + ": " + why +
+           "; is redis-server running there? check redis.url";
+}
+
+// The resolved addresses of url, as raw sockaddr bytes; empty with *err on failure.
+std::vector<std::vector<char>> resolve(const RedisUrl &url, std::string *err) {
+    std::vector<std::vector<char>> out;
+    if (url.is_unix()) {
+        sockaddr_un sun{};
+        sun.sun_family = AF_UNIX;
+        if (url.unix_path.size() >= sizeof sun.sun_path) {
+            *err = "the socket path is longer than " + std::to_string(sizeof sun.sun_path - 1) +
+                   " bytes";
+            return out;
+        }
+        memcpy(sun.sun_path, url.unix_path.c_str(), url.unix_path.size() + 1);
+        const char *p = reinterpret_cast<const char *>(&sun);
+        out.emplace_back(p, p + sizeof sun);
+        return out;
+    }
+    evutil_addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    const std::string port = std::to_string(url.port);
+    int rc = evutil_getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) {
+        *err = "cannot resolve '" + url.host + "': " + evutil_gai_strerror(rc);
+        return out;
+    }
+    for (evutil_addrinfo *a = res; a; a = a->ai_next) {
+        const char *p = reinterpret_cast<const char *>(a->ai_addr);
+        out.emplace_back(p, p + a->ai_addrlen);
+    }
+    evutil_freeaddrinfo(res);
+    return out;
 }
 
 }  // namespace
@@ -60,158 +115,282 @@ RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role, bool sele
       role_(std::move(role)),
       endpoint_(url_.endpoint()),
       select_db_(select_db),
-      handshake_timer_(base,
-                       [this] {
-                           if (has_deferred_) {
-                               has_deferred_ = false;
-                               fail(deferred_);
-                               return;
-                           }
-                           if (state_ == State::Connecting || state_ == State::Authing)
-                               fail({"timed out connecting to Redis at " + endpoint_ +
-                                         (state_ == State::Authing ? " (no answer to AUTH)" : "") +
-                                         ": is the server up and reachable? check redis.url and "
-                                         "redis.connect_timeout",
-                                     false});
-                       }),
-      reaper_(base, [this] { reap(); }) {}
+      handshake_timer_(base, [this] {
+          if (has_deferred_) {
+              has_deferred_ = false;
+              fail(deferred_);
+              return;
+          }
+          if (state_ == State::Connecting || state_ == State::Authing)
+              fail({"timed out connecting to Redis at " + endpoint_ +
+                        (state_ == State::Authing ? " (no answer to AUTH)" : "") +
+                        ": is the server up and reachable? check redis.url and "
+                        "redis.connect_timeout",
+                    false, KW_ERR_TIMEOUT, state_ == State::Connecting && !url_.tls});
+      }) {}
 
 RedisConn::~RedisConn() {
-    detach();
-    reap();
-}
-
-RedisConn *RedisConn::live_owner(const redisAsyncContext *ac) {
-    auto *self = static_cast<RedisConn *>(ac->data);
-    return (self && self->ctx_ == ac) ? self : nullptr;
+    if (destroyed_) *destroyed_ = true;
+    drop();
 }
 
 void RedisConn::connect(int64_t timeout_ms, std::function<void()> on_ready,
                         std::function<void(const Failure &)> on_lost) {
-    detach();
+    drop();
     on_ready_ = std::move(on_ready);
     on_lost_ = std::move(on_lost);
     state_ = State::Connecting;
-    redisAsyncContext *ac = url_.is_unix() ? redisAsyncConnectUnix(url_.unix_path.c_str())
-                                           : redisAsyncConnect(url_.host.c_str(), url_.port);
-    if (!ac || ac->err) {
-        deferred_ = {"cannot connect to Redis at " + endpoint_ + ": " +
-                         (ac ? ac->errstr : "out of memory") +
-                         "; is redis-server running there? check redis.url",
-                     false};
+    has_deferred_ = false;
+    handshake_timer_.arm(timeout_ms);
+    // Failures found here are reported from the timer, never from inside connect().
+    auto defer = [this](Failure f) {
+        drop();
+        deferred_ = std::move(f);
         has_deferred_ = true;
-        if (ac) redisAsyncFree(ac);
         handshake_timer_.arm(0);
+    };
+    std::string err;
+    if (url_.tls && !(tls_ = TlsContext::make(url_, &err))) {
+        defer({err, true, KW_ERR_CONNECT});
         return;
     }
-    ac->data = this;
-    ctx_ = ac;
-    if (!url_.is_unix()) enable_keepalive(ac->c.fd);
-    redisLibeventAttach(ac, base_);
-    redisAsyncSetConnectCallback(ac, &RedisConn::on_connect);
-    redisAsyncSetDisconnectCallback(ac, &RedisConn::on_disconnect);
-    handshake_timer_.arm(timeout_ms);
+    addrs_ = resolve(url_, &err);
+    if (addrs_.empty()) {
+        defer({connect_refused_message(endpoint_, err), false, KW_ERR_CONNECT, true});
+        return;
+    }
+    open_next_address();
+    if (!bev_)
+        defer(
+            {connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT, true});
+}
+
+void RedisConn::open_next_address() {
+    while (!addrs_.empty()) {
+        std::vector<char> a = std::move(addrs_.front());
+        addrs_.erase(addrs_.begin());
+        if (open(reinterpret_cast<const sockaddr *>(a.data()), static_cast<int>(a.size()),
+                 &last_connect_error_))
+            return;
+    }
+}
+
+bool RedisConn::open(const sockaddr *addr, int len, std::string *err) {
+    const int opts = BEV_OPT_CLOSE_ON_FREE;
+    if (tls_) {
+        SSL *ssl = tls_->new_session(err);
+        if (!ssl) return false;
+        bev_ = bufferevent_openssl_socket_new(base_, -1, ssl, BUFFEREVENT_SSL_CONNECTING, opts);
+        if (!bev_) SSL_free(ssl);
+        // A server that closes without close_notify (a killed redis-server) is a lost
+        // connection like any EOF, not a TLS error.
+        if (bev_) bufferevent_openssl_set_allow_dirty_shutdown(bev_, 1);
+    } else {
+        bev_ = bufferevent_socket_new(base_, -1, opts);
+    }
+    if (!bev_) {
+        *err = "out of memory";
+        return false;
+    }
+    bufferevent_setcb(bev_, &RedisConn::on_read, nullptr, &RedisConn::on_event, this);
+    if (bufferevent_socket_connect(bev_, const_cast<sockaddr *>(addr), len) != 0) {
+        *err = evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR());
+        bufferevent_free(bev_);
+        bev_ = nullptr;
+        return false;
+    }
+    if (!url_.is_unix()) tune_tcp(bufferevent_getfd(bev_));
+    // A subscriber under a flood reads in large gulps: fewer trips through the loop.
+    bufferevent_set_max_single_read(bev_, 64 * 1024);
+    bufferevent_enable(bev_, EV_READ | EV_WRITE);
+    reader_ = redisReaderCreate();
+    return true;
 }
 
 void RedisConn::close() {
     handshake_timer_.cancel();
     has_deferred_ = false;
-    detach();
+    drop();
     state_ = State::Idle;
 }
 
-void RedisConn::detach() {
-    if (!ctx_) return;
-    detached_.insert(ctx_);
-    ctx_ = nullptr;
-    reaper_.arm(0);
+void RedisConn::drop() {
+    generation_++;
+    if (bev_) bufferevent_free(bev_);  // safe inside its own callbacks (reference counted)
+    bev_ = nullptr;
+    if (reader_) redisReaderFree(reader_);
+    reader_ = nullptr;
+    tls_.reset();
+    addrs_.clear();
+    pending_.clear();
+    in_pubsub_ = false;
 }
 
-void RedisConn::reap() {
-    // redisAsyncFree runs the context's callbacks; they find it is not current and
-    // return, so detached_ is not touched while we walk it.
-    while (!detached_.empty()) {
-        redisAsyncContext *ac = *detached_.begin();
-        detached_.erase(detached_.begin());
-        redisAsyncFree(ac);
+void RedisConn::on_event(bufferevent *, short what, void *arg) {
+    auto *self = static_cast<RedisConn *>(arg);
+    if (what & BEV_EVENT_CONNECTED) {
+        self->addrs_.clear();
+        self->authenticate();
+    } else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+        self->transport_failed(what);
     }
 }
 
-void RedisConn::on_connect(const redisAsyncContext *ac, int status) {
-    auto *self = static_cast<RedisConn *>(ac->data);
-    if (!self) return;
-    if (status != REDIS_OK) {
-        // hiredis frees the context after this callback.
-        self->detached_.erase(const_cast<redisAsyncContext *>(ac));
-        if (self->ctx_ != ac) return;
-        self->ctx_ = nullptr;
-        self->fail({"cannot connect to Redis at " + self->endpoint_ + ": " + ac->errstr +
-                        "; is redis-server running there? check redis.url",
-                    false});
+void RedisConn::transport_failed(short what) {
+    const int sock_err = EVUTIL_SOCKET_ERROR();
+    std::string tls_errors;
+    SSL *ssl = tls_ ? bufferevent_openssl_get_ssl(bev_) : nullptr;
+    if (tls_) {
+        while (unsigned long e = bufferevent_get_openssl_error(bev_)) {
+            char buf[256];
+            ERR_error_string_n(e, buf, sizeof buf);
+            tls_errors += (tls_errors.empty() ? "" : "; ") + std::string(buf);
+        }
+    }
+    std::string why = (what & BEV_EVENT_EOF) || !sock_err ? "closed by the server"
+                                                          : evutil_socket_error_to_string(sock_err);
+    if (state_ == State::Connecting) {
+        const bool verify_failed =
+            ssl && url_.tls_options.verify && SSL_get_verify_result(ssl) != X509_V_OK;
+        if (tls_ && (verify_failed || !tls_errors.empty())) {
+            fail({tls_->handshake_failure(ssl, tls_errors), verify_failed, KW_ERR_CONNECT});
+            return;
+        }
+        // Refused or unreachable: the next address of the name, if any.
+        last_connect_error_ = why;
+        generation_++;
+        bufferevent_free(bev_);
+        bev_ = nullptr;
+        redisReaderFree(reader_);
+        reader_ = nullptr;
+        open_next_address();
+        if (!bev_)
+            fail({connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT,
+                  true});
         return;
     }
-    if (self->ctx_ == ac) self->authenticate();
+    if (!tls_errors.empty())
+        why += " (TLS: " + tls_errors +
+               "); if the server checks client certificates (tls-auth-clients), set "
+               "tls.cert_file and tls.key_file";
+    fail({"lost the " + role_ + " connection to " + endpoint_ + ": " + why, false, KW_ERR_CONNECT});
 }
 
-void RedisConn::on_disconnect(const redisAsyncContext *ac, int) {
-    auto *self = static_cast<RedisConn *>(ac->data);
-    if (!self) return;
-    // hiredis frees the context after this callback.
-    self->detached_.erase(const_cast<redisAsyncContext *>(ac));
-    if (self->ctx_ != ac) return;
-    self->ctx_ = nullptr;
-    std::string why = ac->errstr && *ac->errstr ? ac->errstr : "closed by the server";
-    if (ac->err == REDIS_ERR_OTHER) {
-        // hiredis 0.14 closes the connection on an error reply that no callback awaits (an
-        // error to (P)SUBSCRIBE on a subscribed connection) and keeps its text: that is a
-        // refusal, not a lost connection.
-        redisReply r{};
-        r.type = REDIS_REPLY_ERROR;
-        r.str = const_cast<char *>(why.c_str());
-        r.len = why.size();
-        const ReplyError kind = classify(&r);
-        if (kind != ReplyError::None && kind != ReplyError::Other) {
-            Failure f{"Redis at " + self->endpoint_ + " refused a command on the " + self->role_ +
-                          " connection: " + why,
-                      kind == ReplyError::NoPerm || kind == ReplyError::Auth, KW_ERR_AUTH, kind,
-                      why};
-            self->fail(f);
+void RedisConn::on_read(bufferevent *, void *arg) {
+    static_cast<RedisConn *>(arg)->read();
+}
+
+void RedisConn::read() {
+    // Feed the parser in small slices straight from the input's chunks (no joining copy),
+    // taking the complete replies after each: hiredis' reader moves its unread bytes down
+    // after every reply once 1 KB is consumed, so a large feed would cost a memmove of the
+    // whole rest per reply.
+    constexpr size_t kSlice = 2048;
+    evbuffer *in = bufferevent_get_input(bev_);
+    bool destroyed = false;
+    destroyed_ = &destroyed;
+    const uint64_t generation = generation_;
+    for (;;) {
+        evbuffer_iovec vec;
+        if (evbuffer_peek(in, -1, nullptr, &vec, 1) < 1 || vec.iov_len == 0) break;
+        const size_t len = std::min(vec.iov_len, kSlice);
+        redisReaderFeed(reader_, static_cast<const char *>(vec.iov_base), len);
+        evbuffer_drain(in, len);
+        for (;;) {
+            void *raw = nullptr;
+            if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+                const std::string e = reader_->errstr;
+                destroyed_ = nullptr;
+                fail({not_redis_message(url_, "its answer is not RESP: " + e), false,
+                      KW_ERR_CONNECT});
+                return;
+            }
+            if (!raw) break;
+            auto *r = static_cast<redisReply *>(raw);
+            current_ = &r;
+            deliver(r);
+            if (r) freeReplyObject(r);  // not taken
+            if (destroyed) return;      // a callback destroyed this connection
+            current_ = nullptr;
+            if (generation != generation_) {  // a callback closed or reconnected it
+                destroyed_ = nullptr;
+                return;
+            }
+        }
+    }
+    destroyed_ = nullptr;
+}
+
+redisReply *RedisConn::take_reply() {
+    if (!current_) return nullptr;
+    redisReply *r = *current_;
+    *current_ = nullptr;
+    return r;
+}
+
+void RedisConn::deliver(redisReply *r) {
+    const Push push = in_pubsub_ || !pending_.empty() ? push_kind(r) : Push::None;
+    if (!pending_.empty() && pending_.front().confirmations > 0) {
+        // A subscribe() is owed its confirmations; an error refuses it whole.
+        Pending &p = pending_.front();
+        if (r->type == REDIS_REPLY_ERROR || push == Push::Confirmation) {
+            if (push == Push::Confirmation) in_pubsub_ = true;
+            if (r->type == REDIS_REPLY_ERROR || --p.confirmations == 0) pending_.pop_front();
+            if (push_) push_(r);
             return;
         }
     }
-    self->fail(
-        {"lost the " + self->role_ + " connection to " + self->endpoint_ + ": " + why, false});
+    if (in_pubsub_ && push != Push::None) {
+        if (push_) push_(r);
+        return;
+    }
+    if (pending_.empty()) return;  // nothing asked for it (cannot happen with Redis)
+    ReplyFn fn = std::move(pending_.front().fn);
+    pending_.pop_front();
+    if (fn) fn(r);
 }
 
-void RedisConn::on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
-    std::unique_ptr<ReplyFn> fn(static_cast<ReplyFn *>(privdata));
-    if (!reply || !live_owner(ac)) return;
-    (*fn)(static_cast<redisReply *>(reply));
+bool RedisConn::send(int argc, const char **argv, const size_t *lens) {
+    if (!bev_) return false;
+    char *cmd = nullptr;
+    const int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0) return false;
+    const bool ok = bufferevent_write(bev_, cmd, static_cast<size_t>(len)) == 0;
+    redisFreeCommand(cmd);
+    return ok;
 }
 
-bool RedisConn::command(const std::vector<std::string> &args, ReplyFn fn) {
-    if (!ctx_) return false;
-    std::vector<const char *> argv;
-    std::vector<size_t> lens;
-    argv.reserve(args.size());
-    lens.reserve(args.size());
-    for (auto &a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-    }
-    auto *heap = new ReplyFn(std::move(fn));
-    if (redisAsyncCommandArgv(ctx_, &RedisConn::on_reply, heap, static_cast<int>(argv.size()),
-                              argv.data(), lens.data()) != REDIS_OK) {
-        delete heap;
-        return false;
-    }
+bool RedisConn::command_argv(int argc, const char **argv, const size_t *lens, ReplyFn fn) {
+    if (!send(argc, argv, lens)) return false;
+    pending_.push_back({std::move(fn), 0});
     return true;
 }
 
-bool RedisConn::command_raw(int argc, const char **argv, const size_t *lens, redisCallbackFn *fn,
-                            void *privdata) {
-    if (!ctx_) return false;
-    return redisAsyncCommandArgv(ctx_, fn, privdata, argc, argv, lens) == REDIS_OK;
+bool RedisConn::command(const std::vector<std::string> &args, ReplyFn fn) {
+    constexpr size_t kInline = 16;
+    const char *argv_small[kInline];
+    size_t lens_small[kInline];
+    std::vector<const char *> argv_big;
+    std::vector<size_t> lens_big;
+    const char **argv = argv_small;
+    size_t *lens = lens_small;
+    if (args.size() > kInline) {
+        argv_big.resize(args.size());
+        lens_big.resize(args.size());
+        argv = argv_big.data();
+        lens = lens_big.data();
+    }
+    for (size_t i = 0; i < args.size(); i++) {
+        argv[i] = args[i].data();
+        lens[i] = args[i].size();
+    }
+    return command_argv(static_cast<int>(args.size()), argv, lens, std::move(fn));
+}
+
+bool RedisConn::subscribe(const std::vector<std::string> &args) {
+    if (args.size() < 2 || !command(args, nullptr)) return false;
+    pending_.back().confirmations = args.size() - 1;
+    return true;
 }
 
 void RedisConn::authenticate() {
@@ -224,13 +403,15 @@ void RedisConn::authenticate() {
     if (!url_.user.empty()) args.push_back(url_.user);
     args.push_back(url_.password);
     command(args, [this](redisReply *r) {
-        if (r->type != REDIS_REPLY_ERROR) {
+        const ReplyError kind = classify(r);
+        if (kind == ReplyError::None) {
             select();
             return;
         }
-        std::string e(r->str, r->len);
-        bool auth = is_auth_error(e) || e.find("AUTH") != std::string::npos;
-        fail({auth_refused_message(url_, e), auth, KW_ERR_AUTH});
+        // WRONGPASS, "invalid password", "called without any password configured": none
+        // goes away by itself. Only a server still loading is worth another try.
+        fail({auth_refused_message(url_, std::string(r->str, r->len)), !is_transient(kind),
+              KW_ERR_AUTH});
     });
 }
 
@@ -240,22 +421,21 @@ void RedisConn::select() {
         return;
     }
     command({"SELECT", std::to_string(url_.db)}, [this](redisReply *r) {
-        if (r->type == REDIS_REPLY_ERROR) {
-            // A db out of range ("ERR DB index is out of range"), NOAUTH or NOPERM: none
-            // goes away by itself. Only a server still loading is worth another try.
-            const ReplyError kind = classify(r);
-            const std::string e(r->str, r->len);
-            if (kind == ReplyError::Auth)
-                fail({password_required_message(url_), true, KW_ERR_AUTH});
-            else if (kind == ReplyError::NoPerm)
-                fail(
-                    {permission_message(url_, "SELECT db " + std::to_string(url_.db), e, "+select"),
-                     true, KW_ERR_AUTH});
-            else
-                fail({select_refused_message(url_, e), !is_transient(kind), KW_ERR_REDIS});
+        const ReplyError kind = classify(r);
+        if (kind == ReplyError::None) {
+            become_ready();
             return;
         }
-        become_ready();
+        // A db out of range ("ERR DB index is out of range"), NOAUTH or NOPERM: none goes
+        // away by itself. Only a server still loading is worth another try.
+        const std::string e(r->str, r->len);
+        if (kind == ReplyError::Auth)
+            fail({password_required_message(url_), true, KW_ERR_AUTH});
+        else if (kind == ReplyError::NoPerm)
+            fail({permission_message(url_, "SELECT db " + std::to_string(url_.db), e, "+select"),
+                  true, KW_ERR_AUTH});
+        else
+            fail({select_refused_message(url_, e), !is_transient(kind), KW_ERR_REDIS});
     });
 }
 
@@ -268,7 +448,7 @@ void RedisConn::become_ready() {
 void RedisConn::fail(Failure f) {
     if (state_ == State::Idle) return;
     handshake_timer_.cancel();
-    detach();
+    drop();
     state_ = State::Idle;
     auto cb = on_lost_;  // the callback may reconnect and replace on_lost_
     if (cb) cb(f);

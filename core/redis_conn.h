@@ -1,19 +1,19 @@
-// RedisConn: one hiredis async connection on the event loop, from TCP/unix connect through
-// AUTH (password or ACL user) to ready, with a deadline on the whole handshake.
+// RedisConn: keywatch's one connection to Redis. It owns its socket I/O (a libevent
+// bufferevent over TCP, a unix socket, or TLS for rediss://), parses RESP with hiredis'
+// reader and formats commands with hiredis, runs the one handshake every conversation uses
+// (AUTH with an optional ACL user, SELECT, all under one deadline), keeps the queue of reply
+// callbacks and routes pub/sub pushes (messages and (P)SUBSCRIBE confirmations) to a push
+// handler. The loop's connections use it on the engine's event_base; BlockingRedis
+// (core/blocking_redis.h) runs the same class on a private event_base.
 // Loop thread only. Not thread-safe.
-//
-// Lifetime rules (hiredis 0.14): hiredis frees a context itself after its connect-failure
-// or disconnect callback, and a context must never be freed inside one of its own
-// callbacks. close() therefore detaches the context (it stops being current: its callbacks
-// do nothing from then on) and a timer frees it outside any hiredis callback; if hiredis
-// frees it first, the detached entry is simply forgotten.
 #pragma once
 
-#include <hiredis/async.h>
+#include <event2/bufferevent.h>
 #include <hiredis/hiredis.h>
 
+#include <deque>
 #include <functional>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,34 +23,30 @@
 
 namespace keywatch {
 
+class TlsContext;
+
 class RedisConn {
   public:
-    enum class State { Idle, Connecting, Authing, Ready, Closing };
+    enum class State { Idle, Connecting, Authing, Ready };
 
     // Why a connection attempt failed or a ready connection was lost. permanent = retrying
     // cannot help until someone changes something: credentials refused, the URL's db does
-    // not exist, the ACL user lacks a permission keywatch needs. At start such a failure
-    // ends kw_engine_start at once with `status` (a KW_ERR_* code); while running it backs
-    // off like any reconnect.
+    // not exist, the TLS certificates do not match. At start such a failure ends
+    // kw_engine_start at once with `status` (a KW_ERR_* code); while running it backs off
+    // like any reconnect.
     struct Failure {
         Failure() = default;
-        Failure(std::string m, bool perm, int st = 0, ReplyError e = ReplyError::None,
-                std::string server = "")
-            : message(std::move(m)),
-              permanent(perm),
-              status(st),
-              error(e),
-              server_error(std::move(server)) {}
+        Failure(std::string m, bool perm, int st = 0, bool unreach = false)
+            : message(std::move(m)), permanent(perm), status(st), unreachable(unreach) {}
         std::string message;
         bool permanent = false;
         int status = 0;  // KW_ERR_* for kw_engine_start; 0: derived from the failure
-        // When the server's error reply ended the connection (hiredis drops a subscribed
-        // connection on an error reply it cannot route, e.g. NOPERM to PSUBSCRIBE): its
-        // kind and text, so the owner can say what was refused.
-        ReplyError error = ReplyError::None;
-        std::string server_error;
+        // No connection could be made at all (refused, unreachable, unknown host): a server
+        // that may still be starting, as opposed to one that answered wrongly.
+        bool unreachable = false;
     };
-    // Called with the reply. Never called if the connection goes away first: the owner
+    // Called with the reply, which is freed when the callback returns (unless the callback
+    // takes it: take_reply). Never called if the connection goes away first: the owner
     // hears of that through on_lost.
     using ReplyFn = std::function<void(redisReply *reply)>;
 
@@ -62,51 +58,75 @@ class RedisConn {
     RedisConn &operator=(const RedisConn &) = delete;
 
     // Start connecting; exactly one of on_ready / on_lost follows, and on_lost again if a
-    // ready connection breaks. Callbacks may call close() and connect() again.
+    // ready connection breaks. Callbacks may call close() and connect() again, or destroy
+    // this object.
     void connect(int64_t timeout_ms, std::function<void()> on_ready,
                  std::function<void(const Failure &)> on_lost);
-    // Drop the connection now; no callback follows. Pending reply callbacks run with null.
+    // Drop the connection now; no callback follows (pending reply callbacks are dropped).
     void close();
 
     // Send a command (binary-safe arguments). Returns false when not connected.
     bool command(const std::vector<std::string> &args, ReplyFn fn);
-    // Same with a raw hiredis callback that stays registered (SUBSCRIBE/PSUBSCRIBE
-    // messages). The callback must check live_owner() before touching its privdata.
-    bool command_raw(int argc, const char **argv, const size_t *lens, redisCallbackFn *fn,
-                     void *privdata);
-    // The RedisConn whose current context ac is, or null (detached or being freed).
-    static RedisConn *live_owner(const redisAsyncContext *ac);
+    bool command_argv(int argc, const char **argv, const size_t *lens, ReplyFn fn);
+
+    // Pub/sub. Pushes are the replies no callback awaits: message, pmessage, and the
+    // confirmations of subscribe(). An error refusing a subscribe() goes there too.
+    void set_push_handler(ReplyFn fn) { push_ = std::move(fn); }
+    // (P)SUBSCRIBE with args[0] the command and one or more channels or patterns after it:
+    // one confirmation per channel reaches the push handler. False when not connected.
+    bool subscribe(const std::vector<std::string> &args);
+
+    // Inside a reply callback or the push handler: the reply is the caller's from now on
+    // (free it with freeReplyObject). Null outside a callback.
+    redisReply *take_reply();
 
     State state() const { return state_; }
     const RedisUrl &url() const { return url_; }
     const std::string &endpoint() const { return endpoint_; }
-    redisAsyncContext *context() const { return ctx_; }
 
   private:
-    static void on_connect(const redisAsyncContext *ac, int status);
-    static void on_disconnect(const redisAsyncContext *ac, int status);
-    static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+    // A reply owed: a callback, or `confirmations` pub/sub confirmations of a subscribe().
+    struct Pending {
+        ReplyFn fn;
+        size_t confirmations = 0;
+    };
 
+    static void on_read(bufferevent *bev, void *arg);
+    static void on_event(bufferevent *bev, short what, void *arg);
+
+    bool send(int argc, const char **argv, const size_t *lens);
+    void open_next_address();
+    bool open(const sockaddr *addr, int len, std::string *err);
+    void read();
+    void deliver(redisReply *r);
+    void transport_failed(short what);
     void authenticate();
     void select();
     void become_ready();
     void fail(Failure f);  // during the handshake or after: drop, then report
-    void detach();
-    void reap();
+    void drop();           // free the transport; no callback
 
     event_base *base_;
     RedisUrl url_;
     std::string role_, endpoint_;
     bool select_db_;
     State state_ = State::Idle;
-    redisAsyncContext *ctx_ = nullptr;
+    bufferevent *bev_ = nullptr;
+    redisReader *reader_ = nullptr;
+    std::unique_ptr<TlsContext> tls_;
+    std::vector<std::vector<char>> addrs_;  // resolved addresses still to try
+    std::string last_connect_error_;
+    std::deque<Pending> pending_;
+    ReplyFn push_;
+    bool in_pubsub_ = false;  // a subscribe() was confirmed: messages may arrive
     std::function<void()> on_ready_;
     std::function<void(const Failure &)> on_lost_;
     Timer handshake_timer_;  // deadline of the handshake; at 0 ms: a deferred failure
     Failure deferred_;       // failure found inside connect(), reported from the timer
     bool has_deferred_ = false;
-    Timer reaper_;                            // frees detached contexts outside callbacks
-    std::set<redisAsyncContext *> detached_;  // waiting for the reaper
+    uint64_t generation_ = 0;         // bumped by every drop(): a read loop notices and stops
+    bool *destroyed_ = nullptr;       // set while read() runs: tells it this object is gone
+    redisReply **current_ = nullptr;  // the reply being delivered; null once taken
 };
 
 // Text of a reply for messages ("(nil)", the error text, ...).

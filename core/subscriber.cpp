@@ -243,45 +243,21 @@ void Subscriber::check_notify_config() {
 }
 
 void Subscriber::connect_subscriber() {
+    sub_.set_push_handler([this](redisReply *r) { handle_push(r); });
     sub_.connect(
         opts_.connect_timeout_ms, [this] { subscribe(); },
-        [this](const RedisConn::Failure &f) {
-            // A refused (P)SUBSCRIBE ends the connection in hiredis 0.14 (see RedisConn).
-            if (f.error == ReplyError::NoPerm)
-                lost({permission_message(url_, "subscribe to keywatch's channels", f.server_error,
-                                         channel_grant()),
-                      true, KW_ERR_AUTH});
-            else if (f.error == ReplyError::Auth)
-                lost({password_required_message(url_), true, KW_ERR_AUTH});
-            else
-                lost(f);
-        });
+        [this](const RedisConn::Failure &f) { lost(f); });
 }
 
 void Subscriber::subscribe() {
-    std::vector<std::string> args = {"PSUBSCRIBE"};
-    for (auto &e : opts_.events) args.push_back(keyevent_pattern(e));
-    args.insert(args.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
-    std::vector<const char *> argv;
-    std::vector<size_t> lens;
-    for (auto &a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-    }
-    confirmations_ = args.size();  // one per pattern, plus the heartbeat channel
-    const char *hb_argv[] = {"SUBSCRIBE", hb_channel_.c_str()};
-    size_t hb_lens[] = {9, hb_channel_.size()};
+    std::vector<std::string> patterns = {"PSUBSCRIBE"};
+    for (auto &e : opts_.events) patterns.push_back(keyevent_pattern(e));
+    patterns.insert(patterns.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
+    confirmations_ = patterns.size();  // one per pattern, plus the heartbeat channel
     // An engine serving only task queues needs no keyevent channel, only the heartbeat.
-    bool patterns_sent =
-        args.size() == 1 || sub_.command_raw(static_cast<int>(argv.size()), argv.data(),
-                                             lens.data(), &Subscriber::on_sub_reply, this);
-    if (!patterns_sent || !sub_.command_raw(2, hb_argv, hb_lens, &Subscriber::on_sub_reply, this))
+    bool patterns_sent = patterns.size() == 1 || sub_.subscribe(patterns);
+    if (!patterns_sent || !sub_.subscribe({"SUBSCRIBE", hb_channel_}))
         lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
-}
-
-void Subscriber::on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata) {
-    if (!reply || !RedisConn::live_owner(ac)) return;
-    static_cast<Subscriber *>(privdata)->handle_push(static_cast<redisReply *>(reply));
 }
 
 void Subscriber::handle_push(redisReply *r) {

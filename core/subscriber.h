@@ -1,7 +1,8 @@
 // Subscriber: keywatch's presence on one Redis node. A command connection checks the
 // server's notify-keyspace-events and publishes heartbeats; a subscriber connection
-// PSUBSCRIBEs to the keyevent channels and hears the heartbeats (hiredis 0.14 loses PING
-// replies on a subscribed connection, so PING cannot be the health check). Any failure
+// PSUBSCRIBEs to the keyevent channels and hears the heartbeats: a PUBLISH that went
+// through the server's pub/sub path proves more than a PING, which the server answers
+// without it (and which hiredis 0.14 lost on subscribed connections). Any failure
 // drops both connections and reconnects with capped exponential backoff and jitter.
 // Loop thread only, except state(), which any thread may read.
 #pragma once
@@ -92,8 +93,6 @@ class Subscriber {
     kw_conn_state state() const { return state_.load(std::memory_order_relaxed); }
 
   private:
-    static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
-
     void connect_all();
     void check_permissions();
     void check_scripts();

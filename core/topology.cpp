@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/backoff.h"
+#include "core/blocking_redis.h"
 #include "core/reply_error.h"
 #include "core/url.h"
 #include "keywatch_types.h"
@@ -203,36 +204,16 @@ namespace keywatch {
 
 namespace {
 
-// Why a blocking command got no reply at all: another protocol, a closed connection, or
-// the deadline (redis.connect_timeout) ran out. Sets *err and returns the status.
-int no_reply(const redisContext *c, const RedisUrl &seed, int64_t timeout_ms,
-             const std::string &command, std::string *err) {
-    const std::string detail = c->errstr[0] ? c->errstr : "no details";
-    switch (c->err) {
-        case REDIS_ERR_PROTOCOL:
-            *err =
-                not_redis_message(seed, "its answer" + (command.empty() ? "" : " to " + command) +
-                                            " is not RESP: " + detail);
-            return KW_ERR_CONNECT;
-        case REDIS_ERR_EOF:
-            *err = "the server at " + seed.endpoint() + " closed the connection instead of " +
-                   "answering" + (command.empty() ? "" : " " + command) +
-                   ": is it a redis-server? check redis.url";
-            return KW_ERR_CONNECT;
-        case REDIS_ERR_IO:
-            // A read that timed out (SO_RCVTIMEO): hiredis keeps strerror(errno) as errstr.
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT ||
-                detail == std::strerror(EAGAIN) || detail == std::strerror(ETIMEDOUT)) {
-                *err = no_answer_message(seed, timeout_ms, command);
-                return KW_ERR_TIMEOUT;
-            }
-            break;
-        default:
-            break;
+// Why the probe got no reply: the connection's own words, except that a server that
+// accepted the connection and then said nothing is named with redis.connect_timeout (the
+// budget the user set), not with an internal command. Sets *err, returns the status.
+int no_reply(const BlockingRedis &c, int64_t timeout_ms, std::string *err) {
+    if (c.status() == KW_ERR_TIMEOUT && !c.unreachable()) {
+        *err = no_answer_message(c.url(), timeout_ms, c.url().password.empty() ? "" : "AUTH");
+        return KW_ERR_TIMEOUT;
     }
-    *err = "lost the connection to " + seed.endpoint() +
-           (command.empty() ? "" : " during " + command) + ": " + detail;
-    return KW_ERR_CONNECT;
+    *err = c.error();
+    return c.status();
 }
 
 // redis.mode=standalone against a node of a Redis Cluster would run on that one node and
@@ -268,62 +249,27 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
     const int64_t named = named_timeout_ms > 0 ? named_timeout_ms : timeout_ms;
     if (mode == "standalone")
         return refuse_cluster_node(seed, timeout_ms, err, named_timeout_ms, unreachable);
-    if (seed.is_unix()) {
-        if (mode == "cluster") {
-            *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
-            return KW_ERR_URL;
-        }
-        // Only whether something listens there, so that probe_seeds can wait for it.
-        timeval tv{static_cast<time_t>(timeout_ms / 1000),
-                   static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
-        std::unique_ptr<redisContext, decltype(&redisFree)> c(
-            redisConnectUnixWithTimeout(seed.unix_path.c_str(), tv), &redisFree);
-        if (!c || c->err) {
-            *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
-                   (c ? c->errstr : "out of memory") +
-                   "; is redis-server running there? check redis.url";
-            if (unreachable) *unreachable = true;
-            return KW_ERR_CONNECT;
-        }
-        return KW_OK;
+    if (seed.is_unix() && mode == "cluster") {
+        *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
+        return KW_ERR_URL;
     }
-    timeval tv{static_cast<time_t>(timeout_ms / 1000),
-               static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
-    std::unique_ptr<redisContext, decltype(&redisFree)> c(
-        redisConnectWithTimeout(seed.host.c_str(), seed.port, tv), &redisFree);
-    if (!c || c->err) {
-        *err = "cannot connect to Redis at " + seed.endpoint() + ": " +
-               (c ? c->errstr : "out of memory") +
-               "; is redis-server running there? check redis.url";
-        if (unreachable) *unreachable = true;
-        return KW_ERR_CONNECT;
-    }
-    redisSetTimeout(c.get(), tv);
-    auto run = [&](std::vector<std::string> args) {
-        std::vector<const char *> argv;
-        std::vector<size_t> lens;
-        for (auto &a : args) {
-            argv.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        return std::unique_ptr<redisReply, decltype(&freeReplyObject)>(
-            static_cast<redisReply *>(
-                redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())),
-            &freeReplyObject);
+    const auto started = std::chrono::steady_clock::now();
+    auto left = [&] {
+        const int64_t spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - started)
+                                  .count();
+        return std::max<int64_t>(timeout_ms - spent, 1);
     };
-    if (!seed.password.empty()) {
-        std::vector<std::string> auth = {"AUTH"};
-        if (!seed.user.empty()) auth.push_back(seed.user);
-        auth.push_back(seed.password);
-        auto r = run(auth);
-        if (!r) return no_reply(c.get(), seed, named, "AUTH", err);
-        if (r->type == REDIS_REPLY_ERROR) {
-            *err = auth_refused_message(seed, std::string(r->str, r->len));
-            return KW_ERR_AUTH;
-        }
+    BlockingRedis c(seed, "topology", false);
+    if (c.connect(timeout_ms) != KW_OK) {
+        if (unreachable) *unreachable = c.unreachable();
+        return no_reply(c, named, err);
     }
+    // A unix socket is a standalone server: only whether it answers matters here.
+    if (seed.is_unix()) return KW_OK;
+    auto run = [&](std::vector<std::string> args) { return c.command(args, left()); };
     auto r = run({"CLUSTER", "SHARDS"});
-    if (!r) return no_reply(c.get(), seed, named, "", err);
+    if (!r) return no_reply(c, named, err);
     std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
     if (classify(r.get()) == ReplyError::Auth) {
         *err = password_required_message(seed);

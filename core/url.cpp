@@ -5,7 +5,9 @@
 namespace keywatch {
 namespace {
 
-const char *kForms = "use redis://[user:password@]host[:port][/db] or unix:///path/to.sock[?db=N]";
+const char *kForms =
+    "use redis://[user:password@]host[:port][/db] (rediss:// for TLS) or "
+    "unix:///path/to.sock[?db=N]";
 
 bool fail(std::string *err, const std::string &text, const std::string &what) {
     *err = "bad Redis URL '" + text + "': " + what + "; " + kForms;
@@ -120,9 +122,10 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
         rest = text.substr(7);
         is_unix = true;
     } else if (text.rfind("rediss://", 0) == 0) {
-        return fail(err, text, "TLS (rediss://) is not supported by this build (hiredis 0.14)");
+        rest = text.substr(9);
+        u.tls = true;
     } else {
-        return fail(err, text, "unknown scheme (expected redis:// or unix://)");
+        return fail(err, text, "unknown scheme (expected redis://, rediss:// or unix://)");
     }
 
     size_t at = rest.rfind('@');

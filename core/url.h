@@ -6,6 +6,16 @@
 
 namespace keywatch {
 
+// TLS settings for rediss:// (options tls.*). Every connection of an engine or client
+// carries the same ones.
+struct TlsOptions {
+    std::string ca_file;      // PEM CA bundle that signed the server's cert; empty: system CAs
+    std::string cert_file;    // client certificate (PEM), for servers that check clients
+    std::string key_file;     // its private key (PEM)
+    std::string server_name;  // name to verify and send as SNI; empty: the URL's host
+    bool verify = true;       // verify the server's certificate and name
+};
+
 struct RedisUrl {
     std::string host;  // empty for a unix socket
     int port = 6379;
@@ -13,13 +23,16 @@ struct RedisUrl {
     std::string user;       // ACL user; empty: the default user
     std::string password;   // empty: no AUTH
     int db = 0;
+    bool tls = false;  // rediss://
+    TlsOptions tls_options;
 
     bool is_unix() const { return !unix_path.empty(); }
     // "host:port" or the socket path: how logs, stats and events name the node.
     std::string endpoint() const;
 };
 
-// Parses redis://[user:password@]host[:port][/db] (also [::1] for IPv6) and
+// Parses redis://[user:password@]host[:port][/db] (also [::1] for IPv6), the same with
+// rediss:// (TLS, settings from the tls.* options) and
 // unix:///path/to.sock[?db=N] (also unix://[user:password@]/path). Percent-escapes in the
 // user and password are decoded. On failure returns false with a message in *err that
 // names the problem and shows the accepted forms.

@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
     build-essential cmake pkg-config
-    libhiredis-dev libevent-dev
+    libhiredis-dev libevent-dev libssl-dev openssl
     redis-server redis-tools
     libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libtomlplusplus-dev
     libgtest-dev libgmock-dev googletest libbenchmark-dev

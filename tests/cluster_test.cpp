@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/client.h"
 #include "core/slots.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
@@ -513,6 +514,29 @@ TEST_F(ClusterTest, AcksRefusedWithMovedAfterAReshardAreRoutedToTheNewOwner) {
                         "\"due\":0,\"due_now\":0,\"inflight\":0,"
                         "\"oldest_overdue_ms\":-1,\"queue\":\"keys\"");
     })) << c.inspect();
+}
+
+// The client's command routed by key (what the plugin host will use) reaches each key's
+// master, and after a reshard its stale map meets MOVED and follows it to the new owner.
+TEST_F(ClusterTest, CommandRoutedByKeyFollowsMovedToTheNewOwner) {
+    keywatch::Config conf;
+    std::string err;
+    ASSERT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
+    keywatch::Client client(conf);
+    std::vector<std::string> keys;
+    for (size_t m : cluster_->masters()) keys.push_back(key_on(m, "routed-"));
+    for (auto &key : keys) {
+        keywatch::ReplyPtr r = client.command_for_key(key, {"SET", key, "v1"});
+        ASSERT_TRUE(r) << client.last_error();
+        EXPECT_EQ(keywatch::reply_to_string(r.get()), "OK");
+    }
+    const size_t to = migrate_slot(keywatch::key_slot(keys[0]));
+    keywatch::ReplyPtr r = client.command_for_key(keys[0], {"GET", keys[0]});
+    ASSERT_TRUE(r) << client.last_error();
+    EXPECT_EQ(keywatch::reply_to_string(r.get()), "v1");
+    r = client.command_for_key(keys[0], {"SET", keys[0], "v2"});
+    ASSERT_TRUE(r) << client.last_error();
+    EXPECT_EQ(cluster_->node(to).command({"GET", keys[0]}), "v2");
 }
 
 TEST_F(ClusterTest, QueueMigratedAfterItsTrackedKeysIsSweptByItsNewOwner) {
