@@ -513,9 +513,7 @@ KW_API void kw_client_free(kw_client_t *client);
 /* Never NULL; valid until the next call on this client. */
 KW_API const char *kw_client_last_error(kw_client_t *client);
 
-#define KW_TRACK_NX 1       /* only if the key does not exist (KW_ERR_CONDITION otherwise) */
-#define KW_TRACK_XX 2       /* only if the key exists (KW_ERR_CONDITION otherwise) */
-#define KW_TRACK_SNAPSHOT 4 /* keep the value to hand to the handler with the event */
+/* Flags of kw_client_track and kw_client_adopt: KW_TRACK_* (keywatch_types.h). */
 
 /* SET key value with a TTL of ttl_ms and record the key in the key-tracking queue,
  * atomically. The deadline is taken on the server's clock (the client keeps its offset to
@@ -536,7 +534,7 @@ KW_API int kw_client_untrack(kw_client_t *client, const void *key, size_t key_le
 KW_API int kw_client_adopt(kw_client_t *client, const void *key, size_t key_len, int flags,
                            int64_t *deadline_ms);
 
-#define KW_SCHEDULE_NX 1 /* keep an existing task with the same id (KW_ERR_CONDITION) */
+/* Flags of kw_client_schedule: KW_SCHEDULE_* (keywatch_types.h). */
 
 /* Schedule a delayed task: delivered as event "task" at at_ms, or after delay_ms when
  * at_ms is 0. A time in the past means now (documented, not an error). An existing task

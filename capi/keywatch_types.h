@@ -1,7 +1,7 @@
 /*
  * keywatch_types.h - the vocabulary every keywatch interface shares (C99): status codes,
- * event sources, handler results, connection states and log levels, plus the version
- * macros. Included by keywatch.h (the C API), keywatch_plugin.h (the handler plugin ABI)
+ * event sources, handler results, connection states, log levels and the client's flags, plus the
+ * version macros. Included by keywatch.h (the C API), keywatch_plugin.h (the handler plugin ABI)
  * and the engine's own code, so one table serves all three. Declares no functions and no
  * objects: it is thread-safe trivially. Values are never renumbered; new ones are appended.
  */
@@ -74,5 +74,11 @@ typedef enum kw_log_level {
     KW_LOG_WARN = 2,
     KW_LOG_ERROR = 3
 } kw_log_level;
+
+/* ---- Flags of the client's producer calls (keywatch.h) ---------------------------- */
+#define KW_TRACK_NX 1       /* only if the key does not exist (KW_ERR_CONDITION otherwise) */
+#define KW_TRACK_XX 2       /* only if the key exists (KW_ERR_CONDITION otherwise) */
+#define KW_TRACK_SNAPSHOT 4 /* keep the value to hand to the handler with the event */
+#define KW_SCHEDULE_NX 1    /* keep an existing task with the same id (KW_ERR_CONDITION) */
 
 #endif /* KEYWATCH_TYPES_H */

@@ -11,7 +11,7 @@
 #include "core/reply_error.h"
 #include "core/slots.h"
 #include "core/time_limit.h"
-#include "keywatch.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 namespace {
