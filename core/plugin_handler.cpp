@@ -40,6 +40,7 @@ PluginHandler::~PluginHandler() {
 
 int PluginHandler::handle(Event &ev) {
     PluginEvent pe(ev);
+    pe.instance = &name();
     char err[1024] = "";
     std::unique_lock<std::mutex> lock(serial_mu_, std::defer_lock);
     if (serial_) lock.lock();
