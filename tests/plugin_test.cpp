@@ -361,6 +361,37 @@ TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
 }
 
+TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
+    WebhookServer server;
+    load_for("limited:", "webhook", "limited", {{"url", server.url("/limited")}});
+    load_for("unavailable:", "webhook", "unavailable", {{"url", server.url("/unavailable")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    int64_t before = redis_now();
+    track("limited:1", "v");
+    track("unavailable:1", "v");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.limited.retry_after") == 1 &&
+               engine_->stat("plugin.unavailable.retry_after") == 1;
+    })) << logs_.describe();
+    // Due again after the server's delay (120 s), not the engine's backoff (50..100ms).
+    ASSERT_TRUE(wait_until([&] { return score("keys", "due", "limited:1") >= 0; }));
+    ASSERT_TRUE(wait_until([&] { return score("keys", "due", "unavailable:1") >= 0; }));
+    int64_t limited = score("keys", "due", "limited:1");
+    int64_t unavailable = score("keys", "due", "unavailable:1");
+    int64_t now = redis_now();
+    EXPECT_GE(limited, before + 120000);
+    EXPECT_LE(limited, now + 120000);
+    // An HTTP date has whole seconds: allow for two roundings.
+    EXPECT_GE(unavailable, before + 118000);
+    EXPECT_LE(unavailable, now + 120000);
+    EXPECT_EQ(server.requests("/limited").size(), 1u);
+    EXPECT_EQ(server.requests("/unavailable").size(), 1u);
+    EXPECT_EQ(engine_->stat("plugin.limited.retried"), 1);
+    std::string error = redis_cmd({"HGET", "kw:keys:{0}:data", "e:limited:1"});
+    EXPECT_TRUE(contains(error, "limited: POST 127.0.0.1:")) << error;
+    EXPECT_TRUE(contains(error, "/limited: HTTP 429 (Retry-After: 120000 ms)")) << error;
+}
+
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     char tmpl[] = "/tmp/kw_exec_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
