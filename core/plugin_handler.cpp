@@ -41,7 +41,8 @@ PluginHandler::~PluginHandler() {
 int PluginHandler::handle(Event &ev) {
     PluginEvent pe(ev);
     pe.instance = &name();
-    char err[1024] = "";
+    char err[1024];
+    err[0] = '\0';  // not the whole buffer: this runs once per event
     std::unique_lock<std::mutex> lock(serial_mu_, std::defer_lock);
     if (serial_) lock.lock();
     int rc = d_->handle(state_, &pe, err, sizeof err);
