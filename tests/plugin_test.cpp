@@ -365,10 +365,12 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     WebhookServer server;
     load_for("limited:", "webhook", "limited", {{"url", server.url("/limited")}});
     load_for("unavailable:", "webhook", "unavailable", {{"url", server.url("/unavailable")}});
+    load_for("soon:", "webhook", "soon", {{"url", server.url("/soon")}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     int64_t before = redis_now();
     track("limited:1", "v");
     track("unavailable:1", "v");
+    track("soon:1", "v");
     ASSERT_TRUE(wait_until([&] {
         return engine_->stat("plugin.limited.retry_after") == 1 &&
                engine_->stat("plugin.unavailable.retry_after") == 1;
@@ -390,6 +392,12 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     std::string error = redis_cmd({"HGET", "kw:keys:{0}:data", "e:limited:1"});
     EXPECT_TRUE(contains(error, "limited: POST 127.0.0.1:")) << error;
     EXPECT_TRUE(contains(error, "/limited: HTTP 429 (Retry-After: 120000 ms)")) << error;
+    // A short Retry-After: the event comes back after it and is delivered (attempt 2).
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.soon.delivered") == 1; }));
+    EXPECT_EQ(engine_->stat("plugin.soon.retry_after"), 1);
+    auto soon = server.requests("/soon");
+    ASSERT_EQ(soon.size(), 2u) << "429 then 200";
+    EXPECT_EQ(nlohmann::json::parse(soon[1]["body"].get<std::string>())["attempt"], 2);
 }
 
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {

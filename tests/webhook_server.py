@@ -5,7 +5,8 @@ Usage: webhook_server.py PORT_FILE LOG_FILE SECRET
 Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). POST /ok answers
 200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no";
 /limited answers 429 with "Retry-After: 120" the first time, then 200; /unavailable answers
-503 with Retry-After as the HTTP date 120 s from now the first time, then 200.
+503 with Retry-After as the HTTP date 120 s from now the first time, then 200; /soon
+answers 429 with "Retry-After: 1" the first time, then 200.
 Each request is appended to LOG_FILE as one JSON line: path, the X-Keywatch-* headers,
 the body, and sig_ok (the signature verifies: HMAC-SHA256 of "<timestamp>.<body>").
 Runs until killed.
@@ -42,6 +43,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status, text = 503, b"busy"
         elif self.path == "/limited" and seen[self.path] == 1:
             status, text, retry_after = 429, b"slow down", "120"
+        elif self.path == "/soon" and seen[self.path] == 1:
+            status, text, retry_after = 429, b"slow down", "1"
         elif self.path == "/unavailable" and seen[self.path] == 1:
             status, text = 503, b"maintenance"
             retry_after = email.utils.formatdate(time.time() + 120, usegmt=True)
