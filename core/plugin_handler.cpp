@@ -40,7 +40,9 @@ PluginHandler::~PluginHandler() {
 
 int PluginHandler::handle(Event &ev) {
     PluginEvent pe(ev);
-    char err[1024] = "";
+    pe.instance = &name();
+    char err[1024];
+    err[0] = '\0';  // not the whole buffer: this runs once per event
     std::unique_lock<std::mutex> lock(serial_mu_, std::defer_lock);
     if (serial_) lock.lock();
     int rc = d_->handle(state_, &pe, err, sizeof err);

@@ -247,7 +247,7 @@ kw_plugin_hold_t *host_hold(const kw_plugin_event_t *ev) {
         auto held = hold(*ev->ev);
         if (!held) return nullptr;
         const_cast<kw_plugin_event_t *>(ev)->held = true;
-        return new kw_plugin_hold_t{std::move(held)};
+        return new kw_plugin_hold_t{std::move(held), ev->instance ? *ev->instance : ""};
     } catch (...) {
         return nullptr;
     }
@@ -257,7 +257,10 @@ int host_complete(kw_plugin_hold_t *hold, int result, const char *reason, int64_
     if (!hold) return KW_ERR_INVALID_ARG;
     int rc;
     try {
-        rc = hold->held->complete(result, reason ? reason : "", delay_ms);
+        // Like handle()'s err: "<instance>: <reason>" (no reason: none).
+        std::string why = reason && *reason ? reason : "";
+        if (!why.empty() && !hold->instance.empty()) why = hold->instance + ": " + why;
+        rc = hold->held->complete(result, std::move(why), delay_ms);
     } catch (...) {
         rc = KW_ERR_INTERNAL;
     }

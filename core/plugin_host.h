@@ -32,7 +32,8 @@ struct kw_plugin_event {
     keywatch::Event *ev;
     // Built on first request, kept for the call.
     bool built = false;
-    bool held = false;  // host->hold took the event over
+    bool held = false;                      // host->hold took the event over
+    const std::string *instance = nullptr;  // the handling instance's name (reasons' prefix)
     std::string json;
     std::vector<std::pair<std::string, std::string>> fields;
 };
@@ -42,6 +43,7 @@ class Hold;
 }
 struct kw_plugin_hold {
     std::shared_ptr<keywatch::Hold> held;  // core/hold.h: deferred completion
+    std::string instance;                  // prefixes the reason, as for handle()'s err
 };
 
 namespace keywatch {

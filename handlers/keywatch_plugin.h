@@ -126,7 +126,10 @@ struct kw_plugin_host {
      * hold events (then return a final result). */
     kw_plugin_hold_t *(*hold)(const kw_plugin_event_t *ev);
     /* Completes a held event once (ack, retry after retry_delay_ms, reject with reason) and
-     * frees the hold. Any thread. */
+     * frees the hold (also when it returns an error). Any thread. The reason is recorded as
+     * "<instance>: <reason>", like handle()'s err. A synchronous handle() that wants a retry
+     * after a delay of its choosing holds, completes at once with KW_RESULT_RETRY and the
+     * delay, and returns KW_RESULT_PENDING (docs/plugins.md). */
     int (*complete)(kw_plugin_hold_t *hold, int result, const char *reason, int64_t retry_delay_ms);
     /* New members are appended here. */
 };

@@ -3,7 +3,10 @@
  * watch` prints, to a configured URL, with libevent's HTTP client (one private event base
  * per call, so calls run concurrently on the workers).
  * Status: 2xx ack; 5xx, 408, 429, a timeout or a connection error retry; any other status
- * rejects (dead letter with the status and the start of the body).
+ * rejects (dead letter with the status and the start of the body). A 429 or 503 with
+ * Retry-After (seconds, or an HTTP date) retries after that delay (at most
+ * retry_after_max_ms): the event is held (host->hold) and completed at once with
+ * host->complete(RETRY, reason, delay), the ABI's way to retry after a given delay.
  * Headers: Content-Type: application/json, X-Keywatch-Event-Id, X-Keywatch-Timestamp (unix
  * seconds) and, with a secret, X-Keywatch-Signature: sha256=<hex HMAC-SHA256 of
  * "<timestamp>.<body>">, so the receiver can verify the sender and refuse replays.
@@ -13,7 +16,8 @@
  *   secret      the HMAC key (default: no signature)
  *   headers     extra headers, "Name: value" lines separated by newlines
  *   timeout_ms  per request (default 10000)
- * Counters: delivered, retried, rejected.
+ *   retry_after_max_ms  the longest Retry-After delay honoured (default 3600000)
+ * Counters: delivered, retried, rejected, retry_after (retries delayed by Retry-After).
  * Thread-safety: the state is read-only after init; handle runs concurrently.
  */
 #include <event2/buffer.h>
@@ -34,11 +38,13 @@ typedef struct state {
     char *host_name, *path, *secret, *headers;
     int port;
     struct timeval timeout;
+    int64_t retry_after_max_ms;
 } state_t;
 
 typedef struct response {
     int status; /* 0: no response (timeout, connection error) */
     char body[201];
+    int64_t retry_after_ms; /* the Retry-After header as a delay; -1: none or unreadable */
 } response_t;
 
 static char *dup_str(const char *s) {
@@ -88,6 +94,7 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     const char *secret = host->config_get(config, "secret");
     const char *headers = host->config_get(config, "headers");
     const char *timeout = host->config_get(config, "timeout_ms");
+    const char *ra_max = host->config_get(config, "retry_after_max_ms");
     long ms = timeout ? strtol(timeout, NULL, 10) : 10000;
     int rc;
     if (!s) return KW_ERR_NOMEM;
@@ -96,6 +103,13 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     if (rc == KW_OK && ms <= 0) {
         snprintf(err, n, "option \"timeout_ms\" = \"%s\": use a number of milliseconds > 0",
                  timeout);
+        rc = KW_ERR_BAD_VALUE;
+    }
+    s->retry_after_max_ms = ra_max ? strtoll(ra_max, NULL, 10) : 3600000;
+    if (rc == KW_OK && s->retry_after_max_ms < 0) {
+        snprintf(err, n,
+                 "option \"retry_after_max_ms\" = \"%s\": use a number of milliseconds >= 0",
+                 ra_max);
         rc = KW_ERR_BAD_VALUE;
     }
     if (rc != KW_OK) {
@@ -110,11 +124,56 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     return KW_OK;
 }
 
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    int64_t era, yoe, doy, doe;
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* An IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") as unix seconds; -1: not one. */
+static int64_t http_date(const char *v) {
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    char mon[4] = "", zone[4] = "";
+    int d, y, hh, mm, ss, m;
+    const char *at;
+    if (sscanf(v, "%*3s, %2d %3s %4d %2d:%2d:%2d %3s", &d, mon, &y, &hh, &mm, &ss, zone) != 7 ||
+        strcmp(zone, "GMT") != 0 || strlen(mon) != 3 || !(at = strstr(months, mon)) ||
+        (at - months) % 3 != 0 || d < 1 || d > 31 || hh > 23 || mm > 59 || ss > 60)
+        return -1;
+    m = (int)((at - months) / 3) + 1;
+    return days_from_civil(y, m, d) * 86400 + hh * 3600 + mm * 60 + ss;
+}
+
+/* Retry-After (RFC 9110 10.2.3: delay-seconds or an HTTP date) as a delay in ms from now;
+ * -1 when absent or unreadable. A date in the past means now (0). */
+static int64_t retry_after_ms(const char *v) {
+    const char *p;
+    if (!v) return -1;
+    while (*v == ' ') v++;
+    for (p = v; *p >= '0' && *p <= '9'; p++) {
+    }
+    if (p != v && (*p == '\0' || *p == ' ')) {
+        long long secs = strtoll(v, NULL, 10);
+        return secs > 100000000LL ? 100000000LL * 1000 : (int64_t)secs * 1000;
+    } else {
+        int64_t when = http_date(v), now = (int64_t)time(NULL);
+        if (when < 0) return -1;
+        return when > now ? (when - now) * 1000 : 0;
+    }
+}
+
 static void on_response(struct evhttp_request *req, void *arg) {
     response_t *r = (response_t *)arg;
     int got;
     r->status = req ? evhttp_request_get_response_code(req) : 0;
     if (!req) return;
+    r->retry_after_ms =
+        retry_after_ms(evhttp_find_header(evhttp_request_get_input_headers(req), "Retry-After"));
     got = evbuffer_remove(evhttp_request_get_input_buffer(req), r->body, sizeof r->body - 1);
     r->body[got > 0 ? got : 0] = '\0';
 }
@@ -172,6 +231,7 @@ static void post(const state_t *s, const kw_plugin_event_t *ev, response_t *r) {
     struct evhttp_request *req = conn ? evhttp_request_new(on_response, r) : NULL;
     r->status = 0;
     r->body[0] = '\0';
+    r->retry_after_ms = -1;
     if (req && body) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
         snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
@@ -193,6 +253,25 @@ static void post(const state_t *s, const kw_plugin_event_t *ev, response_t *r) {
     if (base) event_base_free(base);
 }
 
+/* A retry due after r->retry_after_ms (capped): hold the event and complete it at once
+ * with that delay. KW_RESULT_PENDING when done so, else KW_RESULT_RETRY (the engine's
+ * backoff): no Retry-After, not a 429/503, or a host that cannot hold. */
+static int retry_later(const state_t *s, const kw_plugin_event_t *ev, const response_t *r,
+                       const char *reason) {
+    const kw_plugin_host_t *h = s->host;
+    kw_plugin_hold_t *hold;
+    int64_t delay = r->retry_after_ms;
+    if ((r->status != 429 && r->status != 503) || delay < 0) return KW_RESULT_RETRY;
+    if (!KW_PLUGIN_HAS(h->size, kw_plugin_host_t, complete) || !h->hold || !h->complete)
+        return KW_RESULT_RETRY;
+    if (delay > s->retry_after_max_ms) delay = s->retry_after_max_ms;
+    hold = h->hold(ev);
+    if (!hold || h->complete(hold, KW_RESULT_RETRY, reason, delay) != KW_OK)
+        return KW_RESULT_RETRY; /* the host frees the hold either way */
+    h->counter_add(h, "retry_after", 1);
+    return KW_RESULT_PENDING;
+}
+
 static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     const state_t *s = (const state_t *)p;
     const kw_plugin_host_t *h = s->host;
@@ -208,8 +287,12 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         else
             snprintf(err, n, "POST %s:%d%s: no response (timeout or connection error)",
                      s->host_name, s->port, s->path);
+        if (r.status && r.retry_after_ms >= 0) {
+            size_t used = strlen(err);
+            snprintf(err + used, n - used, " (Retry-After: %lld ms)", (long long)r.retry_after_ms);
+        }
         h->counter_add(h, "retried", 1);
-        return KW_RESULT_RETRY;
+        return retry_later(s, ev, &r, err);
     }
     snprintf(err, n, "POST %s:%d%s: HTTP %d: %s", s->host_name, s->port, s->path, r.status, r.body);
     h->counter_add(h, "rejected", 1);

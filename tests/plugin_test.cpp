@@ -89,10 +89,7 @@ class PluginTest : public RedisTest {
     void SetUp() override {
         RedisTest::SetUp();
         setenv("KEYWATCH_PLUGIN_PATH", KW_HANDLERS_DIR, 1);
-        engine_ = std::make_unique<Engine>(redis().url());
-        engine_->set("retry.base", "50ms");
-        engine_->set("retry.max", "100ms");
-        engine_->watch_logs(&logs_);
+        configure({});
         kw_conf_t *conf = kw_conf_new();
         char err[256];
         ASSERT_EQ(kw_conf_set(conf, "redis.url", redis().url().c_str(), err, sizeof err), KW_OK);
@@ -106,21 +103,39 @@ class PluginTest : public RedisTest {
         RedisTest::TearDown();
     }
 
+    // A fresh engine with these options besides the defaults: options are read when the
+    // engine is made, so a test configures before anything else touches engine_.
+    void configure(const Options &options) {
+        engine_ = std::make_unique<Engine>(redis().url());
+        engine_->set("retry.base", "50ms");
+        engine_->set("retry.max", "100ms");
+        for (const auto &nv : options) engine_->set(nv.first, nv.second);
+        engine_->watch_logs(&logs_);
+    }
     // Loads a plugin; a refusal is a test failure with its message.
     void load(const std::string &plugin, const char *instance, const Options &options) {
         std::string err;
         ASSERT_EQ(add_plugin(engine_->get(), plugin, instance, options, &err), KW_OK) << err;
     }
+    // Loads a plugin for the events a filter of name/value pairs selects.
+    void load_filtered(const Options &filter, const std::string &plugin, const char *instance,
+                       const Options &options, Engine *engine = nullptr) {
+        kw_filter_t *f = kw_filter_new();
+        char ferr[256];
+        for (const auto &nv : filter)
+            ASSERT_EQ(kw_filter_set(f, nv.first.c_str(), nv.second.c_str(), ferr, sizeof ferr),
+                      KW_OK)
+                << ferr;
+        std::string err;
+        int rc = add_plugin((engine ? engine : engine_.get())->get(), plugin, instance, options,
+                            &err, f);
+        kw_filter_free(f);
+        ASSERT_EQ(rc, KW_OK) << err;
+    }
     // Loads a plugin for the keys starting with prefix.
     void load_for(const std::string &prefix, const std::string &plugin, const char *instance,
                   const Options &options) {
-        kw_filter_t *f = kw_filter_new();
-        char ferr[256];
-        ASSERT_EQ(kw_filter_set(f, "prefix", prefix.c_str(), ferr, sizeof ferr), KW_OK) << ferr;
-        std::string err;
-        int rc = add_plugin(engine_->get(), plugin, instance, options, &err, f);
-        kw_filter_free(f);
-        ASSERT_EQ(rc, KW_OK) << err;
+        load_filtered({{"prefix", prefix}}, plugin, instance, options);
     }
     // Expects a refusal whose message holds every part.
     void refused(const std::string &plugin, const char *instance, const Options &options,
@@ -132,12 +147,32 @@ class PluginTest : public RedisTest {
             EXPECT_TRUE(contains(err, p)) << "'" << p << "' not in: " << err;
     }
     void track(const std::string &key, const std::string &value, int64_t ttl_ms = 100) {
-        ASSERT_EQ(kw_client_track(client_, key.data(), key.size(), value.data(), value.size(), ttl_ms,
-                           KW_TRACK_SNAPSHOT, nullptr),
+        ASSERT_EQ(kw_client_track(client_, key.data(), key.size(), value.data(), value.size(),
+                                  ttl_ms, KW_TRACK_SNAPSHOT, nullptr),
                   KW_OK);
     }
     std::string redis_cmd(const std::vector<std::string> &args) {
         return redis_client_->command(args);
+    }
+    // An item of task queue "jobs", due after delay_ms.
+    void schedule(const std::string &id, int64_t delay_ms = 0) {
+        EXPECT_EQ(kw_client_schedule(client_, "jobs", id.data(), id.size(), "p", 1, 0, delay_ms, 0,
+                                     nullptr),
+                  KW_OK)
+            << kw_client_last_error(client_);
+    }
+    int64_t redis_now() {
+        std::string t = redis_cmd({"TIME"});
+        size_t nl = t.find('\n');
+        return std::stoll(t.substr(0, nl)) * 1000 + std::stoll(t.substr(nl + 1)) / 1000;
+    }
+    // The item's score in its queue's `part` ZSET (due or inflight); -1: not there.
+    int64_t score(const std::string &queue, const std::string &part, const std::string &id) {
+        std::string s = redis_cmd({"ZSCORE", "kw:" + queue + ":{0}:" + part, id});
+        return s == "(nil)" ? -1 : std::stoll(s);
+    }
+    bool gone(const std::string &queue, const std::string &id) {
+        return score(queue, "due", id) < 0 && score(queue, "inflight", id) < 0;
     }
 
     LogSink logs_;
@@ -258,7 +293,7 @@ TEST_F(PluginTest, SessionIndexRemovesTheSessionFromItsUsersIndex) {
 }
 
 TEST_F(PluginTest, SessionIndexRejectsAKeyOutsideItsPatternToTheDeadLetters) {
-    engine_->set("max_attempts", "1");
+    configure({{"max_attempts", "1"}});
     load("session_index", "s", {{"index", "u:{user}"}, {"user", "key"}, {"pattern", "s:{user}"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("other:1", "v");
@@ -293,7 +328,7 @@ TEST_F(PluginTest, StreamAppendsOncePerEventIdWithTheWatchFields) {
 
 TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     WebhookServer server;
-    engine_->set("max_attempts", "3");
+    configure({{"max_attempts", "3"}});
     load_for("ok:", "webhook", "ok",
              {{"url", server.url("/ok")}, {"secret", "s3cret"}, {"headers", "X-Extra: yes"}});
     load_for("flaky:", "webhook", "flaky", {{"url", server.url("/flaky")}, {"secret", "s3cret"}});
@@ -326,11 +361,50 @@ TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
 }
 
+TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
+    WebhookServer server;
+    load_for("limited:", "webhook", "limited", {{"url", server.url("/limited")}});
+    load_for("unavailable:", "webhook", "unavailable", {{"url", server.url("/unavailable")}});
+    load_for("soon:", "webhook", "soon", {{"url", server.url("/soon")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    int64_t before = redis_now();
+    track("limited:1", "v");
+    track("unavailable:1", "v");
+    track("soon:1", "v");
+    ASSERT_TRUE(wait_until([&] {
+        return engine_->stat("plugin.limited.retry_after") == 1 &&
+               engine_->stat("plugin.unavailable.retry_after") == 1;
+    })) << logs_.describe();
+    // Due again after the server's delay (120 s), not the engine's backoff (50..100ms).
+    ASSERT_TRUE(wait_until([&] { return score("keys", "due", "limited:1") >= 0; }));
+    ASSERT_TRUE(wait_until([&] { return score("keys", "due", "unavailable:1") >= 0; }));
+    int64_t limited = score("keys", "due", "limited:1");
+    int64_t unavailable = score("keys", "due", "unavailable:1");
+    int64_t now = redis_now();
+    EXPECT_GE(limited, before + 120000);
+    EXPECT_LE(limited, now + 120000);
+    // An HTTP date has whole seconds: allow for two roundings.
+    EXPECT_GE(unavailable, before + 118000);
+    EXPECT_LE(unavailable, now + 120000);
+    EXPECT_EQ(server.requests("/limited").size(), 1u);
+    EXPECT_EQ(server.requests("/unavailable").size(), 1u);
+    EXPECT_EQ(engine_->stat("plugin.limited.retried"), 1);
+    std::string error = redis_cmd({"HGET", "kw:keys:{0}:data", "e:limited:1"});
+    EXPECT_TRUE(contains(error, "limited: POST 127.0.0.1:")) << error;
+    EXPECT_TRUE(contains(error, "/limited: HTTP 429 (Retry-After: 120000 ms)")) << error;
+    // A short Retry-After: the event comes back after it and is delivered (attempt 2).
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.soon.delivered") == 1; }));
+    EXPECT_EQ(engine_->stat("plugin.soon.retry_after"), 1);
+    auto soon = server.requests("/soon");
+    ASSERT_EQ(soon.size(), 2u) << "429 then 200";
+    EXPECT_EQ(nlohmann::json::parse(soon[1]["body"].get<std::string>())["attempt"], 2);
+}
+
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     char tmpl[] = "/tmp/kw_exec_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     std::string dir = tmpl;
-    engine_->set("max_attempts", "2");
+    configure({{"max_attempts", "2"}});
     // A generous timeout for the programs that finish at once (a loaded machine must not
     // turn them into timeouts); the slow one never finishes.
     auto sh = [](const std::string &script, const char *timeout_ms = "20000") -> Options {
@@ -367,10 +441,75 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     EXPECT_EQ(system(rm.c_str()), 0);
 }
 
+TEST_F(PluginTest, APluginHoldsItsEventsAndCompletesThemFromItsOwnThread) {
+    configure({{"queues", "jobs"}, {"hold.timeout", "1m"}});
+    load_filtered({{"events", "task"}}, test_plugin("holder"), "holder",
+                  {{"retry_delay_ms", "60000"}, {"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    int64_t before = redis_now();
+    schedule("ack:1");
+    schedule("retry:1");
+    schedule("reject:1");
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.completed") == 3; }))
+        << logs_.describe();
+    EXPECT_EQ(engine_->stat("plugin.holder.held"), 3);
+    EXPECT_EQ(engine_->stat("plugin.holder.complete_failed"), 0);
+    EXPECT_TRUE(wait_until([&] { return gone("jobs", "ack:1"); })) << "acked";
+    // The retry is due when the plugin asked, not after the usual backoff (50..100ms).
+    ASSERT_TRUE(wait_until([&] { return score("jobs", "due", "retry:1") >= 0; }));
+    int64_t due = score("jobs", "due", "retry:1");
+    EXPECT_GE(due, before + 60000);
+    EXPECT_LE(due, redis_now() + 60000);
+    EXPECT_EQ(redis_cmd({"HGET", "kw:jobs:{0}:data", "e:retry:1"}),
+              "holder: retry later on purpose");
+    // The reject goes to the dead letters with the plugin's reason.
+    ASSERT_TRUE(wait_until([&] { return gone("jobs", "reject:1"); }));
+    std::string dead = redis_cmd({"XRANGE", "kw:jobs:{0}:dead", "-", "+"});
+    EXPECT_TRUE(contains(dead, "reject:1")) << dead;
+    EXPECT_TRUE(contains(dead, "rejected on purpose by holder")) << dead;
+    EXPECT_TRUE(wait_until([&] { return engine_->stat("items.acked") == 1; }));
+    EXPECT_EQ(engine_->stat("items.retried"), 1);
+    EXPECT_EQ(engine_->stat("items.dead"), 1);
+    EXPECT_EQ(redis_cmd({"LLEN", "calls"}), "3") << "each delivered once";
+}
+
+TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {
+    // The holder keeps "long:1" for 3s: five 600ms leases. A second engine with the probe
+    // would take the item over after one lease were it not renewed.
+    configure({{"queues", "jobs"},
+               {"lease", "600ms"},
+               {"hold.timeout", "1m"},
+               {"sweep.interval", "50ms"}});
+    load_filtered({{"events", "task"}}, test_plugin("holder"), "holder",
+                  {{"hold_ms", "3000"}, {"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    schedule("long:1");
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.held") == 1; }));
+    Engine other(redis().url());
+    other.set("queues", "jobs");
+    other.set("lease", "600ms");
+    other.set("sweep.interval", "50ms");
+    load_filtered({{"events", "task"}}, test_plugin("probe"), "probe", {{"record", "other_calls"}},
+                  &other);
+    ASSERT_EQ(other.start(), KW_OK) << other.last_error();
+    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.completed") == 1; }))
+        << logs_.describe();
+    EXPECT_TRUE(wait_until([&] { return engine_->stat("items.acked") == 1; }));
+    EXPECT_TRUE(gone("jobs", "long:1"));
+    EXPECT_EQ(redis_cmd({"LLEN", "other_calls"}), "0") << "the held item stayed with its holder";
+    EXPECT_EQ(other.stat("items.lease_expired"), 0);
+    EXPECT_EQ(engine_->stat("items.late_acks"), 0);
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1");
+    // The other engine does serve the queue: with the holder gone it takes the next item.
+    engine_.reset();
+    schedule("after:1");
+    EXPECT_TRUE(wait_until([&] { return redis_cmd({"LLEN", "other_calls"}) == "1"; }));
+}
+
 TEST_F(PluginTest, APluginThatAbortsKillsItsProcessAndAnotherEngineRedeliversTheItem) {
     // The crashing engine runs in a child process (forked before this process starts any
     // engine thread): its plugin calls abort() on the first event.
-    engine_->set("lease", "1s");
+    configure({{"lease", "1s"}});
     pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {

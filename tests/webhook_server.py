@@ -3,17 +3,22 @@
 
 Usage: webhook_server.py PORT_FILE LOG_FILE SECRET
 Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). POST /ok answers
-200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no".
+200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no";
+/limited answers 429 with "Retry-After: 120" the first time, then 200; /unavailable answers
+503 with Retry-After as the HTTP date 120 s from now the first time, then 200; /soon
+answers 429 with "Retry-After: 1" the first time, then 200.
 Each request is appended to LOG_FILE as one JSON line: path, the X-Keywatch-* headers,
 the body, and sig_ok (the signature verifies: HMAC-SHA256 of "<timestamp>.<body>").
 Runs until killed.
 """
+import email.utils
 import hashlib
 import hmac
 import http.server
 import json
 import os
 import sys
+import time
 
 port_file, log_file, secret = sys.argv[1], sys.argv[2], sys.argv[3].encode()
 seen = {}
@@ -33,13 +38,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                 "body": body.decode("utf-8", "replace"),
                                 "sig_ok": hmac.compare_digest(sig, want)}) + "\n")
         seen[self.path] = seen.get(self.path, 0) + 1
+        retry_after = None
         if self.path == "/flaky" and seen[self.path] == 1:
             status, text = 503, b"busy"
+        elif self.path == "/limited" and seen[self.path] == 1:
+            status, text, retry_after = 429, b"slow down", "120"
+        elif self.path == "/soon" and seen[self.path] == 1:
+            status, text, retry_after = 429, b"slow down", "1"
+        elif self.path == "/unavailable" and seen[self.path] == 1:
+            status, text = 503, b"maintenance"
+            retry_after = email.utils.formatdate(time.time() + 120, usegmt=True)
         elif self.path == "/reject":
             status, text = 400, b"bad payload: no"
         else:
             status, text = 200, b"ok"
         self.send_response(status)
+        if retry_after:
+            self.send_header("Retry-After", retry_after)
         self.send_header("Content-Length", str(len(text)))
         self.end_headers()
         self.wfile.write(text)

@@ -1,0 +1,335 @@
+// kw_bench_plugin_handlers: the built-in handlers' throughput (issue 12, "Performance"),
+// each beside baselines measured in the same run, alternating the order each round:
+//  - stream: items/s end to end (N due tracked keys, engine started, until all acked)
+//    through the stream plugin (a script per event: marker + XADD), against a raw pipelined
+//    XADD of the same events (same fields and sizes) on the same private redis-server, and
+//    against the same engine with a no-op C callback (the engine's own ceiling).
+//  - session_index on a 3-master cluster (tests/support/redis_cluster.h): items/s end to end
+//    with every session in its user's set index (another slot than the session key), against
+//    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
+//    to each index key's master.
+// Medians of the rounds. No target: the figures go in the note.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "core/slots.h"
+#include "tests/support/redis_cluster.h"
+
+namespace {
+
+using namespace kwbench;
+
+struct Options {
+    int rounds = 3;
+    uint64_t keys = 50000;
+    uint64_t users = 1000;
+    int threads = 4;
+    std::string only;  // "", "stream" or "session_index"
+};
+
+void usage(FILE *out) {
+    fprintf(out,
+            "usage: kw_bench_plugin_handlers [options]\n"
+            "  --rounds R   measured rounds (default 3); medians are reported\n"
+            "  --keys N     due tracked keys per run (default 50000)\n"
+            "  --users U    session_index: users the sessions belong to (default 1000)\n"
+            "  --threads P  client threads writing the keys (default 4)\n"
+            "  --only NAME  stream or session_index (default both)\n"
+            "  --conf NAME=VALUE keywatch engine option (repeatable)\n");
+}
+
+using PluginOptions = std::vector<std::pair<std::string, std::string>>;
+
+// An engine on url with either the no-op C callback (plugin empty) or a plugin of
+// KW_HANDLERS_DIR with options; items/s from start until n are acked.
+double run_engine(const std::string &url, uint64_t n, const std::string &plugin,
+                  const PluginOptions &options) {
+    kw_conf_t *conf = make_conf(url, "", true);
+    kw_engine_t *e = nullptr;
+    char err[1024] = "";
+    int rc = kw_engine_new(conf, &e, err, sizeof err);
+    kw_conf_free(conf);
+    if (rc != KW_OK) throw BenchError(err);
+    kw_filter_t *f = kw_filter_new();
+    kw_filter_set(f, "events", "expired", err, sizeof err);
+    std::vector<const char *> argv;
+    for (const auto &nv : options) {
+        argv.push_back(nv.first.c_str());
+        argv.push_back(nv.second.c_str());
+    }
+    argv.push_back(nullptr);
+    std::string path = std::string(KW_HANDLERS_DIR) + "/" + plugin + ".so";
+    rc = plugin.empty() ? kw_engine_add_handler(e, f, noop_handler, nullptr, nullptr)
+                        : kw_engine_add_plugin(e, path.c_str(), plugin.c_str(), f, argv.data(), err,
+                                               sizeof err);
+    kw_filter_free(f);
+    if (rc != KW_OK) {
+        kw_engine_free(e);
+        throw BenchError(std::string("adding the handler: ") + err);
+    }
+    kw_engine_set_log_cb(e, on_log, nullptr);
+    double t0 = mono_s();
+    if (kw_engine_start(e) != KW_OK) throw BenchError(kw_engine_last_error(e));
+    int64_t acked = 0;
+    while (acked < int64_t(n) && mono_s() - t0 < 300) {
+        sleep_ms(1);
+        kw_engine_stat(e, "items.acked", &acked);
+    }
+    double s = mono_s() - t0;
+    int64_t dead = 0;
+    kw_engine_stat(e, "items.dead", &dead);
+    kw_engine_free(e);
+    if (acked < int64_t(n) || dead)
+        throw BenchError(std::to_string(acked) + " of " + std::to_string(n) + " acked (" +
+                         std::to_string(dead) + " dead) through " +
+                         (plugin.empty() ? "the C callback" : plugin));
+    return double(acked) / s;
+}
+
+void print_medians(const char *what, const std::map<std::string, std::vector<double>> &rates,
+                   const std::vector<std::string> &order) {
+    printf("\n== %s: medians ==\n", what);
+    double first = median(rates.at(order[0]));
+    for (const auto &name : order) {
+        double m = median(rates.at(name));
+        printf("  %-34s %s", name.c_str(), fmt_rate(m).c_str());
+        if (name != order[0]) printf("  (the plugin: %.1f%% of this)", 100.0 * first / m);
+        printf("  rounds:");
+        for (double r : rates.at(name)) printf(" %s", fmt_rate(r).c_str());
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+// ---- stream ---------------------------------------------------------------------------
+
+size_t stream_key(uint64_t i, char *buf) {
+    return size_t(snprintf(buf, 64, "o%015llu", static_cast<unsigned long long>(i)));
+}
+
+double stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool plugin) {
+    rp.command({"FLUSHALL"});
+    track_parallel(rp.url(), "", o.threads, 100, o.keys, stream_key,
+                   [](uint64_t) { return int64_t(1); });
+    sleep_ms(500);  // all due
+    if (!plugin) return run_engine(rp.url(), o.keys, "", {});
+    return run_engine(rp.url(), o.keys, "stream", {{"stream", "events"}, {"maxlen", "10000000"}});
+}
+
+// The same events as raw XADDs (the stream plugin's fields, values of the same sizes).
+double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
+    rp.command({"FLUSHALL"});
+    ContextPtr c = connect_sync(rp.port());
+    char key[64], id[96], deadline[24];
+    const std::string value(16, 'v');
+    int64_t dl = wall_ms_int();
+    snprintf(deadline, sizeof deadline, "%lld", static_cast<long long>(dl));
+    double t0 = mono_s();
+    for (uint64_t i = 0; i < o.keys;) {
+        uint64_t start = i, stop = std::min<uint64_t>(o.keys, i + 100);
+        for (; i < stop; i++) {
+            size_t kl = stream_key(i, key);
+            size_t il = size_t(snprintf(id, sizeof id, "q:keys:%s:%s", deadline, key));
+            const char *a[] = {"XADD",        "events",  "MAXLEN",  "~", "10000000", "*",
+                               "event",       "expired", "key",     key, "value",    value.c_str(),
+                               "deadline_ms", deadline,  "attempt", "1", "id",       id};
+            size_t l[] = {4, 6, 6, 1, 8, 1, 5, 7, 3, kl, 5, value.size(), 11, strlen(deadline),
+                          7, 1, 2, il};
+            redisAppendCommandArgv(c.get(), 18, a, l);
+        }
+        read_replies(c.get(), stop - start, "XADD");
+    }
+    double s = mono_s() - t0;
+    return double(o.keys) / s;
+}
+
+void bench_stream(const Options &o) {
+    keywatch::RedisProcess::Options so;
+    so.notify = "Ex";
+    keywatch::RedisProcess rp(so);
+    rp.start();
+    std::map<std::string, std::vector<double>> rates;
+    const std::vector<std::string> order = {"stream plugin (end to end)", "raw pipelined XADD",
+                                            "no-op C callback (end to end)"};
+    for (int r = 0; r < o.rounds; r++) {
+        for (int k = 0; k < 3; k++) {
+            int which = (k + r) % 3;  // rotate the order each round
+            double rate = which == 0   ? stream_plugin(rp, o, true)
+                          : which == 1 ? stream_raw(rp, o)
+                                       : stream_plugin(rp, o, false);
+            rates[order[size_t(which)]].push_back(rate);
+            printf("  round %d: %-34s %s\n", r + 1, order[size_t(which)].c_str(),
+                   fmt_rate(rate).c_str());
+            fflush(stdout);
+        }
+    }
+    print_medians("stream handler", rates, order);
+}
+
+// ---- session_index on the cluster ----------------------------------------------------------
+
+struct Cluster {
+    std::unique_ptr<keywatch::RedisCluster> rc;
+    std::vector<int> master_port_of_slot;  // 16384 entries
+    std::vector<int> ports;                // masters
+    std::string seed;
+};
+
+void start_cluster(Cluster *c) {
+    keywatch::RedisCluster::Options opts;
+    opts.notify = "Ex";
+    c->rc = std::make_unique<keywatch::RedisCluster>(opts);
+    c->rc->start();
+    if (!c->rc->wait_healthy()) throw BenchError("the cluster is not healthy");
+    for (size_t i : c->rc->masters()) c->ports.push_back(c->rc->node(i).port());
+    c->seed = c->rc->seed_url();
+    c->master_port_of_slot.assign(16384, 0);
+    ContextPtr ctx = connect_sync(c->ports.front());
+    auto *r = static_cast<redisReply *>(redisCommand(ctx.get(), "CLUSTER SLOTS"));
+    if (!r || r->type != REDIS_REPLY_ARRAY) throw BenchError("CLUSTER SLOTS failed");
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *range = r->element[i];
+        int port = int(range->element[2]->element[1]->integer);
+        for (long long s = range->element[0]->integer; s <= range->element[1]->integer; s++)
+            c->master_port_of_slot[size_t(s)] = port;
+    }
+    freeReplyObject(r);
+}
+
+void flush_masters(const Cluster &c) {
+    for (int p : c.ports) {
+        ContextPtr ctx = connect_sync(p);
+        freeReplyObject(redisCommand(ctx.get(), "FLUSHALL"));
+    }
+}
+
+size_t session_key(const Options &o, uint64_t i, char *buf) {
+    return size_t(snprintf(buf, 64, "s:%06llu:%012llu",
+                           static_cast<unsigned long long>(i % o.users),
+                           static_cast<unsigned long long>(i)));
+}
+
+std::string index_key(const Options &o, uint64_t i) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "user:%06llu:sessions", static_cast<unsigned long long>(i % o.users));
+    return buf;
+}
+
+// SADD (or SREM) of every session to its user's index, pipelined per index key's master.
+void index_command(const Cluster &c, const Options &o, const char *cmd) {
+    std::map<int, std::vector<uint64_t>> by_port;
+    for (uint64_t i = 0; i < o.keys; i++)
+        by_port[c.master_port_of_slot[size_t(keywatch::key_slot(index_key(o, i)))]].push_back(i);
+    for (auto &pi : by_port) {
+        ContextPtr ctx = connect_sync(pi.first);
+        const auto &items = pi.second;
+        std::string idx;
+        char key[64];
+        pipelined(ctx.get(), 0, items.size(), 100,
+                  [&](uint64_t j, const char **argv, size_t *lens) {
+                      idx = index_key(o, items[j]);
+                      size_t kl = session_key(o, items[j], key);
+                      argv[0] = cmd, lens[0] = strlen(cmd);
+                      argv[1] = idx.c_str(), lens[1] = idx.size();
+                      argv[2] = key, lens[2] = kl;
+                      return 3;
+                  });
+    }
+}
+
+double sessions_engine(const Cluster &c, const Options &o, bool plugin) {
+    flush_masters(c);
+    index_command(c, o, "SADD");
+    track_parallel(
+        c.seed, "", o.threads, 100, o.keys,
+        [&o](uint64_t i, char *buf) { return session_key(o, i, buf); },
+        [](uint64_t) { return int64_t(1); });
+    sleep_ms(500);  // all due
+    if (!plugin) return run_engine(c.seed, o.keys, "", {});
+    double rate = run_engine(
+        c.seed, o.keys, "session_index",
+        {{"index", "user:{user}:sessions"}, {"user", "key"}, {"pattern", "s:{user}:{session}"}});
+    // Every session left its index.
+    for (int p : c.ports) {
+        ContextPtr ctx = connect_sync(p);
+        auto *r = static_cast<redisReply *>(redisCommand(ctx.get(), "DBSIZE"));
+        long long left = r ? r->integer : -1;
+        freeReplyObject(r);
+        // What remains per master: keywatch's own keys only, no index.
+        auto *k = static_cast<redisReply *>(redisCommand(ctx.get(), "KEYS user:*"));
+        size_t indexes = k ? k->elements : 0;
+        freeReplyObject(k);
+        if (indexes)
+            throw BenchError(std::to_string(indexes) + " index keys left on master " +
+                             std::to_string(p) + " (" + std::to_string(left) + " keys)");
+    }
+    return rate;
+}
+
+double sessions_raw(const Cluster &c, const Options &o) {
+    flush_masters(c);
+    index_command(c, o, "SADD");
+    double t0 = mono_s();
+    index_command(c, o, "SREM");
+    return double(o.keys) / (mono_s() - t0);
+}
+
+void bench_sessions(const Options &o) {
+    Cluster c;
+    start_cluster(&c);
+    std::map<std::string, std::vector<double>> rates;
+    const std::vector<std::string> order = {"session_index plugin (end to end)",
+                                            "no-op C callback (end to end)",
+                                            "raw pipelined SREM per master"};
+    for (int r = 0; r < o.rounds; r++) {
+        for (int k = 0; k < 3; k++) {
+            int which = (k + r) % 3;
+            double rate = which == 0   ? sessions_engine(c, o, true)
+                          : which == 1 ? sessions_engine(c, o, false)
+                                       : sessions_raw(c, o);
+            rates[order[size_t(which)]].push_back(rate);
+            printf("  round %d: %-34s %s\n", r + 1, order[size_t(which)].c_str(),
+                   fmt_rate(rate).c_str());
+            fflush(stdout);
+        }
+    }
+    print_medians("session_index on the 3-master cluster", rates, order);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Options o;
+    bool ok = parse_options(
+        argc, argv, "kw_bench_plugin_handlers", usage,
+        [&o](const std::string &arg, const std::string &value) {
+            uint64_t n = 0;
+            bool good = true;
+            if (arg == "--rounds")
+                good = parse_uint(value, 1, 100, &n) && (o.rounds = int(n), true);
+            else if (arg == "--keys")
+                good = parse_uint(value, 100, 100000000ull, &o.keys);
+            else if (arg == "--users")
+                good = parse_uint(value, 1, 100000000ull, &o.users);
+            else if (arg == "--threads")
+                good = parse_uint(value, 1, 64, &n) && (o.threads = int(n), true);
+            else if (arg == "--only")
+                good = (value == "stream" || value == "session_index") && (o.only = value, true);
+            else
+                return Opt::kUnknown;
+            return good ? Opt::kOk : Opt::kBad;
+        });
+    if (!ok) return 1;
+    try {
+        printf("kw_bench_plugin_handlers: %llu due tracked keys per run, %d round(s)\n",
+               static_cast<unsigned long long>(o.keys), o.rounds);
+        if (o.only.empty() || o.only == "stream") bench_stream(o);
+        if (o.only.empty() || o.only == "session_index") bench_sessions(o);
+    } catch (const std::exception &e) {
+        fprintf(stderr, "kw_bench_plugin_handlers: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
