@@ -1,10 +1,11 @@
 // RedisConn: keywatch's one connection to Redis. It owns its socket I/O (a libevent
-// bufferevent over TCP, a unix socket, or TLS for rediss://), parses RESP with hiredis'
-// reader and formats commands with hiredis, runs the one handshake every conversation uses
-// (AUTH with an optional ACL user, SELECT, all under one deadline), keeps the queue of reply
-// callbacks and routes pub/sub pushes (messages and (P)SUBSCRIBE confirmations) to a push
-// handler. The loop's connections use it on the engine's event_base; BlockingRedis
-// (core/blocking_redis.h) runs the same class on a private event_base.
+// bufferevent over TCP, a unix socket, or TLS for rediss://; a plain socket's reads are its
+// own recv() calls), parses RESP with hiredis' reader and formats commands with hiredis,
+// runs the one handshake every conversation uses (AUTH with an optional ACL user, SELECT,
+// all under one deadline), keeps the queue of reply callbacks and routes pub/sub pushes
+// (messages and (P)SUBSCRIBE confirmations) to a push handler. The loop's connections use
+// it on the engine's event_base; BlockingRedis (core/blocking_redis.h) runs the same class
+// on a private event_base.
 // Loop thread only. Not thread-safe.
 #pragma once
 
@@ -93,11 +94,13 @@ class RedisConn {
 
     static void on_read(bufferevent *bev, void *arg);
     static void on_event(bufferevent *bev, short what, void *arg);
+    static void on_readable(evutil_socket_t fd, short what, void *arg);
 
     bool send(int argc, const char **argv, const size_t *lens);
     void open_next_address();
     bool open(const sockaddr *addr, int len, std::string *err);
-    void read();
+    void own_reads();
+    bool parse(const char *data, size_t size);  // false once this connection is gone
     void deliver(redisReply *r);
     void transport_failed(short what);
     void authenticate();
@@ -111,7 +114,10 @@ class RedisConn {
     std::string role_, endpoint_;
     bool select_db_;
     State state_ = State::Idle;
+    static constexpr size_t kReadSize = 64 * 1024;  // most bytes one read takes
     bufferevent *bev_ = nullptr;
+    event *read_ev_ = nullptr;    // plain sockets, once connected: reads without the bufferevent
+    std::vector<char> read_buf_;  // kReadSize bytes, for the read being parsed
     redisReader *reader_ = nullptr;
     std::unique_ptr<TlsContext> tls_;
     std::vector<std::vector<char>> addrs_;  // resolved addresses still to try
@@ -125,7 +131,7 @@ class RedisConn {
     Failure deferred_;       // failure found inside connect(), reported from the timer
     bool has_deferred_ = false;
     uint64_t generation_ = 0;         // bumped by every drop(): a read loop notices and stops
-    bool *destroyed_ = nullptr;       // set while read() runs: tells it this object is gone
+    bool *destroyed_ = nullptr;       // set while parse() runs: tells it this object is gone
     redisReply **current_ = nullptr;  // the reply being delivered; null once taken
 };
 
