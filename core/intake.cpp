@@ -102,7 +102,11 @@ size_t NodeIntake::dispatch_room() const {
 }
 
 void NodeIntake::deliver_untracked(std::vector<Event> &events) {
-    int64_t dropped = static_cast<int64_t>(dispatcher_.push(events));
+    shed_live(dispatcher_.push(events));
+}
+
+void NodeIntake::shed_live(size_t count) {
+    int64_t dropped = static_cast<int64_t>(count);
     if (dropped == 0) return;
     // Live events only: nothing tracked is lost by dropping them here.
     int64_t before = counters_.dropped.fetch_add(dropped);

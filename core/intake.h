@@ -60,6 +60,7 @@ class NodeIntake : public EventSink, public SweeperSink {
     void deliver_tracked(std::vector<Event> &items) override;
     void deliver_untracked(std::vector<Event> &events) override;
     size_t dispatch_room() const override;
+    void shed_live(size_t count) override;
     void log(kw_log_level level, const std::string &message) override { log_(level, message); }
 
   private:

@@ -67,6 +67,10 @@ class SweeperSink {
     // Untracked live events: may be dropped when the workers are behind.
     virtual void deliver_untracked(std::vector<Event> &events) = 0;
     virtual size_t dispatch_room() const = 0;
+    // Live expiry events not asked about because the workers have no room for what they
+    // might claim: counted as dropped (a tracked key among them stays due in Redis and is
+    // swept once there is room).
+    virtual void shed_live(size_t count) = 0;
     virtual void log(kw_log_level level, const std::string &message) = 0;
 };
 
@@ -174,6 +178,18 @@ class Sweeper {
     // --- sweeper_live.cpp: live claims ---
     void send_live(Queue &q, std::vector<Event> &&events);
     void on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r);
+    // Drops (and counts, see SweeperSink::shed_live) the live events the workers have no
+    // room for.
+    void shed_beyond_room(std::map<SlotQueue *, std::vector<Event>> &ask);
+    // Counts `n` events into a live claim while it is on its way.
+    struct LiveAsk {
+        LiveAsk(std::shared_ptr<size_t> c, size_t n) : count(std::move(c)), n(n) { *count += n; }
+        ~LiveAsk() { *count -= n; }
+        LiveAsk(const LiveAsk &) = delete;
+        LiveAsk &operator=(const LiveAsk &) = delete;
+        std::shared_ptr<size_t> count;
+        size_t n;
+    };
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
@@ -229,13 +245,16 @@ class Sweeper {
     bool claiming_ = false, down_ = true;
     bool started_ = false;  // start() was called (before it, live claims wait)
     int attempt_ = 0;
-    size_t outstanding_ = 0;                          // replies awaited: counted by command() alone
-    std::vector<Event> live_backlog_;                 // live claims waiting for the connection
-    CompletionStore store_;                           // completions until Redis confirms them
-    std::optional<int64_t> completion_backoff_ms_;    // set after transient errors
-    int64_t completions_since_ms_ = 0;                // when the oldest waiting one came
-    int64_t oldest_claim_ms_ = 0;                     // the earliest claim among them
-    int claims_out_ = 0;                              // this sweeper's claims on their way
+    size_t outstanding_ = 0;                        // replies awaited: counted by command() alone
+    std::vector<Event> live_backlog_;               // live claims waiting for the connection
+    CompletionStore store_;                         // completions until Redis confirms them
+    std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
+    int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
+    int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them
+    int claims_out_ = 0;                            // this sweeper's claims on their way
+    // Live events in claim_live calls on their way: what they may add to the dispatch
+    // queue (see claim_live). Kept by LiveAsk's lifetime, whatever becomes of the call.
+    std::shared_ptr<size_t> live_asking_ = std::make_shared<size_t>(0);
     int own_claims_in_flight_ = 0;                    // when Options::claims_in_flight is null
     std::optional<int64_t> claims_failing_since_ms_;  // set while claims fail
     int64_t claim_warned_ms_ = 0;                     // when failing claims were last reported

@@ -55,6 +55,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         }
         ask[q].push_back(std::move(ev));
     }
+    shed_beyond_room(ask);
     if (ask.empty()) return;
     if (conn_.state() != RedisConn::State::Ready) {
         for (auto &kv : ask) {
@@ -92,6 +93,24 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
 }
 
+void Sweeper::shed_beyond_room(std::map<Queue *, std::vector<Event>> &ask) {
+    // Backpressure: a claimed item is never dropped, so a live claim must not ask for more
+    // than the workers have room for (with the claims already on their way); the rest
+    // stays in Redis for the sweep, which claims by room too.
+    size_t room = sink_->dispatch_room();
+    room = room > *live_asking_ ? room - *live_asking_ : 0;
+    size_t shed = 0;
+    for (auto it = ask.begin(); it != ask.end();) {
+        auto &events = it->second;
+        size_t keep = std::min(events.size(), room);
+        room -= keep;
+        shed += events.size() - keep;
+        events.resize(keep);
+        it = events.empty() ? ask.erase(it) : std::next(it);
+    }
+    if (shed) sink_->shed_live(shed);
+}
+
 void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     // A chunk of `expired` events (claim_live keeps them apart) needs no key lookups for
     // items past their deadline (their keys are gone); anything else (evictions) is checked
@@ -102,11 +121,13 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
                                      all_expired ? "x" : "e"};
     for (auto &ev : events) argv.push_back(ev.key);
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
+    auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
-    bool sent = eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp](redisReply *r) {
-        claim_answered();
-        on_live_claimed(*qp, *evs, r);
-    });
+    bool sent =
+        eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp, asking](redisReply *r) {
+            claim_answered();
+            on_live_claimed(*qp, *evs, r);
+        });
     if (sent) claim_sent();
 }
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <set>
 #include <sstream>
@@ -196,6 +198,67 @@ TEST_F(QueueTest, SnapshotValueAndBinaryKeyArriveByteExact) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(got_key, key) << printable(got_key);
     EXPECT_EQ(got_value, value) << printable(got_value);
+}
+
+// A slow handler holds the workers: live expiry notifications of tracked keys must not
+// claim more than the dispatch queue has room for (a claimed item is never dropped, so
+// claiming past the room would grow memory without bound); the rest stays in Redis and
+// is delivered once there is room, each key exactly once.
+TEST_F(QueueTest, ASlowHandlerLeavesTrackedKeysInRedisEvenWithNotificationsOn) {
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool open = false;
+        std::map<std::string, int> seen;
+    } gate;
+    auto handler = [](kw_event_t *ev, void *opaque) {
+        auto *g = static_cast<Gate *>(opaque);
+        size_t len = 0;
+        const char *k = static_cast<const char *>(kw_event_key(ev, &len));
+        std::unique_lock<std::mutex> lock(g->mu);
+        g->cv.wait(lock, [g] { return g->open; });
+        g->seen[std::string(k, len)]++;
+        return static_cast<int>(KW_RESULT_ACK);
+    };
+    Engine e(redis().url());
+    e.set("workers", "1");
+    e.set("dispatch.queue_size", "16");
+    e.set("sweep.interval", "50ms");
+    e.set("lease", "60s");
+    ASSERT_EQ(kw_engine_add_handler(e.get(), nullptr, handler, &gate, nullptr), KW_OK);
+    ASSERT_EQ(e.start(), KW_OK) << e.last_error();
+    Client c(redis().url());
+    constexpr int kKeys = 400;
+    for (int i = 0; i < kKeys; i++)
+        ASSERT_EQ(c.track("bp:" + std::to_string(i), "v", 100), KW_OK) << c.error();
+    // Every key expires (Redis publishes `expired` for each: the keys are read below)
+    // while the one worker waits at the gate.
+    auto raw = client();
+    std::vector<std::string> exists = {"EXISTS"};
+    for (int i = 0; i < kKeys; i++) exists.push_back("bp:" + std::to_string(i));
+    ASSERT_TRUE(wait_until([&] { return raw->command(exists) == "0"; }, milliseconds(10000)))
+        << "keys left: " << raw->command(exists);
+    int64_t most = 0;
+    for (int i = 0; i < 20; i++) {
+        most = std::max(most, e.stat("dispatch.queued"));
+        std::this_thread::sleep_for(milliseconds(50));
+    }
+    // The room, plus at most one sweep's and one live claim's worth on their way.
+    EXPECT_LE(most, 2 * 16) << "claimed past the dispatch queue's room";
+    {
+        std::lock_guard<std::mutex> lock(gate.mu);
+        gate.open = true;
+    }
+    gate.cv.notify_all();
+    ASSERT_TRUE(wait_until(
+        [&] {
+            std::lock_guard<std::mutex> lock(gate.mu);
+            return gate.seen.size() == kKeys;
+        },
+        milliseconds(20000)));
+    kw_engine_stop(e.get(), 5000);
+    std::lock_guard<std::mutex> lock(gate.mu);
+    for (auto &kv : gate.seen) EXPECT_EQ(kv.second, 1) << kv.first;
 }
 
 TEST_F(QueueTest, TtlChangesOutsideKeywatchAreHonoured) {
