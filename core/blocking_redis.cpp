@@ -18,6 +18,9 @@ BlockingRedis::~BlockingRedis() {
 
 template <typename Done>
 bool BlockingRedis::run(Done done, int64_t timeout_ms) {
+    // Already done (a reply parsed with an earlier one): no deadline timer to make, arm and
+    // free, no loop pass. A pipeline's replies mostly arrive many per read.
+    if (done()) return true;
     bool expired = false;
     Timer deadline(base_, [&expired] { expired = true; });
     deadline.arm(timeout_ms);
