@@ -156,6 +156,7 @@ run_python_stage() {
         # The project's cluster starter (release build): the cluster tests run through it.
         starter="$root/build/tests/support/kw_test_cluster"
         [ ! -x "$starter" ] || export KW_TEST_CLUSTER="$starter"
+        [ ! -f "$root/build/handlers/session_index.so" ] || export KW_HANDLERS_DIR="$root/build/handlers"
         "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/bindings/tests"
     ) 2>&1 | tee "$log" || ok=0
     t2=$(date +%s)

@@ -40,7 +40,7 @@ import signal
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _keywatch
 from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
@@ -187,6 +187,34 @@ class Engine:
     def task(self, queue: str) -> Callable[[F], F]:
         """Decorator: ``fn(event)`` handles the delayed tasks of ``queue``."""
         return self.on("task", queue=queue)
+
+    def add_plugin(self, plugin: str, *, instance: Optional[str] = None,
+                   events: Union[str, Iterable[str]] = "expired",
+                   prefix: Optional[Bytes] = None, glob: Optional[Bytes] = None,
+                   db: Optional[int] = None, queue: Optional[str] = None,
+                   options: Optional[Mapping[str, str]] = None) -> None:
+        """Loads a handler plugin (docs/plugins.md) for the events the filter selects (the
+        filter arguments of :meth:`add_handler`). ``plugin`` is a path (it contains a '/')
+        or a name, looked up as ``<name>.so`` in ``$KEYWATCH_PLUGIN_PATH`` and then in the
+        installed plugin directory; ``instance`` names this instance (default: the plugin's
+        name; its counters are the statistics ``plugin.<instance>.<counter>``); ``options``
+        go to the plugin's init. A refused plugin (not found, not loadable, bad option, ...)
+        raises with the library's message and leaves the engine unchanged. Before
+        ``start()`` only. Example::
+
+            engine.add_plugin("session_index", prefix="session:",
+                              options={"index": "user:{user}:sessions"})
+        """
+        names = events if isinstance(events, str) else ",".join(events)
+        pairs: list[tuple[str, str]] = []
+        for name, value in (options or {}).items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise InvalidArgument(f"add_plugin option {name!r}={value!r}: option names "
+                                      "and values are str (write numbers as text)")
+            pairs.append((name, value))
+        self._e.add_plugin(plugin, instance, names,
+                           None if prefix is None else to_bytes(prefix, "prefix"),
+                           None if glob is None else to_bytes(glob, "glob"), db, queue, pairs)
 
     def start(self) -> None:
         """Connects, subscribes and starts the engine's threads; returns once subscribed.

@@ -142,6 +142,12 @@ inline int engine_add_handler(kw_engine_t *e, const kw_filter_t *f, kw_handler_f
                               void *opaque) {
     return add_handler_call(&kw_engine_add_handler, e, f, fn, opaque);
 }
+// options: name, value, ..., NULL (NULL: none).
+inline int engine_add_plugin(kw_engine_t *e, const char *plugin, const char *instance,
+                             const kw_filter_t *f, const char *const *options, char *err,
+                             size_t n) {
+    return kw_engine_add_plugin(e, plugin, instance, f, options, err, n);
+}
 inline int engine_set_log_cb(kw_engine_t *e, kw_log_fn fn, void *opaque) {
     return kw_engine_set_log_cb(e, fn, opaque);
 }

@@ -139,12 +139,11 @@ std::string Engine::last_error() {
     return capi::engine_last_error(engine_);
 }
 
-void Engine::add(const std::string &events, std::optional<std::string> prefix,
-                 std::optional<std::string> glob, std::optional<int> db,
-                 std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn) {
-    kw_engine_t *e = handle();
-    std::unique_ptr<kw_filter_t, void (*)(kw_filter_t *)> filter(capi::filter_new(),
-                                                                 capi::filter_free);
+Engine::FilterPtr Engine::make_filter(const std::string &events,
+                                      const std::optional<std::string> &prefix,
+                                      const std::optional<std::string> &glob, std::optional<int> db,
+                                      const std::optional<std::string> &queue) {
+    FilterPtr filter(capi::filter_new(), capi::filter_free);
     if (!filter) throw std::bad_alloc();
     char err[512] = "";
     check(capi::filter_set(filter.get(), "events", events.c_str(), err, sizeof err), err);
@@ -156,6 +155,14 @@ void Engine::add(const std::string &events, std::optional<std::string> prefix,
         check(capi::filter_set(filter.get(), "db", text.c_str(), err, sizeof err), err);
     }
     if (queue) check(capi::filter_set(filter.get(), "queue", queue->c_str(), err, sizeof err), err);
+    return filter;
+}
+
+void Engine::add(const std::string &events, std::optional<std::string> prefix,
+                 std::optional<std::string> glob, std::optional<int> db,
+                 std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn) {
+    kw_engine_t *e = handle();
+    FilterPtr filter = make_filter(events, prefix, glob, db, queue);
     slots_.push_back(std::move(slot));
     int rc = capi::engine_add_handler(e, filter.get(), fn, &slots_.back());
     if (rc != KW_OK) {
@@ -163,6 +170,29 @@ void Engine::add(const std::string &events, std::optional<std::string> prefix,
         check(rc, rc == KW_ERR_STATE ? "handlers can only be added before the engine starts"
                                      : last_error());
     }
+}
+
+void Engine::add_plugin(const std::string &plugin, std::optional<std::string> instance,
+                        const std::string &events, std::optional<std::string> prefix,
+                        std::optional<std::string> glob, std::optional<int> db,
+                        std::optional<std::string> queue,
+                        const std::vector<std::pair<std::string, std::string>> &options) {
+    kw_engine_t *e = handle();
+    FilterPtr filter = make_filter(events, prefix, glob, db, queue);
+    std::vector<const char *> argv;  // name, value, ..., NULL
+    for (const auto &[name, value] : options) {
+        argv.push_back(name.c_str());
+        argv.push_back(value.c_str());
+    }
+    argv.push_back(nullptr);
+    char err[1024] = "";
+    const int rc =
+        capi::engine_add_plugin(e, plugin.c_str(), instance ? instance->c_str() : nullptr,
+                                filter.get(), argv.data(), err, sizeof err);
+    if (rc == KW_OK) return;
+    if (err[0]) check(rc, err);
+    check(rc,
+          rc == KW_ERR_STATE ? "plugins can only be added before the engine starts" : last_error());
 }
 
 void Engine::add_handler(const std::string &events, std::optional<std::string> prefix,
@@ -266,6 +296,9 @@ void bind_engine(py::module_ &m) {
         .def("close", &Engine::close)
         .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
              py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
+        .def("add_plugin", &Engine::add_plugin, py::arg("plugin"), py::arg("instance"),
+             py::arg("events"), py::arg("prefix"), py::arg("glob"), py::arg("db"), py::arg("queue"),
+             py::arg("options"))
         .def("held_fd", &Engine::held_fd)
         .def("take_holds", &Engine::take_holds);
 }

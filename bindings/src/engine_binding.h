@@ -48,6 +48,13 @@ class Engine {
     void add_async_handler(const std::string &events, std::optional<std::string> prefix,
                            std::optional<std::string> glob, std::optional<int> db,
                            std::optional<std::string> queue, int id, size_t limit);
+    // A handler plugin (docs/plugins.md): a path, or a name looked up in
+    // $KEYWATCH_PLUGIN_PATH then the installed plugin directory, with its options.
+    void add_plugin(const std::string &plugin, std::optional<std::string> instance,
+                    const std::string &events, std::optional<std::string> prefix,
+                    std::optional<std::string> glob, std::optional<int> db,
+                    std::optional<std::string> queue,
+                    const std::vector<std::pair<std::string, std::string>> &options);
     int held_fd();
     std::vector<std::pair<int, std::unique_ptr<Hold>>> take_holds();
     // log(level: int, message: str), called from engine threads with the GIL taken.
@@ -64,6 +71,11 @@ class Engine {
   private:
     kw_engine_t *handle();
     std::string last_error();
+    using FilterPtr = std::unique_ptr<kw_filter_t, void (*)(kw_filter_t *)>;
+    static FilterPtr make_filter(const std::string &events,
+                                 const std::optional<std::string> &prefix,
+                                 const std::optional<std::string> &glob, std::optional<int> db,
+                                 const std::optional<std::string> &queue);
     void add(const std::string &events, std::optional<std::string> prefix,
              std::optional<std::string> glob, std::optional<int> db,
              std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn);

@@ -35,7 +35,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any, Awaitable, Callable, Iterable, List, Optional, Set, Tuple, Union
+from typing import (Any, Awaitable, Callable, Iterable, List, Mapping, Optional, Set,
+                    Tuple, Union)
 
 from .._convert import Bytes, Duration, to_bytes
 from ..engine import Engine as _SyncEngine
@@ -93,6 +94,16 @@ class Engine:
     def task(self, queue: str) -> Callable[[Any], Any]:
         """Decorator: the handler of the delayed tasks of ``queue``."""
         return self.on("task", queue=queue)
+
+    def add_plugin(self, plugin: str, *, instance: Optional[str] = None,
+                   events: Union[str, Iterable[str]] = "expired",
+                   prefix: Optional[Bytes] = None, glob: Optional[Bytes] = None,
+                   db: Optional[int] = None, queue: Optional[str] = None,
+                   options: Optional[Mapping[str, str]] = None) -> None:
+        """A handler plugin, as keywatch.Engine.add_plugin (its handler runs on the
+        engine's worker threads, not on the loop)."""
+        self._sync.add_plugin(plugin, instance=instance, events=events, prefix=prefix,
+                              glob=glob, db=db, queue=queue, options=options)
 
     def events(self, events: Union[str, Iterable[str]] = "expired", *,
                prefix: Optional[Bytes] = None, glob: Optional[Bytes] = None,
