@@ -40,7 +40,7 @@ import signal
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterable, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _keywatch
 from ._convert import Bytes, Duration, options_text, to_bytes, to_ms
@@ -256,20 +256,27 @@ class Engine:
     def run(self) -> None:
         """Starts the engine (unless started) and blocks until Ctrl-C (SIGINT), SIGTERM or
         ``stop()`` from another thread, then stops it. Logs "running" (INFO) once it waits."""
-        previous = None
+        # On the main thread the signals only set a flag, polled below: a KeyboardInterrupt
+        # raised inside threading.Event.wait() can leave the event's lock held, and the
+        # stop() that follows would then wait on it for ever.
+        signalled: List[int] = []
+        previous: Dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, lambda *_: self._stop_requested.set())
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda signum, _: signalled.append(signum))
         try:
             if not self._started:
                 self.start()
             logger.info("running until Ctrl-C, SIGTERM or stop()")
-            while not self._stop_requested.wait(0.5):
+            while not signalled and not self._stop_requested.wait(0.2):
                 pass
+            if signal.SIGINT in signalled:
+                logger.info("Ctrl-C: stopping")
         except KeyboardInterrupt:
             logger.info("Ctrl-C: stopping")
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             self.stop()
 
     def stats(self) -> Stats:
