@@ -56,7 +56,7 @@ class PluginClusterTest : public ::testing::Test {
     }
     void track(const std::string &key, const std::string &value) {
         ASSERT_EQ(kw_client_track(client_, key.data(), key.size(), value.data(), value.size(), 100,
-                           KW_TRACK_SNAPSHOT, nullptr),
+                                  KW_TRACK_SNAPSHOT, nullptr),
                   KW_OK)
             << kw_client_last_error(client_);
     }
