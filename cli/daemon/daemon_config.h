@@ -1,0 +1,82 @@
+// The daemon's configuration file (`keywatch run --config keywatch.toml`), read with
+// toml++ into plain data. One vocabulary: every table other than [http], [log], [metrics]
+// and [[handler]] holds engine options, named as kw_conf_set names them ("[sweep]
+// interval" is "sweep.interval"), with the same value syntax (TOML strings, integers and
+// booleans become kw_conf_set's text). [redis] url may be one URL or an array of seeds;
+// [redis] password_file reads the password from a file. Each [[handler]] table is one
+// plugin instance: plugin (a built-in's name or a path), name (the instance's name), the
+// filter (events, prefix, glob, db, queue, as kw_filter_set names them) and
+// [handler.options] (the plugin's own options).
+// Everything is checked while reading: unknown keys are refused with the valid names
+// listed, values are checked by kw_conf_set / kw_filter_set themselves, and every message
+// starts with "FILE:LINE:COLUMN: " and names the key (and quotes a refused value).
+// Plugin options are checked when the plugin is loaded (run, run --check).
+// Pure functions over their arguments: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace keywatch::cli {
+
+// Where a value came from, for messages: "keywatch.toml:12:1".
+struct ConfigPlace {
+    std::string text;
+};
+
+struct HandlerConfig {
+    std::string plugin;  // a built-in's name ("stream") or a path (contains '/')
+    std::string name;    // the instance's name; "" when the file gives none (plugin's name)
+    // kw_filter_set names and values, in file order; events joined with ','.
+    std::vector<std::pair<std::string, std::string>> filter;
+    // [handler.options]: the plugin's options as text, in file order.
+    std::vector<std::pair<std::string, std::string>> options;
+    ConfigPlace place;  // the [[handler]] header
+};
+
+enum class LogFormat { Json, Text };
+
+struct LogConfig {
+    LogFormat format = LogFormat::Json;
+    int level = 1;     // kw_log_level: 0 debug, 1 info, 2 warn, 3 error
+    std::string file;  // "" = stderr; reopened on SIGHUP
+};
+
+struct HttpConfig {
+    bool enabled = true;                    // [http] enabled = false turns the server off
+    std::string listen = "127.0.0.1:9464";  // "host:port"; port 0 = any free port
+    std::string token;                      // bearer token; "" = none
+};
+
+struct MetricsConfig {
+    // How often the gauges read from Redis (due, in flight, dead letters per queue) are
+    // refreshed, in ms. Scrapes read the cached figures.
+    int64_t queue_interval_ms = 10000;
+};
+
+struct DaemonConfig {
+    std::string path;  // the file as given
+    // kw_conf_set name and value, in file order, each already accepted by kw_conf_set.
+    // redis.url holds the seeds joined with ','; redis.password_file became redis.password.
+    std::vector<std::pair<std::string, std::string>> engine;
+    std::vector<ConfigPlace> engine_places;  // engine[i] came from engine_places[i]
+    HttpConfig http;
+    LogConfig log;
+    MetricsConfig metrics;
+    std::vector<HandlerConfig> handlers;
+
+    // The value of an engine option given in the file ("" if absent).
+    std::string engine_option(const std::string &name) const;
+};
+
+// Reads and checks the file. False with *err ("keywatch.toml:3:1: [sweep] intervall:
+// unknown key; valid keys: ...", "cannot read keywatch.toml: No such file or directory")
+// on any problem; *out is then unspecified.
+bool load_daemon_config(const std::string &path, DaemonConfig *out, std::string *err);
+// The same for text already in memory; source names it in messages.
+bool parse_daemon_config(const std::string &text, const std::string &source, DaemonConfig *out,
+                         std::string *err);
+
+}  // namespace keywatch::cli

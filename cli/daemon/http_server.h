@@ -1,0 +1,54 @@
+// The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving a
+// few fixed routes (GET only). With a bearer token set, every route not marked open
+// requires "Authorization: Bearer <token>" (401 otherwise). Routes are called on the
+// server's thread, one request at a time.
+// Thread-safety: start/stop from one thread (the daemon's main thread); routes run on the
+// server's thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace keywatch::cli {
+
+struct HttpResponse {
+    int status = 200;
+    std::string content_type = "text/plain; charset=utf-8";
+    std::string body;
+};
+
+struct HttpRoute {
+    std::function<HttpResponse()> handle;
+    bool open = false;  // served without the token (e.g. /healthz)
+};
+
+class HttpServer {
+  public:
+    struct Options {
+        std::string listen = "127.0.0.1:9464";  // "host:port", "[::1]:port"; port 0 = any
+        std::string token;                      // "" = no authentication
+    };
+
+    HttpServer();
+    ~HttpServer();  // stops
+    HttpServer(const HttpServer &) = delete;
+    HttpServer &operator=(const HttpServer &) = delete;
+
+    // Binds and starts serving routes ("/metrics" -> route). False with *err naming the
+    // address and the reason (bad address, port in use) when it cannot listen.
+    bool start(const Options &opts, std::map<std::string, HttpRoute> routes, std::string *err);
+    // Stops serving and joins the thread. Idempotent.
+    void stop();
+    // The address bound ("127.0.0.1:9464"; the real port when 0 was asked).
+    std::string address() const;
+    // True when the listen address is not a loopback address.
+    bool beyond_loopback() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keywatch::cli

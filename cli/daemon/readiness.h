@@ -1,0 +1,20 @@
+// The daemon's /readyz verdict: ready only when the engine is connected and subscribed to
+// every node it serves (the server, or every master of a cluster) and the sweeper of each
+// runs; otherwise a JSON body naming what is not ready. Read from a kw_engine_stats
+// snapshot. Thread-safety: any thread.
+#pragma once
+
+#include <string>
+
+#include "keywatch.h"
+
+namespace keywatch::cli {
+
+struct Readiness {
+    bool ready = false;
+    std::string json;  // {"ready":true,...} or {"ready":false,"not_ready":[...]}
+};
+
+Readiness check_readiness(kw_engine_t *engine);
+
+}  // namespace keywatch::cli
