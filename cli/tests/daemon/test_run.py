@@ -119,6 +119,26 @@ def test_shipped_example_config_passes_check_against_a_real_server(keywatch, red
     assert "every plugin loaded" in out.stdout
 
 
+def test_readme_config_passes_check_against_a_real_server(keywatch, redis):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", readme, re.S)
+    assert block, "README.md should show a config in a ```toml block"
+    text = block.group(1).replace("redis://127.0.0.1:6379", redis.url)
+    text = text.replace("127.0.0.1:9464", "127.0.0.1:0")
+    out = keywatch("run", "--check", config=text)
+    assert out.returncode == 0, out.stderr
+    assert 'handler "audit": plugin stream' in out.stdout
+
+
+def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
+    out = keywatch("run", "--check", config=base_config(cluster.seed,
+                                                        "[[handler]]\nplugin = \"print\"\n"))
+    assert out.returncode == 0, out.stderr
+    masters = [f"{n['host']}:{n['port']}" for n in cluster.nodes if n["role"] == "master"]
+    line = next(l for l in out.stdout.splitlines() if "connected and subscribed to:" in l)
+    assert sorted(line.split(": ", 1)[1].split(", ")) == sorted(masters)
+
+
 # ---- running: plugins end to end ------------------------------------------------------
 
 @pytest.fixture
