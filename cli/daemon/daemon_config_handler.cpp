@@ -193,6 +193,9 @@ bool check_unique_names(const std::vector<HandlerConfig> &handlers,
 
 }  // namespace
 
+const std::vector<std::string> kHandlerKeys = {"db",      "events", "glob",   "name",
+                                               "options", "plugin", "prefix", "queue"};
+
 bool read_handler_sections(const toml::node &node, ConfigReader *reader,
                            std::vector<HandlerConfig> *out) {
     const toml::array *array = node.as_array();

@@ -305,11 +305,27 @@ TEST(DaemonConfigErrors, UnknownKeyInTheDaemonsOwnSections) {
               "kw.toml:2:1: [log] levle: unknown key (did you mean 'level'?); valid keys in "
               "[log]: file, format, level");
     EXPECT_EQ(error_of("[metrics]\ninterval = \"1s\"\n"),
-              "kw.toml:2:1: [metrics] interval: unknown key; valid keys in [metrics]: "
-              "queue_interval");
+              "kw.toml:2:1: [metrics] interval: unknown key (did you mean 'queue_interval'?); "
+              "valid keys in [metrics]: queue_interval");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nevnts = \"expired\"\n"),
               "kw.toml:3:1: [[handler]] #1 evnts: unknown key (did you mean 'events'?); valid "
               "keys in [[handler]] #1: db, events, glob, name, options, plugin, prefix, queue");
+}
+
+TEST(DaemonConfigErrors, KeyWrittenInTheWrongTableSaysWhereItBelongs) {
+    // TOML's trap: a key below a table header belongs to that table.
+    EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nlease = \"1m\"\n"),
+              "kw.toml:3:1: [[handler]] #1 lease: unknown key here: lease is a top-level key: "
+              "move it above the first [table] header (in TOML a key belongs to the table whose "
+              "header is above it); valid keys in [[handler]] #1: db, events, glob, name, "
+              "options, plugin, prefix, queue");
+    EXPECT_EQ(error_of("[redis]\ntimeout = \"1s\"\n"),
+              "kw.toml:2:1: [redis] timeout: unknown key here: timeout is a key of [health], "
+              "[hold] or [stop]; valid keys in [redis]: command_timeout, connect_timeout, mode, "
+              "password, password_file, url, user");
+    EXPECT_EQ(error_of("[sweep]\nlisten = \"127.0.0.1:1\"\n"),
+              "kw.toml:2:1: [sweep] listen: unknown key here: listen is a key of [http]; valid "
+              "keys in [sweep]: batch, interval, scan_interval");
 }
 
 // ---- Wrong TOML types ------------------------------------------------------------------
@@ -400,6 +416,11 @@ TEST(DaemonConfigErrors, UrlErrorsNeverShowThePassword) {
               "(rediss:// for TLS) or unix:///path/to.sock[?db=N]");
     err = error_of("[redis]\nurl = [\"redis://a:1\", \"redis://app:hunter2@b:0\"]\n");
     EXPECT_EQ(err.rfind("kw.toml:2:23: [redis] url: bad Redis URL 'redis://app:***@b:0': ", 0), 0u)
+        << err;
+    EXPECT_EQ(err.find("hunter2"), std::string::npos) << err;
+    // Seeds in one comma-separated string: each seed's password is hidden.
+    err = error_of("[redis]\nurl = \"redis://a:1,redis://app:hunter2@b:0\"\n");
+    EXPECT_EQ(err.rfind("kw.toml:2:7: [redis] url: bad Redis URL 'redis://app:***@b:0': ", 0), 0u)
         << err;
     EXPECT_EQ(err.find("hunter2"), std::string::npos) << err;
 }
