@@ -18,33 +18,39 @@ namespace {
 using T = MetricTransform;
 
 // Every statistics row and the metric it becomes. Counters end in _total, durations are in
-// seconds; a row's HELP is its help in the statistics table unless the family is shared.
+// seconds. HELP is the row's help in the statistics table, unless it reads wrong outside
+// the table ("of those", registration indexes) or the family is shared: then it is here.
+// Rows left out (metric nullptr) are engine-wide totals of a labelled family exported.
 const std::vector<MetricMapping> kMetricMap = {
     {"events.received", "keywatch_events_received_total", "", "", "", T::None},
-    {"events.received.<event>", "keywatch_notifications_received_total", "", "", "", T::None},
-    {"events.delivered", nullptr, "", "", "sum of keywatch_handler_calls_total", T::None},
+    {"events.received.<event>", "keywatch_notifications_received_total", "", "",
+     "keyspace notifications read from Redis, per event name", T::None},
+    {"events.delivered", nullptr, "", "", "covered by keywatch_handler_calls_total", T::None},
     {"events.dropped", "keywatch_events_dropped_total", "", "", "", T::None},
     {"events.abandoned", "keywatch_events_abandoned_total", "", "", "", T::None},
     {"events.suppressed", "keywatch_events_suppressed_total", "", "", "", T::None},
     {"events.unrouted", "keywatch_events_unrouted_total", "", "", "", T::None},
-    {"handler.errors", nullptr, "", "", "sum of keywatch_handler_errors_total", T::None},
-    {"handler.retries", nullptr, "", "", "sum of keywatch_handler_events_total{result=\"retried\"}",
-     T::None},
-    {"handler.calls.<handler>", "keywatch_handler_calls_total", "", "", "", T::None},
-    {"handler.errors.<handler>", "keywatch_handler_errors_total", "", "", "", T::None},
-    {"handler.duration.<handler>", "keywatch_handler_duration_seconds", "", "", "", T::None},
+    {"handler.errors", nullptr, "", "", "covered by keywatch_handler_errors_total", T::None},
+    {"handler.retries", nullptr, "", "", "covered by keywatch_handler_events_total", T::None},
+    {"handler.calls.<handler>", "keywatch_handler_calls_total", "", "",
+     "calls of one handler that returned", T::None},
+    {"handler.errors.<handler>", "keywatch_handler_errors_total", "", "",
+     "calls of one handler that returned RETRY or REJECT or an unknown code", T::None},
     {"handler.acked.<handler>", "keywatch_handler_events_total", "result", "acked",
-     "events one handler finished, by result (acked, retried, rejected, pending: held for a "
-     "later completion)",
+     "events one handler finished, by result (acked, retried, rejected), returned or "
+     "completed through a hold",
      T::None},
     {"handler.retried.<handler>", "keywatch_handler_events_total", "result", "retried", "",
      T::None},
     {"handler.rejected.<handler>", "keywatch_handler_events_total", "result", "rejected", "",
      T::None},
-    {"handler.pending.<handler>", "keywatch_handler_events_total", "result", "pending", "",
+    {"handler.pending.<handler>", "keywatch_handler_holds_total", "", "", "", T::None},
+    {"handler.duration.<handler>", "keywatch_handler_duration_seconds", "", "", "", T::None},
+    {"conn.reconnects", nullptr, "", "", "covered by keywatch_reconnects_total", T::None},
+    {"conn.state", "keywatch_connection_state", "", "",
+     "state of the subscriber connections, the worst over all nodes: 0 disconnected, "
+     "1 connecting, 2 ready, 3 broken",
      T::None},
-    {"conn.reconnects", nullptr, "", "", "sum of keywatch_reconnects_total", T::None},
-    {"conn.state", "keywatch_connection_state", "", "", "", T::None},
     {"conn.nodes", "keywatch_nodes", "", "", "", T::None},
     {"node.state.<node>", "keywatch_node_up", "", "",
      "1 when the engine is connected and subscribed to the node, else 0", T::ReadyToUp},
@@ -54,9 +60,11 @@ const std::vector<MetricMapping> kMetricMap = {
     {"topology.refreshes", "keywatch_topology_refreshes_total", "", "", "", T::None},
     {"dispatch.queued", "keywatch_dispatch_queued", "", "", "", T::None},
     {"items.claimed", "keywatch_items_claimed_total", "", "", "", T::None},
-    {"items.acked", "keywatch_items_acked_total", "", "", "", T::None},
-    {"items.retried", "keywatch_items_retried_total", "", "", "", T::None},
-    {"items.dead", "keywatch_items_dead_total", "", "", "", T::None},
+    {"items.acked", "keywatch_items_acked_total", "", "", "claimed items acknowledged", T::None},
+    {"items.retried", "keywatch_items_retried_total", "", "", "claimed items scheduled for a retry",
+     T::None},
+    {"items.dead", "keywatch_items_dead_total", "", "",
+     "claimed items moved to the dead-letter stream", T::None},
     {"items.lease_expired", "keywatch_items_lease_expired_total", "", "", "", T::None},
     {"items.unhandled", "keywatch_items_unhandled_total", "", "", "", T::None},
     {"items.late_acks", "keywatch_items_late_acks_total", "", "", "", T::None},

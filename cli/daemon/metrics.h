@@ -27,7 +27,7 @@ enum class MetricTransform {
 // One row of the mapping: statistics row (as kw_stats_name spells it, with its <label>
 // placeholder) -> metric family. Several rows may share a family when each adds a
 // different value of an extra label (handler results). metric == nullptr: the row is left
-// out (it is the sum of a labelled family exported beside it; `help` says which).
+// out (an engine-wide total of a labelled family exported beside it; `help` says which).
 struct MetricMapping {
     const char *row;
     const char *metric;

@@ -64,6 +64,13 @@ int load(const RunArgs &args, DaemonConfig *config) {
                       "throw-away server (--embedded starts one to try keywatch)");
         return kExitBadInput;
     }
+    if (!args.embedded && config->handlers.empty()) {
+        say(args, args.config +
+                      ": no [[handler]] table: name at least one plugin to run "
+                      "(e.g. [[handler]] plugin = \"stream\", with [handler.options] "
+                      "stream = \"name\"); examples/keywatch.toml shows them");
+        return kExitBadInput;
+    }
     return kExitOk;
 }
 

@@ -42,6 +42,7 @@ def exec_handler(script: str, extra: str = "") -> str:
     ("[redis]\nurl = \"redis://127.0.0.1:1\"\n[http\n", r"\.toml:3:\d+: "),
     ("workers = \"many\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n", r"workers.*'?many"),
     ("[[handler]]\nplugin = \"print\"\n", r"\[redis\] url is not set"),
+    ("[redis]\nurl = \"redis://127.0.0.1:1\"\n", r"no \[\[handler\]\] table"),
 ])
 def test_config_errors_exit_2_naming_the_file_and_the_key(keywatch, text, expected):
     out = keywatch("run", config=text)
@@ -221,16 +222,15 @@ def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon
                                                                           redis, tmp_path):
     pids, delivered = tmp_path / "pids", tmp_path / "delivered"
     hang = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 60"
-    first = daemon(base_config(redis.url, exec_handler(hang)).replace(
-        "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+    first = daemon(base_config(redis.url, "lease = \"2s\"\n" + exec_handler(hang)))
     try:
         first.wait_running()
         track(keywatch, redis.url, "order:7", "x", "50ms")
         wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the claim")
         first.kill()  # kill -9 while the item is claimed and in its handler
         assert queue_counts(redis.client) == (0, 1)
-        second = daemon(base_config(redis.url, exec_handler(f"cat >> {delivered}")).replace(
-            "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+        second = daemon(base_config(redis.url,
+                                    "lease = \"2s\"\n" + exec_handler(f"cat >> {delivered}")))
         second.wait_running()
         line = wait_for(lambda: delivered.exists() and delivered.read_text().strip(), 30,
                         "the redelivery")

@@ -1,0 +1,322 @@
+// kw_bench_daemon: issue 13's figures for the daemon, each beside its baseline measured in
+// the same run on the same private redis-server (notify-keyspace-events "Ex"), alternating
+// variants round by round, medians of --rounds (default 5).
+//
+// Sub-benchmarks (--only scrape,e2e; both by default)
+//  scrape  The daemon's serving side in this process, built from the daemon's own objects:
+//          an engine with a no-op handler, the queue gauges (QueueGauges, read every 10 s as
+//          the daemon's default), Metrics and the HttpServer with daemon_routes. Each run:
+//          N tracked keys (--keys), all due, then the engine starts and drains them at its
+//          full rate (well above 50k events/s here: the rate is printed); rate = N / (time
+//          from kw_engine_start until items.acked reaches N), as kw_bench_queue's e2e.
+//          Variant "scraped": a thread GETs /metrics over HTTP once a second during the run
+//          (first scrape 1 s after start), timing each request from connect to the last
+//          byte; variant "not scraped": nobody scrapes. Figures: ms per scrape (median and
+//          max of every scrape of every round; target < 5 ms), the exposition's size, and
+//          the throughput ratio scraped / not scraped (medians; target >= 95%), and the
+//          median of 100 scrapes back to back once each scraped run has drained (the cost
+//          of a scrape with nothing else running).
+//  e2e     The daemon binary (`keywatch run --config FILE`, [[handler]] the no-op plugin
+//          bench/noop_plugin.c, HTTP on a free port, log level warn) against kw_bench_queue's
+//          engine figure measured here the same way: N tracked keys, all due, then either an
+//          in-process engine with a no-op C handler is started (time from kw_engine_start)
+//          or the daemon is spawned (time from the spawn: process start, config, plugin
+//          load and connection included); rate = N / (time until the key queue is empty in
+//          Redis: ZCARD of its due and in-flight sets, both 0, polled every 2 ms, the same
+//          probe for both). Target: daemon >= 95% of the engine (median of the rounds).
+//
+// Each sub-benchmark starts with one run that is not counted (the first run of a process
+// on a fresh server is slower). The machine's 1-minute load average is printed beside
+// each run: on a shared machine it says how much the figures can be trusted.
+//
+// Exit status: 0 whatever the verdict; 1 when the benchmark itself could not run.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "bench_util.h"
+#include "cli/daemon/daemon_routes.h"
+#include "cli/daemon/http_server.h"
+#include "cli/daemon/metrics.h"
+#include "cli/daemon/queue_gauges.h"
+#include "cli/tests/http_get.h"
+
+extern char **environ;
+
+namespace {
+
+using namespace kwbench;
+
+const char *const kAll[] = {"scrape", "e2e"};
+
+struct Options {
+    int rounds = 5;
+    uint64_t keys = 300000;
+    int threads = 4;
+    std::set<std::string> only = {"scrape", "e2e"};
+};
+
+void usage(FILE *out) {
+    fprintf(out,
+            "usage: kw_bench_daemon [options]\n"
+            "  --rounds R   rounds per variant (default 5); medians are reported\n"
+            "  --keys N     due tracked keys per run (default 300000)\n"
+            "  --threads P  client threads writing the keys (default 4)\n"
+            "  --only LIST  comma-separated: scrape,e2e (default both)\n"
+            "  --verbose    the engine's log lines and statistics\n");
+}
+
+// N due tracked keys (TTL 1 ms), written by P threads; waits until all are due.
+void write_due_keys(const keywatch::RedisProcess &rp, const Options &o) {
+    rp.command({"FLUSHALL"});
+    auto key = [](uint64_t i, char *buf) {
+        return size_t(snprintf(buf, 64, "d%015llu", static_cast<unsigned long long>(i)));
+    };
+    track_parallel(rp.url(), "", o.threads, 100, o.keys, key, [](uint64_t) { return int64_t(1); });
+    sleep_ms(500);
+}
+
+// ---- scrape ----------------------------------------------------------------------------
+
+struct ScrapeRun {
+    double rate = 0;
+    std::vector<double> scrape_ms;
+    size_t bytes = 0;
+    std::string error;            // a scrape that did not answer 200
+    std::vector<double> idle_ms;  // back-to-back scrapes after the drain
+};
+
+constexpr int kIdleScrapes = 100;
+
+// "load average 1.52 (1 min)": the machine is shared; the figures mean more beside it.
+std::string load_average() {
+    std::ifstream in("/proc/loadavg");
+    std::string one;
+    in >> one;
+    return "load average " + (one.empty() ? std::string("n/a") : one) + " (1 min)";
+}
+
+ScrapeRun scrape_run(const keywatch::RedisProcess &rp, const Options &o, bool scraped) {
+    write_due_keys(rp, o);
+    Engine engine(rp.url(), noop_handler, nullptr);
+    kw_conf_t *conf = make_conf(rp.url(), "", false);
+    keywatch::cli::QueueGauges gauges(conf, 10000, {});
+    kw_conf_free(conf);
+    keywatch::cli::Metrics metrics(engine.e, {"noop"}, &gauges);
+    keywatch::cli::HttpServer server;
+    std::string err;
+    if (!server.start({"127.0.0.1:0", ""}, keywatch::cli::daemon_routes(&metrics, engine.e), &err))
+        throw BenchError(err);
+    gauges.start();
+    ScrapeRun run;
+    std::atomic<bool> done{false};
+    std::thread scraper;
+    double t0 = mono_s();
+    if (scraped)
+        scraper = std::thread([&] {
+            for (double next = t0 + 1; !done.load(); next += 1) {
+                while (mono_s() < next && !done.load()) sleep_ms(1);
+                if (done.load()) break;
+                double s = mono_s();
+                kwtest::HttpReply r = kwtest::http_get(server.address(), "/metrics");
+                run.scrape_ms.push_back((mono_s() - s) * 1000);
+                if (r.status != 200) run.error = "a scrape failed: " + r.body;
+                run.bytes = r.body.size();
+            }
+        });
+    engine.start();
+    while (engine.stat("items.acked") < int64_t(o.keys) && mono_s() - t0 < 120) sleep_ms(1);
+    double s = mono_s() - t0;
+    done = true;
+    if (scraper.joinable()) scraper.join();
+    if (!run.error.empty()) throw BenchError(run.error);
+    int64_t acked = engine.stat("items.acked");
+    engine.print_stats();
+    run.rate = double(acked) / s;
+    if (scraped) {  // the same scrape with nothing else running: the cost itself
+        for (int i = 0; i < kIdleScrapes; i++) {
+            double t = mono_s();
+            kwtest::http_get(server.address(), "/metrics");
+            run.idle_ms.push_back((mono_s() - t) * 1000);
+        }
+    }
+    return run;
+}
+
+void bench_scrape(const keywatch::RedisProcess &rp, const Options &o) {
+    printf("\n== scrape: /metrics once a second while %s due tracked keys drain ==\n",
+           with_commas(double(o.keys)).c_str());
+    std::vector<double> with, without, all_ms, idle_ms;
+    size_t bytes = 0;
+    printf("  warm-up (not counted): %s\n", fmt_rate(scrape_run(rp, o, false).rate).c_str());
+    for (int r = 0; r < o.rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            bool scraped = (k == 0) == (r % 2 == 0);
+            ScrapeRun run = scrape_run(rp, o, scraped);
+            (scraped ? with : without).push_back(run.rate);
+            all_ms.insert(all_ms.end(), run.scrape_ms.begin(), run.scrape_ms.end());
+            idle_ms.insert(idle_ms.end(), run.idle_ms.begin(), run.idle_ms.end());
+            if (run.bytes) bytes = run.bytes;
+            std::string ms;
+            for (double m : run.scrape_ms) ms += (ms.empty() ? "" : ", ") + fmt_ms(m);
+            printf("  round %d: %-12s %s%s%s  (%s)\n", r + 1, scraped ? "scraped" : "not scraped",
+                   fmt_rate(run.rate).c_str(), scraped ? "; scrapes: " : "", ms.c_str(),
+                   load_average().c_str());
+        }
+    }
+    double w = median(with), wo = median(without);
+    double max_ms = all_ms.empty() ? std::nan("") : *std::max_element(all_ms.begin(), all_ms.end());
+    printf(
+        "  -> per scrape: median %s, max %s over %zu scrapes (%zu bytes each; target < 5 ms) "
+        "%s\n",
+        fmt_ms(median(all_ms)).c_str(), fmt_ms(max_ms).c_str(), all_ms.size(), bytes,
+        median(all_ms) < 5 ? "ok" : "ABOVE TARGET");
+    printf("  -> per scrape with the engine idle (%zu back to back after the drains): median %s\n",
+           idle_ms.size(), fmt_ms(median(idle_ms)).c_str());
+    printf("  -> throughput: scraped %s, not scraped %s: %.1f%% (target >= 95%%) %s\n",
+           fmt_rate(w).c_str(), fmt_rate(wo).c_str(), 100 * w / wo,
+           w >= 0.95 * wo ? "ok" : "BELOW TARGET");
+}
+
+// ---- e2e -------------------------------------------------------------------------------
+
+// Polls ZCARD of the key queue's due and in-flight sets every 2 ms until both are 0;
+// seconds since t0, or -1 after 120 s.
+double wait_queue_empty(const keywatch::RedisProcess &rp, double t0) {
+    ContextPtr c = connect_sync(rp.port());
+    while (mono_s() - t0 < 120) {
+        redisAppendCommand(c.get(), "ZCARD kw:keys:{0}:due");
+        redisAppendCommand(c.get(), "ZCARD kw:keys:{0}:inflight");
+        long long left = 0;
+        for (int i = 0; i < 2; i++) {
+            void *reply = nullptr;
+            if (redisGetReply(c.get(), &reply) != REDIS_OK) throw BenchError("ZCARD failed");
+            left += static_cast<redisReply *>(reply)->integer;
+            freeReplyObject(reply);
+        }
+        if (left == 0) return mono_s() - t0;
+        sleep_ms(2);
+    }
+    return -1;
+}
+
+double e2e_engine(const keywatch::RedisProcess &rp, const Options &o) {
+    write_due_keys(rp, o);
+    Engine engine(rp.url(), noop_handler, nullptr);
+    double t0 = mono_s();
+    engine.start();
+    double s = wait_queue_empty(rp, t0);
+    engine.print_stats();
+    return s > 0 ? double(o.keys) / s : 0;
+}
+
+std::string write_config(const keywatch::RedisProcess &rp) {
+    std::string path = rp.dir() + "/daemon-bench.toml";
+    std::ofstream f(path);
+    f << "[redis]\nurl = \"" << rp.url() << "\"\n\n"
+      << "[http]\nlisten = \"127.0.0.1:0\"\n\n"
+      << "[log]\nlevel = \"" << (env().verbose ? "info" : "warn") << "\"\n\n"
+      << "[[handler]]\nplugin = \"" << KW_NOOP_PLUGIN << "\"\nname = \"noop\"\n"
+      << "events = [\"expired\"]\n";
+    if (!f) throw BenchError("cannot write " + path);
+    return path;
+}
+
+double e2e_daemon(const keywatch::RedisProcess &rp, const Options &o) {
+    write_due_keys(rp, o);
+    std::string config = write_config(rp), log = rp.dir() + "/daemon-bench.log";
+    posix_spawn_file_actions_t io;
+    posix_spawn_file_actions_init(&io);
+    posix_spawn_file_actions_addopen(&io, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&io, 1, 2);
+    std::vector<std::string> args = {KW_CLI, "run", "--config", config};
+    std::vector<char *> argv;
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    double t0 = mono_s();
+    int rc = posix_spawn(&pid, KW_CLI, &io, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&io);
+    if (rc != 0) throw BenchError(std::string("cannot start ") + KW_CLI + ": " + strerror(rc));
+    double s = wait_queue_empty(rp, t0);
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (s < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::ifstream in(log);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        throw BenchError(
+            "the daemon did not drain the queue or did not exit 0 on SIGTERM "
+            "(status " +
+            std::to_string(status) + "); its log:\n" + text);
+    }
+    return double(o.keys) / s;
+}
+
+void bench_e2e(const keywatch::RedisProcess &rp, const Options &o) {
+    printf(
+        "\n== e2e: %s due tracked keys, the daemon binary + no-op plugin vs the engine + "
+        "no-op C handler ==\n",
+        with_commas(double(o.keys)).c_str());
+    std::vector<double> engine, daemon;
+    printf("  warm-up (not counted): engine %s\n", fmt_rate(e2e_engine(rp, o)).c_str());
+    for (int r = 0; r < o.rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            bool is_daemon = (k == 0) == (r % 2 == 1);
+            double rate = is_daemon ? e2e_daemon(rp, o) : e2e_engine(rp, o);
+            (is_daemon ? daemon : engine).push_back(rate);
+            printf("  round %d: %-8s %s  (%s)\n", r + 1, is_daemon ? "daemon" : "engine",
+                   fmt_rate(rate).c_str(), load_average().c_str());
+        }
+    }
+    double e = median(engine), d = median(daemon);
+    printf(
+        "  -> daemon %s, engine (kw_bench_queue's e2e figure) %s: %.1f%% (target >= 95%%) "
+        "%s\n",
+        fmt_rate(d).c_str(), fmt_rate(e).c_str(), 100 * d / e,
+        d >= 0.95 * e ? "ok" : "BELOW TARGET");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Options o;
+    bool ok =
+        parse_options(argc, argv, "kw_bench_daemon", usage,
+                      [&o](const std::string &arg, const std::string &value) {
+                          uint64_t n = 0;
+                          bool good = true;
+                          if (arg == "--rounds")
+                              good = parse_uint(value, 1, 100, &n) && (o.rounds = int(n), true);
+                          else if (arg == "--keys")
+                              good = parse_uint(value, 100, 100000000ull, &o.keys);
+                          else if (arg == "--threads")
+                              good = parse_uint(value, 1, 64, &n) && (o.threads = int(n), true);
+                          else if (arg == "--only")
+                              return parse_only(value, kAll, &o.only);
+                          else
+                              return Opt::kUnknown;
+                          return good ? Opt::kOk : Opt::kBad;
+                      });
+    if (!ok) return 1;
+    try {
+        keywatch::RedisProcess::Options so;
+        so.notify = "Ex";
+        keywatch::RedisProcess rp(so);
+        rp.start();
+        printf("kw_bench_daemon: %d round(s) per variant, %s keys per run, %u cores\n", o.rounds,
+               with_commas(double(o.keys)).c_str(), std::thread::hardware_concurrency());
+        printf("  before: %s\n", load_average().c_str());
+        if (o.only.count("scrape")) bench_scrape(rp, o);
+        if (o.only.count("e2e")) bench_e2e(rp, o);
+        printf("\n  after: %s\n", load_average().c_str());
+    } catch (const std::exception &e) {
+        fprintf(stderr, "kw_bench_daemon: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
