@@ -205,17 +205,31 @@ def test_sigterm_lets_handlers_in_flight_finish_and_acks_them(daemon, keywatch, 
     assert d.wait_log("^stopped$")
 
 
+def kill_pids(path: Path) -> None:
+    """SIGKILL the handler processes whose pids were appended to path (orphans of a daemon
+    that did not wait for them)."""
+    if path.exists():
+        for pid in path.read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_second_signal_exits_at_once(daemon, keywatch, redis, tmp_path):
-    started = tmp_path / "started"
-    script = f"cat >/dev/null; touch {started}; exec sleep 30"
+    pids = tmp_path / "pids"
+    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 30"
     d = daemon(base_config(redis.url, exec_handler(script)))
-    d.wait_running()
-    track(keywatch, redis.url, "job:2", "x", "50ms")
-    wait_for(started.exists, 30, "the handler to start")
-    d.send(signal.SIGTERM)
-    d.wait_log("^stopping")
-    assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
-    assert "second signal" in d.stderr()
+    try:
+        d.wait_running()
+        track(keywatch, redis.url, "job:2", "x", "50ms")
+        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        d.send(signal.SIGTERM)
+        d.wait_log("^stopping")
+        assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
+        assert "second signal" in d.stderr()
+    finally:
+        kill_pids(pids)
 
 
 def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon, keywatch,
@@ -240,12 +254,7 @@ def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon
         wait_for(lambda: queue_counts(redis.client) == (0, 0), 30, "the item acked")
         assert second.stop() == 0
     finally:
-        if pids.exists():  # the first daemon's orphaned handler
-            for pid in pids.read_text().split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_pids(pids)  # the first daemon's orphaned handler
 
 
 # ---- --embedded, logs, HTTP -------------------------------------------------------------
