@@ -47,8 +47,8 @@ struct kw_client_s {
 struct kw_engine_s {
     explicit kw_engine_s(const keywatch::Config &c)
         : plugins(c,
-                  [this](kw_log_level l, const std::string &m) {
-                      if (!freeing) engine.log(l, m);
+                  [this](kw_log_level l, const std::string &m, const keywatch::LogFields &f) {
+                      if (!freeing) engine.log(l, m, f);
                   }),
           engine(c) {}
     // Plugin log lines during kw_engine_free (a plugin's close) are dropped: the engine is
@@ -333,8 +333,31 @@ int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque) {
     return guarded([&] {
         keywatch::Engine::LogSink sink;
         if (fn)
-            sink = [fn, opaque](kw_log_level level, const std::string &message) {
+            sink = [fn, opaque](kw_log_level level, const std::string &message,
+                                const keywatch::LogFields &) {
                 fn(level, message.c_str(), opaque);
+            };
+        return engine->engine.set_log_sink(std::move(sink));
+    });
+}
+
+int kw_engine_set_log_fields_cb(kw_engine_t *engine, kw_log_fields_fn fn, void *opaque) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] {
+        keywatch::Engine::LogSink sink;
+        if (fn)
+            sink = [fn, opaque](kw_log_level level, const std::string &message,
+                                const keywatch::LogFields &fields) {
+                // name, value, ..., NULL: on the stack for the few fields a line has.
+                constexpr size_t kMax = 8;
+                const char *flat[2 * kMax + 1];
+                size_t n = 0;
+                for (size_t i = 0; i < fields.size() && i < kMax; i++) {
+                    flat[n++] = fields[i].first.c_str();
+                    flat[n++] = fields[i].second.c_str();
+                }
+                flat[n] = nullptr;
+                fn(level, message.c_str(), flat, opaque);
             };
         return engine->engine.set_log_sink(std::move(sink));
     });

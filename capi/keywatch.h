@@ -301,6 +301,19 @@ typedef void (*kw_state_fn)(const char *node, kw_conn_state state, const char *d
                             void *opaque);
 /* Called from any engine thread. Must not block for long. */
 typedef void (*kw_log_fn)(kw_log_level level, const char *message, void *opaque);
+/* The same lines as kw_log_fn (the same message text), with structured fields: fields is
+ * name, value, name, value, ..., NULL (never NULL itself; no field: { NULL }), valid during
+ * the call only. The names:
+ *   node      the Redis node ("host:port" or socket path) the line is about: on every line
+ *             of a node's subscriber and sweeper, and the cluster lines about one master
+ *   queue     the queue ("keys" or a task queue) the line is about, where one is
+ *   handler   the plugin instance's name, on every line a plugin logs (host->log)
+ *   event_id  the event's id (kw_event_id), on the lines a plugin logs inside its handle()
+ * A line carries only the fields that apply; more names may come in later versions (a
+ * consumer should pass unknown names through). Called from any engine thread. Must not
+ * block for long. */
+typedef void (*kw_log_fields_fn)(kw_log_level level, const char *message, const char *const *fields,
+                                 void *opaque);
 
 /* Create an engine from a configuration (copied: the caller keeps and frees conf).
  * Checks the configuration but does not connect. Any thread. */
@@ -330,9 +343,12 @@ KW_API int kw_engine_add_plugin(kw_engine_t *engine, const char *plugin, const c
                                 const kw_filter_t *filter, const char *const *options, char *errstr,
                                 size_t errstr_size);
 /* Callbacks; only before kw_engine_start (KW_ERR_STATE after). NULL removes. The default
- * log sink writes warnings and errors to stderr. */
+ * log sink writes warnings and errors to stderr. An engine has one log callback: setting
+ * it with kw_engine_set_log_cb or kw_engine_set_log_fields_cb replaces the one set before
+ * by either (and NULL through either removes it). */
 KW_API int kw_engine_set_state_cb(kw_engine_t *engine, kw_state_fn fn, void *opaque);
 KW_API int kw_engine_set_log_cb(kw_engine_t *engine, kw_log_fn fn, void *opaque);
+KW_API int kw_engine_set_log_fields_cb(kw_engine_t *engine, kw_log_fields_fn fn, void *opaque);
 
 /* Start the loop and worker threads, connect, authenticate, SELECT the URL's db, check the
  * ACL permissions keywatch needs, check notify-keyspace-events and subscribe. While

@@ -442,9 +442,9 @@ void Engine::on_started(Subscriber &, int status, const std::string &message) {
     start_cv_.notify_all();
 }
 
-void Engine::log(kw_log_level level, const std::string &message) {
+void Engine::log(kw_log_level level, const std::string &message, const LogFields &fields) {
     if (log_sink_) {
-        log_sink_(level, message);
+        log_sink_(level, message, fields);
         return;
     }
     if (level >= KW_LOG_WARN)

@@ -41,7 +41,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     // Connection state changes (loop thread) and log lines (any engine thread).
     using StateSink =
         std::function<void(const std::string &node, kw_conn_state, const std::string &detail)>;
-    using LogSink = std::function<void(kw_log_level, const std::string &message)>;
+    using LogSink = LogFn;  // a line and its fields (core/log_fields.h)
 
     // Only before start(). On failure (KW_ERR_STATE) the handler is destroyed at once.
     int add_handler(const Filter &filter, HandlerPtr handler);
@@ -50,7 +50,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     int set_state_sink(StateSink sink);
     int set_log_sink(LogSink sink);
     // A log line through the log sink (plugins' host->log). Any thread.
-    void log(kw_log_level level, const std::string &message) override;
+    void log(kw_log_level level, const std::string &message, const LogFields &fields) override;
 
     int start();
     int stop(int64_t timeout_ms);

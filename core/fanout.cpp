@@ -33,7 +33,10 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     io.dedupe = opts_.sweepers && opts_.sweep.dedupe;
     n.intake = std::make_unique<NodeIntake>(
         loop_, io, *opts_.dispatcher, *opts_.events, n.stats.get(),
-        [this](kw_log_level level, const std::string &message) { log(level, message); });
+        // Its lines and its sweeper's are about this node.
+        [this, name](kw_log_level level, const std::string &message, const LogFields &fields) {
+            log(level, message, with_field(fields, "node", *name));
+        });
     n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this),
                                          n.intake.get());
     if (opts_.sweepers) {
@@ -76,12 +79,14 @@ void Fanout::start() {
     for (auto &m : opts_.topology.masters) add(m.host, m.port);
     index_sweepers();
     if (opts_.topology.uncovered() > 0)
-        log(KW_LOG_WARN, std::to_string(opts_.topology.uncovered()) +
-                             " of 16384 slots have no master now: events of keys in them "
-                             "cannot arrive until a master serves them, and under "
-                             "cluster-require-full-coverage yes (Redis's default) every node "
-                             "refuses commands meanwhile (CLUSTERDOWN): tracked items wait "
-                             "in Redis");
+        log(KW_LOG_WARN,
+            std::to_string(opts_.topology.uncovered()) +
+                " of 16384 slots have no master now: events of keys in them "
+                "cannot arrive until a master serves them, and under "
+                "cluster-require-full-coverage yes (Redis's default) every node "
+                "refuses commands meanwhile (CLUSTERDOWN): tracked items wait "
+                "in Redis",
+            {});
     refresh_timer_.arm(opts_.refresh_ms);
 }
 
@@ -194,10 +199,12 @@ void Fanout::park_live(std::vector<Event> &&events) {
     if (dropped > 0 && opts_.counters) {
         int64_t before = opts_.counters->unrouted.fetch_add(static_cast<int64_t>(dropped));
         if (before == 0)
-            log(KW_LOG_WARN, "cluster: live events whose slot has no known master overflow the " +
-                                 std::to_string(kMaxParkedLive) +
-                                 " kept for later; dropping them (tracked keys among them are "
-                                 "still swept; see the events.unrouted statistic)");
+            log(KW_LOG_WARN,
+                "cluster: live events whose slot has no known master overflow the " +
+                    std::to_string(kMaxParkedLive) +
+                    " kept for later; dropping them (tracked keys among them are "
+                    "still swept; see the events.unrouted statistic)",
+                {});
     }
     if (!parked_live_.empty()) refresh_soon(50);
 }
@@ -242,8 +249,10 @@ void Fanout::on_started(Subscriber &sub, int status, const std::string &message)
         return;
     }
     if (status != KW_OK)
-        log(KW_LOG_WARN, "cluster master " + sub.endpoint() + " is not reachable now (" + message +
-                             "); the other masters are watched and this one is retried");
+        log(KW_LOG_WARN,
+            "cluster master " + sub.endpoint() + " is not reachable now (" + message +
+                "); the other masters are watched and this one is retried",
+            {{"node", sub.endpoint()}});
     for (auto &kv : nodes_by_endpoint_)
         if (!kv.second.reported) return;
     started_reported_ = true;
@@ -292,7 +301,7 @@ void Fanout::refresh() {
         opts_.sub.connect_timeout_ms,
         [this, url] {
             probe_->command({"CLUSTER", "SHARDS"}, [this, url](redisReply *r) {
-                auto done = [this](const Topology *t, const std::string &err) {
+                auto done = [this, url](const Topology *t, const std::string &err) {
                     refreshing_ = false;
                     probe_failed_ = t == nullptr;
                     probe_->close();
@@ -300,7 +309,8 @@ void Fanout::refresh() {
                         opts_.events->topology_refreshes.fetch_add(1, std::memory_order_relaxed);
                         apply(*t);
                     } else {
-                        log(KW_LOG_WARN, "cluster topology refresh failed: " + err);
+                        log(KW_LOG_WARN, "cluster topology refresh failed: " + err,
+                            {{"node", url.endpoint()}});
                     }
                 };
                 Topology t;
@@ -323,10 +333,10 @@ void Fanout::refresh() {
                     done(nullptr, err);
             });
         },
-        [this](const RedisConn::Failure &f) {
+        [this, url](const RedisConn::Failure &f) {
             refreshing_ = false;
             probe_failed_ = true;
-            log(KW_LOG_WARN, "cluster topology refresh: " + f.message);
+            log(KW_LOG_WARN, "cluster topology refresh: " + f.message, {{"node", url.endpoint()}});
             if (!down_) soon_timer_.arm(500);  // try the next node
         });
 }
@@ -340,9 +350,11 @@ void Fanout::apply(const Topology &t) {
             ++it;
             continue;
         }
-        log(KW_LOG_INFO, "cluster: " + it->first +
-                             " no longer serves slots as a master; "
-                             "dropping its subscriber");
+        log(KW_LOG_INFO,
+            "cluster: " + it->first +
+                " no longer serves slots as a master; "
+                "dropping its subscriber",
+            {{"node", it->first}});
         it->second.sub->shutdown();
         // Live claims it read go to the slots' masters; the rest goes on as usual.
         std::vector<Event> claims = it->second.intake->take_claims();
@@ -359,7 +371,8 @@ void Fanout::apply(const Topology &t) {
     }
     for (auto &m : t.masters) {
         if (nodes_by_endpoint_.count(m.endpoint())) continue;
-        log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint());
+        log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint(),
+            {{"node", m.endpoint()}});
         add(m.host, m.port);
     }
     index_sweepers();

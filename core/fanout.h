@@ -83,8 +83,8 @@ class Fanout : private SubscriberSink {
     // SubscriberSink
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    void log(kw_log_level level, const std::string &message) override {
-        sink_->log(level, message);
+    void log(kw_log_level level, const std::string &message, const LogFields &fields) override {
+        sink_->log(level, message, fields);
     }
     void on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) override;
 

@@ -113,10 +113,11 @@ void NodeIntake::shed_live(size_t count) {
     // Live events only: nothing tracked is lost by dropping them here.
     int64_t before = counters_.dropped.fetch_add(dropped);
     if (before == 0 || (before / 100000) != ((before + dropped) / 100000))
-        log(KW_LOG_WARN,
-            "dispatch queue full (dispatch.queue_size): " + std::to_string(before + dropped) +
-                " live event(s) dropped so far; handlers are too slow: raise "
-                "workers or dispatch.queue_size, or make handlers faster");
+        log_(KW_LOG_WARN,
+             "dispatch queue full (dispatch.queue_size): " + std::to_string(before + dropped) +
+                 " live event(s) dropped so far; handlers are too slow: raise "
+                 "workers or dispatch.queue_size, or make handlers faster",
+             {});
 }
 
 }  // namespace keywatch

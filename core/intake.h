@@ -34,7 +34,6 @@ class NodeIntake : public EventSink, public SweeperSink {
         int tracked_db = 0;  // the db of the tracked keys (cluster: 0)
         bool dedupe = false;
     };
-    using LogFn = std::function<void(kw_log_level, const std::string &)>;
 
     // node: where this node's node.received is counted (null: nowhere).
     NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher, EngineCounters &counters,
@@ -63,7 +62,9 @@ class NodeIntake : public EventSink, public SweeperSink {
     void deliver_untracked(std::vector<Event> &events) override;
     size_t dispatch_room() const override;
     void shed_live(size_t count) override;
-    void log(kw_log_level level, const std::string &message) override { log_(level, message); }
+    void log(kw_log_level level, const std::string &message, const LogFields &fields) override {
+        log_(level, message, fields);
+    }
 
   private:
     bool is_internal_key(const std::string &key) const;

@@ -45,7 +45,11 @@ int PluginHandler::handle(Event &ev) {
     err[0] = '\0';  // not the whole buffer: this runs once per event
     std::unique_lock<std::mutex> lock(serial_mu_, std::defer_lock);
     if (serial_) lock.lock();
-    int rc = d_->handle(state_, &pe, err, sizeof err);
+    int rc;
+    {
+        CurrentEvent current(ev);  // the event_id of the lines the plugin logs meanwhile
+        rc = d_->handle(state_, &pe, err, sizeof err);
+    }
     if (lock.owns_lock()) lock.unlock();
     if (rc == KW_RESULT_PENDING && !pe.held) {
         ev.error = name() +

@@ -321,8 +321,27 @@ PluginContext &PluginContext::of(const kw_plugin_host_t *host) {
     return *reinterpret_cast<const HostTable *>(host)->context;
 }
 
+namespace {
+thread_local const Event *current_event = nullptr;
+}  // namespace
+
+CurrentEvent::CurrentEvent(const Event &ev) : previous_(current_event) {
+    current_event = &ev;
+}
+
+CurrentEvent::~CurrentEvent() {
+    current_event = previous_;
+}
+
+const Event *CurrentEvent::get() {
+    return current_event;
+}
+
 void PluginContext::log(kw_log_level level, const std::string &message) const {
-    if (log_) log_(level, "plugin " + instance_ + ": " + message);
+    if (!log_) return;
+    LogFields fields = {{"handler", instance_}};
+    if (const Event *ev = CurrentEvent::get()) fields.emplace_back("event_id", event_id(*ev));
+    log_(level, "plugin " + instance_ + ": " + message, fields);
 }
 
 void PluginContext::add(const std::string &name, int64_t delta) {

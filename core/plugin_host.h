@@ -19,6 +19,7 @@
 #include "core/client.h"
 #include "core/config.h"
 #include "core/event.h"
+#include "core/log_fields.h"
 #include "handlers/keywatch_plugin.h"
 
 struct kw_plugin_config {
@@ -50,7 +51,21 @@ namespace keywatch {
 
 using PluginConfig = kw_plugin_config;
 using PluginEvent = kw_plugin_event;
-using LogSink = std::function<void(kw_log_level, const std::string &)>;
+using LogSink = LogFn;
+
+// The event a plugin's handle() is working on, on this thread, for the event_id field of
+// the lines it logs meanwhile: set by PluginHandler::handle for the call's duration.
+class CurrentEvent {
+  public:
+    explicit CurrentEvent(const Event &ev);
+    ~CurrentEvent();
+    CurrentEvent(const CurrentEvent &) = delete;
+    CurrentEvent &operator=(const CurrentEvent &) = delete;
+    static const Event *get();  // null outside a handle() call on this thread
+
+  private:
+    const Event *previous_;
+};
 
 class RedisPool {
   public:
@@ -72,6 +87,8 @@ class PluginContext {
 
     const kw_plugin_host_t *table() const { return &host_.table; }
     const std::string &instance() const { return instance_; }
+    // A line prefixed "plugin <instance>: ", with the fields handler (the instance) and,
+    // inside handle(), event_id.
     void log(kw_log_level level, const std::string &message) const;
     void add(const std::string &counter, int64_t delta);
     // The counter's value (0 when the plugin never counted it).

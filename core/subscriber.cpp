@@ -191,10 +191,10 @@ void Subscriber::check_notify_config() {
     if (!unknown.empty() && !started_once_) {
         std::string names;
         for (auto &e : unknown) names += (names.empty() ? "" : ", ") + e;
-        sink_->log(KW_LOG_INFO,
-                   "cannot tell which notify-keyspace-events flag these events "
-                   "need: " +
-                       names + "; check that the server publishes them");
+        log(KW_LOG_INFO,
+            "cannot tell which notify-keyspace-events flag these events "
+            "need: " +
+                names + "; check that the server publishes them");
     }
     cmd_.command({"CONFIG", "GET", "notify-keyspace-events"}, [this, need](redisReply *r) {
         if (is_noauth(r)) {
@@ -203,10 +203,10 @@ void Subscriber::check_notify_config() {
         }
         std::string have;
         if (!notify_flags_from_reply(r, &have)) {
-            sink_->log(KW_LOG_WARN, "cannot check notify-keyspace-events on " + endpoint_ +
-                                        " (CONFIG GET answered: " + reply_to_string(r) +
-                                        "); make sure it includes '" + need +
-                                        "', or keyspace events will not arrive");
+            log(KW_LOG_WARN, "cannot check notify-keyspace-events on " + endpoint_ +
+                                 " (CONFIG GET answered: " + reply_to_string(r) +
+                                 "); make sure it includes '" + need +
+                                 "', or keyspace events will not arrive");
             connect_subscriber();
             return;
         }
@@ -217,26 +217,25 @@ void Subscriber::check_notify_config() {
         }
         std::string wanted = have + missing;
         if (!opts_.notify_enable) {
-            sink_->log(KW_LOG_WARN, "notify-keyspace-events on " + endpoint_ + " is '" + have +
-                                        "' and lacks '" + missing +
-                                        "': the events that need these flags will not arrive. Fix: "
-                                        "CONFIG SET notify-keyspace-events " +
-                                        wanted + " on the server, or set notify.enable=true");
+            log(KW_LOG_WARN, "notify-keyspace-events on " + endpoint_ + " is '" + have +
+                                 "' and lacks '" + missing +
+                                 "': the events that need these flags will not arrive. Fix: "
+                                 "CONFIG SET notify-keyspace-events " +
+                                 wanted + " on the server, or set notify.enable=true");
             connect_subscriber();
             return;
         }
         cmd_.command({"CONFIG", "SET", "notify-keyspace-events", wanted}, [this, have, wanted](
                                                                               redisReply *set) {
             if (set->type == REDIS_REPLY_ERROR)
-                sink_->log(KW_LOG_WARN,
-                           "notify.enable: CONFIG SET "
-                           "notify-keyspace-events " +
-                               wanted + " on " + endpoint_ + " failed: " + reply_to_string(set) +
-                               "; set it on the server yourself");
+                log(KW_LOG_WARN,
+                    "notify.enable: CONFIG SET "
+                    "notify-keyspace-events " +
+                        wanted + " on " + endpoint_ + " failed: " + reply_to_string(set) +
+                        "; set it on the server yourself");
             else
-                sink_->log(KW_LOG_INFO, "notify-keyspace-events on " + endpoint_ +
-                                            " changed from '" + have + "' to '" + wanted +
-                                            "' (notify.enable)");
+                log(KW_LOG_INFO, "notify-keyspace-events on " + endpoint_ + " changed from '" +
+                                     have + "' to '" + wanted + "' (notify.enable)");
             connect_subscriber();
         });
     });
@@ -344,8 +343,8 @@ void Subscriber::lost(const RedisConn::Failure &f) {
     set_state(KW_CONN_BROKEN, f.message);
     // Jittered, so a fleet of watchers does not reconnect in lockstep after a restart.
     int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
-    sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
-               f.message + "; reconnecting in " + std::to_string(delay) + "ms");
+    log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
+        f.message + "; reconnecting in " + std::to_string(delay) + "ms");
     retry_timer_.arm(delay);
 }
 
@@ -360,6 +359,10 @@ void Subscriber::heartbeat() {
     }
     cmd_.command({"PUBLISH", hb_channel_, std::to_string(++hb_sent_)}, [](redisReply *) {});
     health_timer_.arm(opts_.health_interval_ms);
+}
+
+void Subscriber::log(kw_log_level level, const std::string &message) {
+    sink_->log(level, message, {{"node", opts_.node_name ? *opts_.node_name : endpoint_}});
 }
 
 }  // namespace keywatch

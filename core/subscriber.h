@@ -16,6 +16,7 @@
 #include "core/backoff.h"
 #include "core/event.h"
 #include "core/event_loop.h"
+#include "core/log_fields.h"
 #include "core/redis_conn.h"
 
 namespace keywatch {
@@ -39,7 +40,8 @@ class SubscriberSink {
     // The outcome of the first connection attempt: KW_OK once subscribed, else the error.
     // After a failed first attempt the subscriber stays down.
     virtual void on_started(Subscriber &sub, int status, const std::string &message) = 0;
-    virtual void log(kw_log_level level, const std::string &message) = 0;
+    // A log line; fields name the node it is about (log_fields.h).
+    virtual void log(kw_log_level level, const std::string &message, const LogFields &fields) = 0;
     // A message on one of Options::keyspace_patterns: `event` happened to `key`.
     virtual void on_keyspace(Subscriber &, const std::string &key, const std::string &event) {
         (void)key;
@@ -106,6 +108,8 @@ class Subscriber {
     void lost(const RedisConn::Failure &f);
     void heartbeat();
     void set_state(kw_conn_state s, const std::string &detail);
+    // A line to the sink, with this node's name as its `node` field.
+    void log(kw_log_level level, const std::string &message);
 
     RedisUrl url_;
     Options opts_;

@@ -93,9 +93,9 @@ void Sweeper::shutdown() {
     down_ = true;
     stop_claiming();
     if (size_t left = store_.take_all().size())
-        sink_->log(KW_LOG_WARN, std::to_string(left) + " completions for " + endpoint_ +
-                                    " were not confirmed by Redis before the stop; those "
-                                    "items will be delivered again after their lease");
+        log(KW_LOG_WARN, std::to_string(left) + " completions for " + endpoint_ +
+                             " were not confirmed by Redis before the stop; those "
+                             "items will be delivered again after their lease");
     retry_timer_.cancel();
     ack_timer_.cancel();
     renew_timer_.cancel();
@@ -154,9 +154,9 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
     }
     if (down_) return;
     int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
-    sink_->log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,
-               "queue connection: " + f.message + "; reconnecting in " + std::to_string(delay) +
-                   "ms (tracked items wait safely in Redis)");
+    log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN, "queue connection: " + f.message +
+                                                      "; reconnecting in " + std::to_string(delay) +
+                                                      "ms (tracked items wait safely in Redis)");
     retry_timer_.arm(delay);
 }
 

@@ -46,6 +46,7 @@
 #include "core/completion_store.h"
 #include "core/event.h"
 #include "core/event_loop.h"
+#include "core/log_fields.h"
 #include "core/queue.h"
 #include "core/redis_conn.h"
 #include "core/scripts.h"
@@ -72,7 +73,8 @@ class SweeperSink {
     // might claim: counted as dropped (a tracked key among them stays due in Redis and is
     // swept once there is room).
     virtual void shed_live(size_t count) = 0;
-    virtual void log(kw_log_level level, const std::string &message) = 0;
+    // A log line; fields name the queue it is about, if one (log_fields.h).
+    virtual void log(kw_log_level level, const std::string &message, const LogFields &fields) = 0;
 };
 
 class Sweeper {
@@ -181,6 +183,8 @@ class Sweeper {
     void claim_answered();
     // node.sweeping: connected, claiming, and the claims work.
     void set_sweeping(bool on);
+    // A line to the sink, with the queue's name as its `queue` field when one is given.
+    void log(kw_log_level level, const std::string &message, const Queue *q = nullptr);
 
     // --- sweeper_live.cpp: live claims ---
     void send_live(Queue &q, std::vector<Event> &&events);

@@ -119,35 +119,35 @@ void Sweeper::scan(const std::string &cursor) {
     // Due and in-flight sets: a slot whose items are all in flight (their holder may have
     // died) must be found too, or its leases would never be checked.
     std::string match = opts_.ns + ":*:{*}:*";
-    bool sent = command({"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"},
-                        [this](redisReply *r) {
-                            if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-                                scanning_ = false;
-                                sink_->log(KW_LOG_WARN, "SCAN for queue keys on " + endpoint_ +
-                                                            " failed: " + reply_to_string(r));
-                                scan_timer_.arm(opts_.scan_interval_ms);
-                                return;
-                            }
-                            std::string next(r->element[0]->str, r->element[0]->len);
-                            for (size_t i = 0; i < r->element[1]->elements; i++) {
-                                const redisReply *k = r->element[1]->element[i];
-                                std::string name, tag, key(k->str, k->len);
-                                if (!parse_due_key(opts_.ns, key, &name, &tag) &&
-                                    !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
-                                    continue;
-                                if (Queue *q = queue(name, tag)) {
-                                    // Found on this node: here, or on its way here (a migration).
-                                    if (q->where != Where::Here) arriving(*q);
-                                    if (!q->sweeping) sweep(*q);
-                                }
-                            }
-                            if (next != "0") {
-                                scan(next);
-                                return;
-                            }
-                            scanning_ = false;
-                            scan_timer_.arm(opts_.scan_interval_ms);
-                        });
+    bool sent = command(
+        {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
+            if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                scanning_ = false;
+                log(KW_LOG_WARN,
+                    "SCAN for queue keys on " + endpoint_ + " failed: " + reply_to_string(r));
+                scan_timer_.arm(opts_.scan_interval_ms);
+                return;
+            }
+            std::string next(r->element[0]->str, r->element[0]->len);
+            for (size_t i = 0; i < r->element[1]->elements; i++) {
+                const redisReply *k = r->element[1]->element[i];
+                std::string name, tag, key(k->str, k->len);
+                if (!parse_due_key(opts_.ns, key, &name, &tag) &&
+                    !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
+                    continue;
+                if (Queue *q = queue(name, tag)) {
+                    // Found on this node: here, or on its way here (a migration).
+                    if (q->where != Where::Here) arriving(*q);
+                    if (!q->sweeping) sweep(*q);
+                }
+            }
+            if (next != "0") {
+                scan(next);
+                return;
+            }
+            scanning_ = false;
+            scan_timer_.arm(opts_.scan_interval_ms);
+        });
     if (!sent) scanning_ = false;
 }
 

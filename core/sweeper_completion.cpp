@@ -76,9 +76,9 @@ void Sweeper::send_completions() {
     ack_timer_.cancel();
     if (size_t late = store_.drop_expired(t, opts_.lease_ms)) {
         counters_->late_acks.fetch_add(static_cast<int64_t>(late));
-        sink_->log(KW_LOG_WARN, std::to_string(late) + " completions for " + endpoint_ +
-                                    " could not be written before their lease ended; those "
-                                    "items will be delivered again");
+        log(KW_LOG_WARN, std::to_string(late) + " completions for " + endpoint_ +
+                             " could not be written before their lease ended; those "
+                             "items will be delivered again");
     }
     std::map<Queue *, std::vector<Completion>> acks, releases;
     for (auto &c : store_.take_waiting()) {
@@ -112,18 +112,21 @@ void Sweeper::send_fail(Queue &q, Completion &&c) {
         std::to_string(c.retry_delay_ms)};
     std::vector<Completion> batch;
     batch.push_back(std::move(c));
-    QueueStats *stats = q.stats;
-    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this, stats](redisReply *r) {
+    // Queues are never erased: &q outlives the reply.
+    const Queue *qp = &q;
+    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this, qp](redisReply *r) {
         if (r->type != REDIS_REPLY_INTEGER) {
-            sink_->log(KW_LOG_ERROR, "fail script: " + reply_to_string(r) +
-                                         "; the item will come back when its lease ends");
+            log(KW_LOG_ERROR,
+                "fail script: " + reply_to_string(r) +
+                    "; the item will come back when its lease ends",
+                qp);
             return;
         }
         if (r->integer == 1) {
             counters_->retried.fetch_add(1);
         } else if (r->integer == 2) {
             counters_->dead.fetch_add(1);
-            if (stats) stats->dead.fetch_add(1, std::memory_order_relaxed);
+            if (qp->stats) qp->stats->dead.fetch_add(1, std::memory_order_relaxed);
         } else {
             counters_->late_acks.fetch_add(1);
         }
@@ -142,11 +145,13 @@ void Sweeper::send_ids(const Script &s, Queue &q, std::vector<Completion> &&all)
             batch.push_back(std::move(all[j]));
         }
         int64_t sent = static_cast<int64_t>(end - i);
-        send_batch(s, q, std::move(argv), std::move(batch), [this, ack, sent](redisReply *r) {
+        const Queue *qp = &q;
+        send_batch(s, q, std::move(argv), std::move(batch), [this, ack, sent, qp](redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER) {
-                sink_->log(KW_LOG_ERROR, std::string(ack ? "ack" : "release") +
-                                             " failed: " + reply_to_string(r) +
-                                             "; the items will be redelivered after their lease");
+                log(KW_LOG_ERROR,
+                    std::string(ack ? "ack" : "release") + " failed: " + reply_to_string(r) +
+                        "; the items will be redelivered after their lease",
+                    qp);
                 return;
             }
             if (!ack) {
@@ -189,9 +194,9 @@ void Sweeper::completions_wait(const std::string &why) {
     int64_t next = opts_.reconnect.after(previous.value_or(0));
     completion_backoff_ms_ = next;
     if (next != previous)
-        sink_->log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
-                                    "; sending them again in " + std::to_string(next) +
-                                    "ms (the items stay leased to us)");
+        log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
+                             "; sending them again in " + std::to_string(next) +
+                             "ms (the items stay leased to us)");
     ack_timer_.arm(next);
 }
 

@@ -197,17 +197,20 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
         default:
             hint = "see the server's log";
     }
-    sink_->log(KW_LOG_WARN, "claims on " + endpoint_ + " fail (" + q.keys.due + ": " + why +
-                                "): " + hint + "; tracked items wait in Redis; retrying every " +
-                                std::to_string(retry) + "ms at most");
+    log(KW_LOG_WARN,
+        "claims on " + endpoint_ + " fail (" + q.keys.due + ": " + why + "): " + hint +
+            "; tracked items wait in Redis; retrying every " + std::to_string(retry) + "ms at most",
+        &q);
 }
 
 void Sweeper::claims_work(Queue &q) {
     q.claim_retry_ms.reset();
     if (!claims_failing_since_ms_) return;
     set_sweeping(claiming_);
-    sink_->log(KW_LOG_INFO, "claims on " + endpoint_ + " work again, after failing for " +
-                                std::to_string(wall_ms() - *claims_failing_since_ms_) + "ms");
+    log(KW_LOG_INFO,
+        "claims on " + endpoint_ + " work again, after failing for " +
+            std::to_string(wall_ms() - *claims_failing_since_ms_) + "ms",
+        &q);
     claims_failing_since_ms_.reset();
     claim_warned_ms_ = 0;
 }
@@ -220,6 +223,10 @@ void Sweeper::claim_sent() {
 void Sweeper::claim_answered() {
     claims_out_--;
     (*opts_.claims_in_flight)--;
+}
+
+void Sweeper::log(kw_log_level level, const std::string &message, const Queue *q) {
+    sink_->log(level, message, q ? LogFields{{"queue", q->name}} : LogFields{});
 }
 
 void Sweeper::set_sweeping(bool on) {

@@ -37,11 +37,11 @@ void Sweeper::renew_leases() {
         if (!ids.empty()) renew_queue(q, std::move(ids));
     }
     if (overdue.empty()) return;
-    sink_->log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + endpoint_ +
-                                " were held longer than hold.timeout (" +
-                                std::to_string(opts_.hold_timeout_ms) +
-                                "ms): released for redelivery; their completions will "
-                                "count as late (items.late_acks)");
+    log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + endpoint_ +
+                         " were held longer than hold.timeout (" +
+                         std::to_string(opts_.hold_timeout_ms) +
+                         "ms): released for redelivery; their completions will "
+                         "count as late (items.late_acks)");
     complete(std::move(overdue));
 }
 

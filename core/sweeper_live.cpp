@@ -143,8 +143,10 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[1]->elements != events.size()) {
-        sink_->log(KW_LOG_ERROR, "claim_live failed: " + reply_to_string(r) +
-                                     "; tracked keys among these events will be swept");
+        log(KW_LOG_ERROR,
+            "claim_live failed: " + reply_to_string(r) +
+                "; tracked keys among these events will be swept",
+            &q);
         return;
     }
     std::vector<Event> tracked, plain;

@@ -243,7 +243,9 @@ bool all_ready_and_sweeping(Engine &e, const std::set<std::string> &masters) {
 
 TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
     EventSink sink;
+    FieldsLog log;
     auto e = engine(&sink);  // tracked keys: every master has a sweeper
+    e->watch_log_fields(&log);
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     auto endpoints = [&] {
         std::set<std::string> out;
@@ -286,6 +288,15 @@ TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
     EXPECT_EQ(node_samples(e->get()).count(dead), 0u);
     EXPECT_EQ(e->stat("node.state." + dead), 0) << "a node not listed reads 0";
     EXPECT_GT(e->stat("topology.refreshes"), refreshes);
+    // The cluster's lines about one master name it.
+    FieldsLog::Line dropped, added;
+    ASSERT_TRUE(log.find("no longer serves slots as a master", &dropped)) << log.describe();
+    EXPECT_EQ(dropped.fields["node"], dead);
+    ASSERT_TRUE(log.find("subscribing to new master", &added)) << log.describe();
+    EXPECT_EQ(after.count(added.fields["node"]), 1u) << added.fields["node"];
+    FieldsLog::Line lost;
+    ASSERT_TRUE(log.find("reconnecting in", &lost)) << log.describe();
+    EXPECT_EQ(lost.fields["node"], dead) << lost.message;
     // And it delivers from the new master.
     std::string key = key_on(static_cast<size_t>(cluster_->master_of_slot(1000)), "ready:");
     expire_on_owner(key);

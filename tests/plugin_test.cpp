@@ -246,6 +246,32 @@ TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
         << logs_.describe();
 }
 
+TEST_F(PluginTest, APluginsLogLinesNameItsInstanceAndTheEventTheyAreAbout) {
+    FieldsLog fields;
+    engine_->watch_log_fields(&fields);  // replaces the plain callback configure() set
+    load(test_plugin("probe"), "probe-a", {});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("job:1", "v");
+    FieldsLog::Line handled;
+    ASSERT_TRUE(wait_until([&] { return fields.find("handled job:1", &handled); }))
+        << fields.describe();
+    // The message as kw_log_fn gets it; the fields: the instance and the event's id (the
+    // tracked item's, "q:keys:<deadline>:<hex of the key>").
+    EXPECT_EQ(handled.message, "plugin probe-a: handled job:1 attempt 1");
+    EXPECT_EQ(handled.level, KW_LOG_INFO);
+    EXPECT_EQ(handled.fields["handler"], "probe-a");
+    const std::string id = handled.fields["event_id"];
+    EXPECT_EQ(id.rfind("q:keys:", 0), 0u) << id;
+    EXPECT_EQ(id.substr(id.size() - 10), "6a6f623a31") << id;  // hex of "job:1"
+    EXPECT_EQ(handled.field_count, 2u);
+    // A line outside handle() (init's "loaded ...") has the instance but no event.
+    FieldsLog::Line loaded;
+    ASSERT_TRUE(fields.find("plugin probe-a: loaded", &loaded)) << fields.describe();
+    EXPECT_EQ(loaded.fields["handler"], "probe-a");
+    EXPECT_EQ(loaded.fields.count("event_id"), 0u);
+    EXPECT_TRUE(logs_.lines().empty()) << "one log callback: " << logs_.describe();
+}
+
 TEST_F(PluginTest, AnExceptionInACppPluginIsARetry) {
     load(test_plugin("probe_cpp"), nullptr, {});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -356,6 +357,56 @@ class LogSink {
     std::vector<Line> lines_;
 };
 
+// Records what the structured log callback (kw_log_fields_fn) reports.
+class FieldsLog {
+  public:
+    struct Line {
+        kw_log_level level;
+        std::string message;
+        std::map<std::string, std::string> fields;
+        size_t field_count = 0;  // name/value pairs as passed (a name twice would show)
+    };
+    static void callback(kw_log_level level, const char *message, const char *const *fields,
+                         void *opaque) {
+        auto *self = static_cast<FieldsLog *>(opaque);
+        Line line{level, message ? message : "", {}, 0};
+        for (size_t i = 0; fields && fields[i]; i += 2) {
+            line.fields[fields[i]] = fields[i + 1] ? fields[i + 1] : "(null)";
+            line.field_count++;
+        }
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->lines_.push_back(std::move(line));
+    }
+    std::vector<Line> lines() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return lines_;
+    }
+    // The first line whose message contains `part`; false if none.
+    bool find(const std::string &part, Line *out) const {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto &l : lines_)
+            if (l.message.find(part) != std::string::npos) {
+                *out = l;
+                return true;
+            }
+        return false;
+    }
+    std::string describe() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::string out;
+        for (const auto &l : lines_) {
+            out += "  [" + std::to_string(l.level) + "] " + l.message;
+            for (const auto &f : l.fields) out += " " + f.first + "=" + f.second;
+            out += "\n";
+        }
+        return out.empty() ? "  (no log lines)\n" : out;
+    }
+
+  private:
+    mutable std::mutex mu_;
+    std::vector<Line> lines_;
+};
+
 using keywatch::wall_ms;  // the local wall clock (core/clock.h)
 
 inline bool contains(const std::string &haystack, const std::string &needle) {
@@ -435,6 +486,9 @@ class Engine {
     }
     void watch_logs(LogSink *log) {
         ASSERT_EQ(kw_engine_set_log_cb(get(), &LogSink::callback, log), KW_OK);
+    }
+    void watch_log_fields(FieldsLog *log) {
+        ASSERT_EQ(kw_engine_set_log_fields_cb(get(), &FieldsLog::callback, log), KW_OK);
     }
 
     int start() { return kw_engine_start(get()); }
