@@ -23,6 +23,7 @@
 typedef struct state {
     const kw_plugin_host_t *host;
     pthread_mutex_t mu;
+    int failing; /* the last write failed (logged once per outage); under mu */
 } state_t;
 
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **state,
@@ -42,13 +43,28 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     return KW_OK;
 }
 
-/* One whole line, flushed. 0 with errno set when it could not be written. */
+/* One whole line, flushed. 0 with errno set when it could not be written. The first
+ * failure of an outage is logged (through the host: with the event's id), and so is the
+ * first success after it. */
 static int write_line(state_t *s, const char *line, size_t len) {
     pthread_mutex_lock(&s->mu);
     errno = 0;
     int ok =
         fwrite(line, 1, len, stdout) == len && fputc('\n', stdout) != EOF && fflush(stdout) == 0;
-    int saved = errno;
+    int saved = errno ? errno : EIO;
+    if (!ok) clearerr(stdout);
+    if (ok == s->failing) {
+        char msg[256];
+        if (ok)
+            snprintf(msg, sizeof msg, "writing events to stdout again");
+        else
+            snprintf(msg, sizeof msg,
+                     "cannot write events to stdout: %s; tracked keys and tasks are handed "
+                     "back for a retry, live events are lost",
+                     strerror(saved));
+        s->host->log(s->host, ok ? KW_LOG_INFO : KW_LOG_WARN, msg);
+        s->failing = !ok;
+    }
     pthread_mutex_unlock(&s->mu);
     errno = saved;
     return ok;
@@ -66,7 +82,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     const char *queue = s->host->event_queue(ev);
     if (!queue || !*queue) return KW_RESULT_ACK; /* a live event: nothing to hand back */
     snprintf(err, n, "cannot write the event to stdout: %s",
-             line ? strerror(errno ? errno : EIO) : "no JSON line for the event");
+             line ? strerror(errno) : "no JSON line for the event");
     return KW_RESULT_RETRY;
 }
 

@@ -91,7 +91,7 @@ int DaemonEngine::build(const DaemonConfig &config, const Options &opts, std::st
         return kExitBadInput;
     }
     engine_.reset(engine);
-    kw_engine_set_log_cb(engine, &DaemonLog::on_engine_log, log_);
+    kw_engine_set_log_fields_cb(engine, &DaemonLog::on_engine_log, log_);
     kw_engine_set_state_cb(engine, &DaemonEngine::on_state, this);
 
     handlers_ = config.handlers;

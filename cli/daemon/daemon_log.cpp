@@ -123,12 +123,8 @@ void DaemonLog::write(int level, const std::string &message, const Fields &field
     write_line(format_line(level, message, fields));
 }
 
-void DaemonLog::on_engine_log(kw_log_level level, const char *message, void *opaque) {
-    on_engine_log_fields(level, message, nullptr, opaque);
-}
-
-void DaemonLog::on_engine_log_fields(kw_log_level level, const char *message,
-                                     const char *const *fields, void *opaque) {
+void DaemonLog::on_engine_log(kw_log_level level, const char *message, const char *const *fields,
+                              void *opaque) {
     auto *self = static_cast<DaemonLog *>(opaque);
     if (!self->enabled(level)) return;
     try {  // nothing may reach the engine's threads

@@ -1,9 +1,9 @@
 // The daemon's log: one line per message, as a JSON object ({"ts":..,"level":..,"msg":..,
 // then fields such as node, queue, handler, event_id}) or as plain text ("TS LEVEL msg
 // name=value ..."), to stderr or to [log] file (opened for appending; reopen() after
-// SIGHUP, for logrotate). Messages below [log] level are dropped. The engine's log
-// callbacks (kw_log_fn, and the structured kw_log_fields_fn when the engine has it) feed it
-// through on_engine_log*, so plugin logs take the same path.
+// SIGHUP, for logrotate). Messages below [log] level are dropped. The engine's structured
+// log callback (kw_log_fields_fn) feeds it through on_engine_log, so plugin logs take the
+// same path, with their fields (node, queue, handler, event_id).
 // Thread-safe: write() may be called from any thread; each line is one write(2).
 #pragma once
 
@@ -39,11 +39,9 @@ class DaemonLog {
     // One line. level is a kw_log_level. Any thread.
     void write(int level, const std::string &message, const Fields &fields = {});
 
-    // kw_log_fn: opaque is the DaemonLog.
-    static void on_engine_log(kw_log_level level, const char *message, void *opaque);
-    // The structured form: fields are name, value, ..., NULL.
-    static void on_engine_log_fields(kw_log_level level, const char *message,
-                                     const char *const *fields, void *opaque);
+    // kw_log_fields_fn (fields: name, value, ..., NULL); opaque is the DaemonLog.
+    static void on_engine_log(kw_log_level level, const char *message, const char *const *fields,
+                              void *opaque);
 
     // "debug", "info", "warn", "error".
     static const char *level_name(int level);

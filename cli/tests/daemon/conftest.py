@@ -159,7 +159,8 @@ class Daemon:
     With the default JSON log on stderr, ``logs()`` parses its lines; ``http`` is the
     address the HTTP server bound (from the "running" line), for ``get``."""
 
-    def __init__(self, tmp_path: Path, config: Optional[str], args: tuple) -> None:
+    def __init__(self, tmp_path: Path, config: Optional[str], args: tuple,
+                 stdout: Optional[int] = None) -> None:
         self.dir = tmp_path / f"daemon-{time.monotonic_ns()}"
         self.dir.mkdir()
         cmd = [_env_path("KW_CLI"), "run"]
@@ -171,7 +172,8 @@ class Daemon:
         self.stdout_path = self.dir / "stdout"
         self.stderr_path = self.dir / "stderr"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(cmd, stdout=out if stdout is None else stdout,
+                                         stderr=err, stdin=subprocess.DEVNULL,
                                          env=_daemon_env())
         self.http: Optional[str] = None
 
@@ -234,13 +236,14 @@ class Daemon:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
-    """daemon(config_text, *args): a running `keywatch run`; config_text None: no
-    --config (with --embedded). Every daemon is stopped at the end (SIGKILL if SIGTERM is
-    not enough)."""
+    """daemon(config_text, *args, stdout=FD): a running `keywatch run`; config_text None:
+    no --config (with --embedded); stdout: a file descriptor instead of the file
+    Daemon.stdout() reads. Every daemon is stopped at the end (SIGKILL if SIGTERM is not
+    enough)."""
     started: list = []
 
-    def start(config: Optional[str], *args: str) -> Daemon:
-        d = Daemon(tmp_path, config, args)
+    def start(config: Optional[str], *args: str, stdout: Optional[int] = None) -> Daemon:
+        d = Daemon(tmp_path, config, args, stdout)
         started.append(d)
         return d
 

@@ -291,6 +291,28 @@ def test_json_log_lines_parse_and_carry_fields(daemon, redis):
         assert record["level"] in ("debug", "info", "warn", "error")
 
 
+def test_plugin_log_lines_carry_the_handler_and_the_event_id(daemon, keywatch, redis):
+    # print's stdout is a pipe nobody reads: its first failed write is logged by the plugin,
+    # through the host, while it handles the event.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        d = daemon(base_config(redis.url, "[[handler]]\nplugin = \"print\"\nname = \"out\"\n"),
+                   stdout=write_end)
+    finally:
+        os.close(write_end)
+    loaded = d.wait_log("^plugin out: loaded print")
+    assert loaded["handler"] == "out"
+    d.wait_running()
+    track(keywatch, redis.url, "lost:1", "x", "50ms")
+    warning = d.wait_log("cannot write events to stdout")
+    assert warning["level"] == "warn" and warning["handler"] == "out"
+    assert warning["event_id"].startswith("q:keys:")
+    # Not acked: handed back for a retry.
+    wait_for(lambda: queue_counts(redis.client)[0] == 1, 30, "the item back in its queue")
+    assert d.stop() == 0
+
+
 def test_text_log_format_and_level(daemon, redis):
     # Listening beyond loopback without a token is a warning: one line to look at.
     config = base_config(redis.url, "[log]\nformat = \"text\"\nlevel = \"warn\"\n"
