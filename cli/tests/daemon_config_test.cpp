@@ -426,9 +426,18 @@ TEST(DaemonConfigErrors, UrlErrorsNeverShowThePassword) {
 }
 
 TEST(DaemonConfigErrors, OptionsFineAloneButNotTogetherAreRefused) {
-    EXPECT_EQ(error_of("[reconnect]\nmin = \"20s\"\nmax = \"10s\"\n"),
-              "kw.toml: reconnect.min (20000ms) is above reconnect.max (10000ms): lower "
-              "reconnect.min or raise reconnect.max");
+    // At the first option the engine's message names that the file sets.
+    EXPECT_EQ(error_of("[reconnect]\nmax = \"10s\"\nmin = \"20s\"\n"),
+              "kw.toml:3:7: [reconnect] min: reconnect.min (20000ms) is above reconnect.max "
+              "(10000ms): lower reconnect.min or raise reconnect.max");
+    EXPECT_EQ(error_of("lease = \"1m\"\n[hold]\ntimeout = \"30s\"\n"),
+              "kw.toml:3:11: [hold] timeout: hold.timeout (30000ms) is shorter than lease "
+              "(60000ms): items would be taken back before their first lease ran out; raise "
+              "hold.timeout or lower lease");
+    EXPECT_EQ(error_of("lease = \"10m\"\n"),
+              "kw.toml:1:9: lease: hold.timeout (300000ms) is shorter than lease (600000ms): "
+              "items would be taken back before their first lease ran out; raise hold.timeout "
+              "or lower lease");
 }
 
 TEST(DaemonConfigErrors, FilterValueErrorQuotesTheValueWithKwFilterSetsMessage) {
