@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -599,6 +600,51 @@ TEST(DaemonConfigExample, ShippedExampleShowsEveryEngineOption) {
         std::regex line("\n(# )?" + key + " = ");
         EXPECT_TRUE(std::regex_search(section, line)) << name << " is not in the example";
     }
+}
+
+// Damaged copies of the example (a byte dropped, changed or repeated; a line dropped or
+// repeated; deterministic): each either parses or is refused with a message naming the
+// file; nothing throws or crashes (the asan stage runs this too).
+TEST(DaemonConfigExample, DamagedExamplesParseOrNameTheFile) {
+    const std::string text = slurp(KW_EXAMPLE_CONFIG);
+    ASSERT_FALSE(text.empty());
+    std::mt19937 rng(13);
+    const std::string bytes = "[]=\"'.,#\n{}x1 ";
+    int refused = 0;
+    for (int i = 0; i < 1000; i++) {
+        std::string damaged = text;
+        size_t at = rng() % damaged.size();
+        switch (rng() % 5) {
+            case 0:
+                damaged.erase(at, 1);
+                break;
+            case 1:
+                damaged[at] = bytes[rng() % bytes.size()];
+                break;
+            case 2:
+                damaged.insert(at, 1, damaged[at]);
+                break;
+            default: {  // a whole line dropped or repeated
+                size_t start = damaged.rfind('\n', at);
+                start = start == std::string::npos ? 0 : start + 1;
+                size_t end = damaged.find('\n', at);
+                std::string line = damaged.substr(start, end - start + 1);
+                if (rng() % 2)
+                    damaged.erase(start, line.size());
+                else
+                    damaged.insert(start, line);
+            }
+        }
+        DaemonConfig c;
+        std::string err;
+        bool ok = parse_daemon_config(damaged, "kw.toml", &c, &err);
+        EXPECT_EQ(ok, err.empty()) << err;
+        if (!ok) {
+            refused++;
+            EXPECT_EQ(err.rfind("kw.toml", 0), 0u) << err << "\n--- from ---\n" << damaged;
+        }
+    }
+    EXPECT_GT(refused, 0);
 }
 
 TEST(DaemonConfigExample, ReferenceDocumentsEveryEngineOption) {
