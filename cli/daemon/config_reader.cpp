@@ -49,7 +49,11 @@ std::string ConfigReader::place_text(const toml::source_region &where) const {
 
 bool ConfigReader::fail(const toml::source_region &where, const std::string &key,
                         const std::string &what) {
-    *err_ = place_text(where) + ": " + (key.empty() ? "" : key + ": ") + what;
+    return fail(place(where), key, what);
+}
+
+bool ConfigReader::fail(const ConfigPlace &where, const std::string &key, const std::string &what) {
+    *err_ = where.text + ": " + (key.empty() ? "" : key + ": ") + what;
     return false;
 }
 

@@ -27,6 +27,7 @@ class ConfigReader {
     ConfigPlace place(const toml::source_region &where) const { return {place_text(where)}; }
     // Sets the error "FILE:LINE:COLUMN: key: what" and returns false.
     bool fail(const toml::source_region &where, const std::string &key, const std::string &what);
+    bool fail(const ConfigPlace &where, const std::string &key, const std::string &what);
 
     // Refuses a key of table not in valid: "key: unknown key; did you mean 'x'? Valid keys
     // in [http]: a, b". where names the table for the message ("in [http]", "at the top

@@ -4,6 +4,7 @@
 #include "cli/daemon/daemon_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <set>
 
@@ -188,14 +189,47 @@ bool EngineReader::set(const std::string &name, const std::string &text, const t
     return true;
 }
 
+// Where msg names the option as a word ("lease" in "... than lease (30000ms)", not in
+// "released"); npos if nowhere.
+size_t word_at(const std::string &msg, const std::string &name) {
+    for (size_t at = msg.find(name); at != std::string::npos; at = msg.find(name, at + 1)) {
+        const size_t end = at + name.size();
+        const bool starts = at == 0 || msg[at - 1] == ' ';
+        const bool ends =
+            end == msg.size() || !(std::isalnum(static_cast<unsigned char>(msg[end])) ||
+                                   msg[end] == '_' || msg[end] == '.');
+        if (starts && ends) return at;
+    }
+    return std::string::npos;
+}
+
+// The option the message names first among those the file sets (null if none): where the
+// file's options disagree.
+const EngineValue *first_named(const std::string &msg, const std::vector<EngineValue> &values) {
+    const EngineValue *first = nullptr;
+    size_t first_at = std::string::npos;
+    for (const EngineValue &v : values) {
+        const size_t at = word_at(msg, v.name);
+        if (at < first_at) {
+            first = &v;
+            first_at = at;
+        }
+    }
+    return first;
+}
+
 // Options that are fine alone but not together (kw_engine_new checks them).
-bool check_engine_conf(const kw_conf_t *conf, ConfigReader *reader) {
+bool check_engine_conf(const kw_conf_t *conf, const std::vector<EngineValue> &values,
+                       ConfigReader *reader) {
     kw_engine_t *engine = nullptr;
     char errstr[1024];
-    if (kw_engine_new(conf, &engine, errstr, sizeof errstr) != KW_OK)
-        return reader->fail(toml::source_region{}, "", errstr);
-    kw_engine_free(engine);
-    return true;
+    if (kw_engine_new(conf, &engine, errstr, sizeof errstr) == KW_OK) {
+        kw_engine_free(engine);
+        return true;
+    }
+    const EngineValue *v = first_named(errstr, values);
+    if (!v) return reader->fail(toml::source_region{}, "", errstr);
+    return reader->fail(v->place, option_key(v->name), errstr);
 }
 
 // Every key of the file, dotted: the engine's options and the daemon's sections' keys.
@@ -212,7 +246,8 @@ bool read_engine(const toml::table &root, ConfigReader *reader, DaemonConfig *ou
     ConfPtr conf(kw_conf_new(), kw_conf_free);
     EngineReader engine(reader, conf.get());
     reader->set_known_keys(known_keys(engine.names()));
-    if (!engine.read_table(root, "") || !check_engine_conf(conf.get(), reader)) return false;
+    if (!engine.read_table(root, "") || !check_engine_conf(conf.get(), engine.values(), reader))
+        return false;
     auto &values = engine.values();
     std::stable_sort(values.begin(), values.end(),
                      [](const EngineValue &a, const EngineValue &b) { return a.at < b.at; });

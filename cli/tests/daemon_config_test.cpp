@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -426,9 +427,18 @@ TEST(DaemonConfigErrors, UrlErrorsNeverShowThePassword) {
 }
 
 TEST(DaemonConfigErrors, OptionsFineAloneButNotTogetherAreRefused) {
-    EXPECT_EQ(error_of("[reconnect]\nmin = \"20s\"\nmax = \"10s\"\n"),
-              "kw.toml: reconnect.min (20000ms) is above reconnect.max (10000ms): lower "
-              "reconnect.min or raise reconnect.max");
+    // At the first option the engine's message names that the file sets.
+    EXPECT_EQ(error_of("[reconnect]\nmax = \"10s\"\nmin = \"20s\"\n"),
+              "kw.toml:3:7: [reconnect] min: reconnect.min (20000ms) is above reconnect.max "
+              "(10000ms): lower reconnect.min or raise reconnect.max");
+    EXPECT_EQ(error_of("lease = \"1m\"\n[hold]\ntimeout = \"30s\"\n"),
+              "kw.toml:3:11: [hold] timeout: hold.timeout (30000ms) is shorter than lease "
+              "(60000ms): items would be taken back before their first lease ran out; raise "
+              "hold.timeout or lower lease");
+    EXPECT_EQ(error_of("lease = \"10m\"\n"),
+              "kw.toml:1:9: lease: hold.timeout (300000ms) is shorter than lease (600000ms): "
+              "items would be taken back before their first lease ran out; raise hold.timeout "
+              "or lower lease");
 }
 
 TEST(DaemonConfigErrors, FilterValueErrorQuotesTheValueWithKwFilterSetsMessage) {
@@ -590,6 +600,51 @@ TEST(DaemonConfigExample, ShippedExampleShowsEveryEngineOption) {
         std::regex line("\n(# )?" + key + " = ");
         EXPECT_TRUE(std::regex_search(section, line)) << name << " is not in the example";
     }
+}
+
+// Damaged copies of the example (a byte dropped, changed or repeated; a line dropped or
+// repeated; deterministic): each either parses or is refused with a message naming the
+// file; nothing throws or crashes (the asan stage runs this too).
+TEST(DaemonConfigExample, DamagedExamplesParseOrNameTheFile) {
+    const std::string text = slurp(KW_EXAMPLE_CONFIG);
+    ASSERT_FALSE(text.empty());
+    std::mt19937 rng(13);
+    const std::string bytes = "[]=\"'.,#\n{}x1 ";
+    int refused = 0;
+    for (int i = 0; i < 1000; i++) {
+        std::string damaged = text;
+        size_t at = rng() % damaged.size();
+        switch (rng() % 5) {
+            case 0:
+                damaged.erase(at, 1);
+                break;
+            case 1:
+                damaged[at] = bytes[rng() % bytes.size()];
+                break;
+            case 2:
+                damaged.insert(at, 1, damaged[at]);
+                break;
+            default: {  // a whole line dropped or repeated
+                size_t start = damaged.rfind('\n', at);
+                start = start == std::string::npos ? 0 : start + 1;
+                size_t end = damaged.find('\n', at);
+                std::string line = damaged.substr(start, end - start + 1);
+                if (rng() % 2)
+                    damaged.erase(start, line.size());
+                else
+                    damaged.insert(start, line);
+            }
+        }
+        DaemonConfig c;
+        std::string err;
+        bool ok = parse_daemon_config(damaged, "kw.toml", &c, &err);
+        EXPECT_EQ(ok, err.empty()) << err;
+        if (!ok) {
+            refused++;
+            EXPECT_EQ(err.rfind("kw.toml", 0), 0u) << err << "\n--- from ---\n" << damaged;
+        }
+    }
+    EXPECT_GT(refused, 0);
 }
 
 TEST(DaemonConfigExample, ReferenceDocumentsEveryEngineOption) {
