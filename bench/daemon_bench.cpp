@@ -4,8 +4,9 @@
 //
 // Sub-benchmarks (--only scrape,e2e; both by default)
 //  scrape  The daemon's serving side in this process, built from the daemon's own objects:
-//          an engine with a no-op handler, the queue gauges (QueueGauges, read every 10 s as
-//          the daemon's default), Metrics and the HttpServer with daemon_routes. Each run:
+//          an engine with a no-op handler and DaemonHttp (the HttpServer with /metrics,
+//          /healthz and /readyz, Metrics, the queue gauges read every 10 s as the daemon's
+//          default), exactly as `keywatch run` wires them. Each run:
 //          N tracked keys (--keys), all due, then the engine starts and drains them at its
 //          full rate (well above 50k events/s here: the rate is printed); rate = N / (time
 //          from kw_engine_start until items.acked reaches N), as kw_bench_queue's e2e.
@@ -39,10 +40,9 @@
 #include <fstream>
 
 #include "bench_util.h"
-#include "cli/daemon/daemon_routes.h"
-#include "cli/daemon/http_server.h"
-#include "cli/daemon/metrics.h"
-#include "cli/daemon/queue_gauges.h"
+#include "cli/daemon/daemon_config.h"
+#include "cli/daemon/daemon_http.h"
+#include "cli/daemon/daemon_log.h"
 #include "cli/tests/http_get.h"
 
 extern char **environ;
@@ -104,14 +104,15 @@ ScrapeRun scrape_run(const keywatch::RedisProcess &rp, const Options &o, bool sc
     write_due_keys(rp, o);
     Engine engine(rp.url(), noop_handler, nullptr);
     kw_conf_t *conf = make_conf(rp.url(), "", false);
-    keywatch::cli::QueueGauges gauges(conf, 10000, {});
-    kw_conf_free(conf);
-    keywatch::cli::Metrics metrics(engine.e, {"noop"}, &gauges);
-    keywatch::cli::HttpServer server;
+    keywatch::cli::DaemonConfig config;  // the daemon's defaults (queue gauges every 10 s)
+    config.http.listen = "127.0.0.1:0";
+    keywatch::cli::DaemonLog log;
+    keywatch::cli::DaemonHttp http;
     std::string err;
-    if (!server.start({"127.0.0.1:0", ""}, keywatch::cli::daemon_routes(&metrics, engine.e), &err))
-        throw BenchError(err);
-    gauges.start();
+    bool started = http.start(config, engine.e, conf, {"noop"}, &log, &err);
+    kw_conf_free(conf);
+    if (!started) throw BenchError(err);
+    const std::string address = http.address();
     ScrapeRun run;
     std::atomic<bool> done{false};
     std::thread scraper;
@@ -122,7 +123,7 @@ ScrapeRun scrape_run(const keywatch::RedisProcess &rp, const Options &o, bool sc
                 while (mono_s() < next && !done.load()) sleep_ms(1);
                 if (done.load()) break;
                 double s = mono_s();
-                kwtest::HttpReply r = kwtest::http_get(server.address(), "/metrics");
+                kwtest::HttpReply r = kwtest::http_get(address, "/metrics");
                 run.scrape_ms.push_back((mono_s() - s) * 1000);
                 if (r.status != 200) run.error = "a scrape failed: " + r.body;
                 run.bytes = r.body.size();
@@ -140,7 +141,7 @@ ScrapeRun scrape_run(const keywatch::RedisProcess &rp, const Options &o, bool sc
     if (scraped) {  // the same scrape with nothing else running: the cost itself
         for (int i = 0; i < kIdleScrapes; i++) {
             double t = mono_s();
-            kwtest::http_get(server.address(), "/metrics");
+            kwtest::http_get(address, "/metrics");
             run.idle_ms.push_back((mono_s() - t) * 1000);
         }
     }
