@@ -392,6 +392,17 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     is its registration index, from 0
  *   handler.errors.<handler>    counter   calls       of those, the calls that returned RETRY or
  *                                                     REJECT or an unknown code
+ *   handler.acked.<handler>     counter   events      events one handler acknowledged: returned
+ *                                                     ACK, or completed its hold with ACK
+ *   handler.retried.<handler>   counter   events      events one handler asked to retry (returned
+ *                                                     RETRY, or completed its hold with RETRY)
+ *   handler.rejected.<handler>  counter   events      events one handler rejected (REJECT or an
+ *                                                     unknown code, returned or through its hold)
+ *   handler.pending.<handler>   counter   calls       calls of one handler that held the event
+ *                                                     (kw_event_hold); the hold's result is counted
+ *                                                     in acked, retried or rejected when it
+ *                                                     completes (a hold released unfinished: in
+ *                                                     none)
  *   handler.duration.<handler>  histogram seconds     how long one handler's calls took
  *   conn.reconnects             counter   connections successful reconnects after a lost connection
  *   conn.state                  gauge     state       kw_conn_state of the subscriber (worst over
@@ -402,6 +413,13 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     ("host:port" or socket path)
  *   node.reconnects.<node>      counter   connections successful reconnects to one node after a
  *                                                     lost connection
+ *   node.received.<node>        counter   events      events read from one node (all types)
+ *   node.sweeping.<node>        gauge     bool        1 while one node's sweeper is connected and
+ *                                                     its claims work, else 0 (only when the engine
+ *                                                     serves queues)
+ *   topology.refreshes          counter   refreshes   cluster topology reads that succeeded
+ *                                                     (periodic, and after a lost connection or
+ *                                                     MOVED)
  *   dispatch.queued             gauge     events      events waiting for a worker now
  *   items.claimed               counter   items       tracked keys and tasks claimed by this engine
  *   items.acked                 counter   items       of those, acknowledged
@@ -422,6 +440,12 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     for (and none REJECT)
  *   queue.rejected.<queue>      counter   items       items of one queue a handler returned REJECT
  *                                                     or an unknown code for
+ *   queue.claimed.<queue>       counter   items       items of one queue claimed by this engine
+ *                                                     (swept when due, or on their live event)
+ *   queue.dead.<queue>          counter   items       items of one queue moved to its dead-letter
+ *                                                     stream
+ *   queue.lease_expired.<queue> counter   items       claims of items of one queue whose previous
+ *                                                     holder's lease ran out
  *   expiry.lateness.<queue>     histogram seconds     handler start minus deadline of the first
  *                                                     delivery of each tracked key or task of one
  *                                                     queue (negative counts as 0)
@@ -430,8 +454,17 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     (tracked keys and tasks)
  * KW_STATS_LIST_END
  * Samples of a labelled family appear once their label is known (queues and handlers at
- * kw_engine_start, nodes when first connected); before kw_engine_start only unlabelled
- * statistics exist.
+ * kw_engine_start); before kw_engine_start only unlabelled statistics exist.
+ * Node samples (node.*) follow the nodes the engine subscribes to: the server, or the
+ * masters of a cluster as its topology lists them. A node appears when the engine starts
+ * or a topology refresh lists a new master, and its samples leave the snapshot (and
+ * conn.nodes drops) when a refresh no longer lists it (a failed-over or removed master);
+ * a node listed again starts from 0. So conn.nodes always equals the number of nodes
+ * listed, and conn.state is the worst of their node.state. node.sweeping exists only when
+ * the engine serves queues (tracked keys or task queues): an engine that is ready to
+ * deliver has every node.state READY and, when serving queues, every node.sweeping 1.
+ * Per handler, handler.acked + retried + rejected count each event's result once (a held
+ * event when its hold completes); handler.pending counts the calls that held.
  */
 /* One statistic by name (a sample's name for a labelled family; for a histogram its
  * count). KW_ERR_INVALID_ARG for a name that matches no row; a labelled sample whose label

@@ -181,6 +181,7 @@ int Engine::start() {
     fo.dispatcher = dispatcher_.get();
     fo.events = &counters_;
     fo.counters = &sweeper_counters_;
+    fo.stats = &stats_;
     queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
     stats_.set_handlers(handlers_.size());
@@ -313,7 +314,7 @@ void Engine::handle(Event &ev) {
         if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
         matched = true;
         const auto began = std::chrono::steady_clock::now();
-        int rc = call(h, ev, delivery);
+        int rc = call(i, ev, delivery);
         stats_.handler_done(i, rc,
                             std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::steady_clock::now() - began)
@@ -337,9 +338,10 @@ void Engine::handle(Event &ev) {
                          ev.slot, ev.ts_ms});
 }
 
-int Engine::call(Slot &h, Event &ev, Delivery &delivery) {
+int Engine::call(size_t index, Event &ev, Delivery &delivery) {
+    Slot &h = handlers_[index];
     int rc;
-    delivery.begin_call();
+    delivery.begin_call(index);
     try {
         std::unique_lock<std::mutex> one_at_a_time;
         if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
@@ -371,8 +373,9 @@ void Engine::count_result(int rc) {
     if (rc == KW_RESULT_RETRY) counters_.handler_retries.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Engine::hold_completed(int result) {
+void Engine::hold_completed(size_t handler, int result) {
     count_result(result);
+    stats_.handler_result(handler, result);
 }
 
 void Engine::held_item_done(const Event &ev, int result, std::string error,
@@ -424,8 +427,6 @@ void Engine::drain_completions() {
 }
 
 void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
-    conn_state_.store(fanout_->worst_state(), std::memory_order_relaxed);
-    nodes_.store(fanout_->nodes(), std::memory_order_relaxed);
     // A node's first READY is a connect; any later one a reconnect.
     const bool reconnect = state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second;
     if (reconnect) reconnects_.fetch_add(1, std::memory_order_relaxed);
@@ -484,9 +485,11 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::CONN_RECONNECTS:
             return load(reconnects_);
         case StatId::CONN_STATE:
-            return conn_state_.load(std::memory_order_relaxed);
+            return stats_.worst_state();
         case StatId::CONN_NODES:
-            return load(nodes_);
+            return stats_.node_count();
+        case StatId::TOPOLOGY_REFRESHES:
+            return load(counters_.topology_refreshes);
         case StatId::DISPATCH_QUEUED:
             return static_cast<int64_t>(dispatcher_->queued());
         case StatId::ITEMS_CLAIMED:
@@ -513,12 +516,21 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::EVENTS_RECEIVED_BY_NAME:
         case StatId::HANDLER_CALLS_BY_HANDLER:
         case StatId::HANDLER_ERRORS_BY_HANDLER:
+        case StatId::HANDLER_ACKED:
+        case StatId::HANDLER_RETRIED:
+        case StatId::HANDLER_REJECTED:
+        case StatId::HANDLER_PENDING:
         case StatId::HANDLER_DURATION:
         case StatId::NODE_STATE:
         case StatId::NODE_RECONNECTS:
+        case StatId::NODE_RECEIVED:
+        case StatId::NODE_SWEEPING:
         case StatId::QUEUE_ACKED:
         case StatId::QUEUE_RETRIED:
         case StatId::QUEUE_REJECTED:
+        case StatId::QUEUE_CLAIMED:
+        case StatId::QUEUE_DEAD:
+        case StatId::QUEUE_LEASE_EXPIRED:
         case StatId::EXPIRY_LATENESS:
             break;
     }

@@ -76,12 +76,12 @@ class Engine : private SubscriberSink, private HoldOwner {
     int plan_queues(Sweeper::Options *opts, std::string *err) const;
     void handle(Event &ev);  // worker thread
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
-    int call(Slot &slot, Event &ev, Delivery &delivery);
+    int call(size_t handler, Event &ev, Delivery &delivery);
     void count_result(int rc);  // handler.errors / handler.retries
     // A tracked item's combined result goes to the sweepers. Any thread.
     void push_completion(Completion &&c);
     // HoldOwner (any thread)
-    void hold_completed(int result) override;
+    void hold_completed(size_t handler, int result) override;
     void held_item_done(const Event &ev, int result, std::string error,
                         int64_t retry_delay_ms) override;
     // stop(): waits for the holds until the deadline, then releases what is still held.
@@ -104,15 +104,13 @@ class Engine : private SubscriberSink, private HoldOwner {
     bool started_ = false;              // start() was called: an engine starts once
     std::set<std::string> ever_ready_;  // loop thread: nodes that were READY once
     std::atomic<int64_t> reconnects_{0};
-    std::atomic<int> conn_state_{KW_CONN_DISCONNECTED};
-    std::atomic<int64_t> nodes_{0};
     std::unique_ptr<EventLoop> loop_;
     std::unique_ptr<Dispatcher> dispatcher_;
     std::unique_ptr<Fanout> fanout_;
     bool queues_ = false;  // the engine serves queues (has sweepers)
     EventPtr completion_ev_;
     EngineCounters counters_;
-    EngineStats stats_;  // labelled: per node, queue and handler
+    EngineStats stats_;  // labelled: per node, queue and handler; conn.nodes, conn.state
     SweeperCounters sweeper_counters_;
 
     std::mutex completion_mu_;  // workers -> loop

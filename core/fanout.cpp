@@ -26,18 +26,21 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     so.node_name = name;
     so.retry_from_start = opts_.cluster;
     Node &n = nodes_by_endpoint_[endpoint];
+    n.stats = opts_.stats->add_node(endpoint, opts_.sweepers);
     NodeIntake::Options io;
     io.ns = opts_.sweep.ns;
     io.tracked_db = url.db;
     io.dedupe = opts_.sweepers && opts_.sweep.dedupe;
     n.intake = std::make_unique<NodeIntake>(
-        loop_, io, *opts_.dispatcher, *opts_.events,
+        loop_, io, *opts_.dispatcher, *opts_.events, n.stats.get(),
         [this](kw_log_level level, const std::string &message) { log(level, message); });
     n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this),
                                          n.intake.get());
     if (opts_.sweepers) {
         Sweeper::Options sw = opts_.sweep;
         sw.node_name = name;
+        sw.node_stats = n.stats.get();
+        sw.stats = opts_.stats;
         sw.cluster = opts_.cluster;
         sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] { refresh_soon(50); };
@@ -48,7 +51,6 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, n.intake.get(), opts_.counters);
         n.intake->attach(n.sweeper.get());
     }
-    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
     return n;
 }
 
@@ -218,32 +220,10 @@ void Fanout::on_keyspace(Subscriber &sub, const std::string &key, const std::str
 void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
     auto it = nodes_by_endpoint_.find(sub.endpoint());
     if (it != nodes_by_endpoint_.end() && it->second.sub.get() == &sub) it->second.state = state;
-    update_worst();
     sink_->on_state(sub, state, detail);
     // A lost master may have failed over: look at the topology soon, not at the next
     // periodic refresh.
     if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
-}
-
-void Fanout::update_worst() {
-    // Worst first: broken, then connecting, then disconnected; ready only if all are.
-    kw_conn_state worst = KW_CONN_READY;
-    auto rank = [](kw_conn_state s) {
-        switch (s) {
-            case KW_CONN_BROKEN:
-                return 3;
-            case KW_CONN_CONNECTING:
-                return 2;
-            case KW_CONN_DISCONNECTED:
-                return 1;
-            default:
-                return 0;
-        }
-    };
-    if (nodes_by_endpoint_.empty()) worst = KW_CONN_DISCONNECTED;
-    for (auto &kv : nodes_by_endpoint_)
-        if (rank(kv.second.state) > rank(worst)) worst = kv.second.state;
-    worst_ = worst;
 }
 
 void Fanout::on_started(Subscriber &sub, int status, const std::string &message) {
@@ -316,10 +296,12 @@ void Fanout::refresh() {
                     refreshing_ = false;
                     probe_failed_ = t == nullptr;
                     probe_->close();
-                    if (t)
+                    if (t) {
+                        opts_.events->topology_refreshes.fetch_add(1, std::memory_order_relaxed);
                         apply(*t);
-                    else
+                    } else {
                         log(KW_LOG_WARN, "cluster topology refresh failed: " + err);
+                    }
                 };
                 Topology t;
                 std::string err;
@@ -371,6 +353,7 @@ void Fanout::apply(const Topology &t) {
             park(it->second.sweeper->take_completions());
             it->second.sweeper->shutdown();
         }
+        opts_.stats->drop_node(it->first);  // its samples leave the snapshot
         retired_.push_back(std::move(it->second));
         it = nodes_by_endpoint_.erase(it);
     }
@@ -380,8 +363,6 @@ void Fanout::apply(const Topology &t) {
         add(m.host, m.port);
     }
     index_sweepers();
-    nodes_ = static_cast<int64_t>(nodes_by_endpoint_.size());
-    update_worst();
     route_parked();
 }
 

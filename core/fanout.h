@@ -11,7 +11,7 @@
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
 // connection; a node that is no longer a master is dropped (a demoted master keeps its
 // subscribers connected and silently publishes only `del`), a new master is subscribed.
-// Loop thread only, except the atomics read by stats.
+// Loop thread only.
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,7 @@
 #include "core/event_loop.h"
 #include "core/intake.h"
 #include "core/redis_conn.h"
+#include "core/stats.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 #include "core/topology.h"
@@ -45,6 +46,9 @@ class Fanout : private SubscriberSink {
         Dispatcher *dispatcher = nullptr;  // where every node's intake hands events
         EngineCounters *events = nullptr;  // the intakes count what they read and drop
         SweeperCounters *counters = nullptr;
+        // The node.* samples: a node's record is made with it and dropped when the
+        // topology no longer lists it (also conn.nodes and conn.state).
+        EngineStats *stats = nullptr;
     };
 
     Fanout(EventLoop &loop, Options opts, SubscriberSink *sink);
@@ -66,11 +70,9 @@ class Fanout : private SubscriberSink {
     // sweeper of the master serving it (standalone: the one sweeper).
     void complete(std::vector<Completion> &&done);
 
-    int64_t nodes() const { return nodes_.load(); }
-    kw_conn_state worst_state() const { return worst_.load(); }
-
   private:
     struct Node {
+        std::shared_ptr<NodeStats> stats;    // its samples: intake and sweeper record here
         std::unique_ptr<NodeIntake> intake;  // before sub and sweeper, which point at it
         std::unique_ptr<Subscriber> sub;
         std::unique_ptr<Sweeper> sweeper;
@@ -107,7 +109,6 @@ class Fanout : private SubscriberSink {
     void add(const std::string &host, int port);
     void refresh();
     void apply(const Topology &t);
-    void update_worst();
     const std::string *intern(const std::string &name);
 
     EventLoop &loop_;
@@ -129,8 +130,6 @@ class Fanout : private SubscriberSink {
     bool down_ = true, started_reported_ = false, refreshing_ = false;
     bool sweepers_started_ = false;
     int ok_count_ = 0;
-    std::atomic<int64_t> nodes_{0};
-    std::atomic<kw_conn_state> worst_{KW_CONN_DISCONNECTED};
 };
 
 }  // namespace keywatch

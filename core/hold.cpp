@@ -100,7 +100,7 @@ int Hold::finish(int result, std::string reason, int64_t retry_delay_ms) {
     std::lock_guard<std::mutex> lock(hub.mu_);
     if (done_ || item_->closed) return KW_ERR_STATE;
     done_ = true;
-    if (result != kRelease && hub.owner_) hub.owner_->hold_completed(result);
+    if (result != kRelease && hub.owner_) hub.owner_->hold_completed(handler_, result);
     hub.part_done(*item_, result, std::move(reason), retry_delay_ms);
     return KW_OK;
 }
@@ -118,7 +118,7 @@ std::shared_ptr<Hold> Delivery::take() {
         hub_.live_.emplace(item_.get(), item_);
     }
     item_->parts++;
-    current_ = std::make_shared<Hold>(item_);
+    current_ = std::make_shared<Hold>(item_, handler_);
     return current_;
 }
 

@@ -41,8 +41,9 @@ extern const char *const kPendingWithoutHold;
 class HoldOwner {
   public:
     virtual ~HoldOwner() = default;
-    // A Hold was completed with `result` by its holder (for the statistics).
-    virtual void hold_completed(int result) = 0;
+    // A Hold of handler `handler` (its registration index) was completed with `result` by
+    // its holder (for the statistics).
+    virtual void hold_completed(size_t handler, int result) = 0;
     // Every handler of a held item is done: its combined completion (result may be
     // kRelease, see core/completion_store.h).
     virtual void held_item_done(const Event &ev, int result, std::string error,
@@ -53,7 +54,7 @@ class Held;
 
 class Hold {
   public:
-    explicit Hold(std::shared_ptr<Held> item) : item_(std::move(item)) {}
+    Hold(std::shared_ptr<Held> item, size_t handler) : item_(std::move(item)), handler_(handler) {}
     // Never completed: the item is released (see above).
     ~Hold();
     Hold(const Hold &) = delete;
@@ -69,6 +70,7 @@ class Hold {
   private:
     int finish(int result, std::string reason, int64_t retry_delay_ms);
     std::shared_ptr<Held> item_;
+    size_t handler_;     // the holder's registration index
     bool done_ = false;  // under the hub's lock
 };
 
@@ -105,8 +107,12 @@ class Delivery {
     Delivery(const Delivery &) = delete;
     Delivery &operator=(const Delivery &) = delete;
 
-    // Around each handler call: the Hold it took, if any.
-    void begin_call() { in_call_ = true; }
+    // Around each handler call (of handler `handler`, its registration index): the Hold it
+    // took, if any.
+    void begin_call(size_t handler) {
+        in_call_ = true;
+        handler_ = handler;
+    }
     std::shared_ptr<Hold> end_call() {
         in_call_ = false;
         return std::move(current_);
@@ -123,6 +129,7 @@ class Delivery {
     HoldHub &hub_;
     Event &ev_;
     bool in_call_ = false;
+    size_t handler_ = 0;  // the handler being called
     std::thread::id worker_ = std::this_thread::get_id();
     std::shared_ptr<Held> item_;
     std::shared_ptr<Hold> current_;

@@ -13,10 +13,11 @@ constexpr size_t kMaxPending = 1024;
 }  // namespace
 
 NodeIntake::NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher,
-                       EngineCounters &counters, LogFn log)
+                       EngineCounters &counters, NodeStats *node, LogFn log)
     : opts_(std::move(opts)),
       dispatcher_(dispatcher),
       counters_(counters),
+      node_(node),
       log_(std::move(log)),
       flush_ev_(event_new(loop.base(), -1, 0, &NodeIntake::on_flush, this)) {}
 
@@ -34,6 +35,7 @@ bool NodeIntake::is_internal_key(const std::string &key) const {
 
 void NodeIntake::count(const Event &ev) {
     counters_.received.fetch_add(1, std::memory_order_relaxed);
+    if (node_) node_->received.fetch_add(1, std::memory_order_relaxed);
     if (ev.name != last_event_name_) {
         auto it = counters_.per_event.find(ev.name);
         last_event_counter_ = it == counters_.per_event.end() ? nullptr : &it->second;

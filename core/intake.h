@@ -21,6 +21,7 @@
 #include "core/dispatcher.h"
 #include "core/engine_counters.h"
 #include "core/event_loop.h"
+#include "core/stats.h"
 #include "core/subscriber.h"
 #include "core/sweeper.h"
 
@@ -35,8 +36,9 @@ class NodeIntake : public EventSink, public SweeperSink {
     };
     using LogFn = std::function<void(kw_log_level, const std::string &)>;
 
+    // node: where this node's node.received is counted (null: nowhere).
     NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher, EngineCounters &counters,
-               LogFn log);
+               NodeStats *node, LogFn log);
     ~NodeIntake() override;
     NodeIntake(const NodeIntake &) = delete;
     NodeIntake &operator=(const NodeIntake &) = delete;
@@ -71,6 +73,7 @@ class NodeIntake : public EventSink, public SweeperSink {
     Options opts_;
     Dispatcher &dispatcher_;
     EngineCounters &counters_;
+    NodeStats *node_;
     LogFn log_;
     Sweeper *sweeper_ = nullptr;
     EventPtr flush_ev_;

@@ -178,10 +178,10 @@ void EngineStats::set_handlers(size_t count) {
 
 void EngineStats::set_queues(const std::vector<std::string> &queues) {
     for (auto &q : queues)
-        if (!queues_.count(q)) queues_.emplace(q, std::make_unique<PerQueue>());
+        if (!queues_.count(q)) queues_.emplace(q, std::make_unique<QueueStats>());
 }
 
-EngineStats::PerQueue *EngineStats::queue(const std::string &name) const {
+QueueStats *EngineStats::queue(const std::string &name) const {
     auto it = queues_.find(name);
     return it == queues_.end() ? nullptr : it->second.get();
 }
@@ -190,14 +190,27 @@ void EngineStats::handler_done(size_t handler, int result, int64_t duration_us) 
     if (handler >= handlers_.size()) return;
     PerHandler &h = *handlers_[handler];
     h.calls.fetch_add(1, std::memory_order_relaxed);
-    // PENDING: the handler held the event; its result comes later through the Hold.
-    if (result != KW_RESULT_ACK && result != KW_RESULT_PENDING)
-        h.errors.fetch_add(1, std::memory_order_relaxed);
     h.duration.observe_us(duration_us);
+    // PENDING: the handler held the event; its result comes later through the Hold.
+    if (result == KW_RESULT_PENDING) {
+        h.pending.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    if (result != KW_RESULT_ACK) h.errors.fetch_add(1, std::memory_order_relaxed);
+    handler_result(handler, result);
+}
+
+void EngineStats::handler_result(size_t handler, int result) {
+    if (handler >= handlers_.size()) return;
+    PerHandler &h = *handlers_[handler];
+    auto &counter = result == KW_RESULT_ACK     ? h.acked
+                    : result == KW_RESULT_RETRY ? h.retried
+                                                : h.rejected;
+    counter.fetch_add(1, std::memory_order_relaxed);
 }
 
 void EngineStats::queue_done(const std::string &name, int result) {
-    PerQueue *q = queue(name);
+    QueueStats *q = queue(name);
     if (!q) return;
     auto &counter = result == KW_RESULT_ACK     ? q->acked
                     : result == KW_RESULT_RETRY ? q->retried
@@ -206,30 +219,80 @@ void EngineStats::queue_done(const std::string &name, int result) {
 }
 
 void EngineStats::lateness(const std::string &name, int64_t late_ms) {
-    if (PerQueue *q = queue(name)) q->lateness.observe_us(late_ms * 1000);
+    if (QueueStats *q = queue(name)) q->lateness.observe_us(late_ms * 1000);
+}
+
+std::shared_ptr<NodeStats> EngineStats::add_node(const std::string &node, bool has_sweeper) {
+    auto n = std::make_shared<NodeStats>();
+    n->state = KW_CONN_DISCONNECTED;
+    n->has_sweeper = has_sweeper;
+    std::lock_guard<std::mutex> lock(node_mu_);
+    nodes_[node] = n;
+    return n;
+}
+
+void EngineStats::drop_node(const std::string &node) {
+    std::lock_guard<std::mutex> lock(node_mu_);
+    nodes_.erase(node);
 }
 
 void EngineStats::node_state(const std::string &node, int state, bool reconnect) {
     std::lock_guard<std::mutex> lock(node_mu_);
-    PerNode &n = nodes_[node];
-    n.state = state;
-    n.reconnects += reconnect;
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) return;
+    it->second->state.store(state, std::memory_order_relaxed);
+    if (reconnect) it->second->reconnects.fetch_add(1, std::memory_order_relaxed);
+}
+
+int64_t EngineStats::node_count() const {
+    std::lock_guard<std::mutex> lock(node_mu_);
+    return static_cast<int64_t>(nodes_.size());
+}
+
+int64_t EngineStats::worst_state() const {
+    auto rank = [](int64_t s) {
+        switch (s) {
+            case KW_CONN_BROKEN:
+                return 3;
+            case KW_CONN_CONNECTING:
+                return 2;
+            case KW_CONN_DISCONNECTED:
+                return 1;
+            default:
+                return 0;
+        }
+    };
+    std::lock_guard<std::mutex> lock(node_mu_);
+    if (nodes_.empty()) return KW_CONN_DISCONNECTED;
+    int64_t worst = KW_CONN_READY;
+    for (auto &kv : nodes_) {
+        int64_t s = kv.second->state.load(std::memory_order_relaxed);
+        if (rank(s) > rank(worst)) worst = s;
+    }
+    return worst;
 }
 
 void EngineStats::append(std::vector<StatSample> *out) const {
+    auto load = [](const std::atomic<int64_t> &a) { return a.load(std::memory_order_relaxed); };
     {
         std::lock_guard<std::mutex> lock(node_mu_);
         for (auto &kv : nodes_) {
-            out->push_back({StatId::NODE_STATE, kv.first, kv.second.state, {}});
-            out->push_back({StatId::NODE_RECONNECTS, kv.first, kv.second.reconnects, {}});
+            const NodeStats &n = *kv.second;
+            out->push_back({StatId::NODE_STATE, kv.first, load(n.state), {}});
+            out->push_back({StatId::NODE_RECONNECTS, kv.first, load(n.reconnects), {}});
+            out->push_back({StatId::NODE_RECEIVED, kv.first, load(n.received), {}});
+            if (n.has_sweeper)
+                out->push_back({StatId::NODE_SWEEPING, kv.first, load(n.sweeping), {}});
         }
     }
-    auto load = [](const std::atomic<int64_t> &a) { return a.load(std::memory_order_relaxed); };
     for (auto &kv : queues_) {
-        const PerQueue &q = *kv.second;
+        const QueueStats &q = *kv.second;
         out->push_back({StatId::QUEUE_ACKED, kv.first, load(q.acked), {}});
         out->push_back({StatId::QUEUE_RETRIED, kv.first, load(q.retried), {}});
         out->push_back({StatId::QUEUE_REJECTED, kv.first, load(q.rejected), {}});
+        out->push_back({StatId::QUEUE_CLAIMED, kv.first, load(q.claimed), {}});
+        out->push_back({StatId::QUEUE_DEAD, kv.first, load(q.dead), {}});
+        out->push_back({StatId::QUEUE_LEASE_EXPIRED, kv.first, load(q.lease_expired), {}});
         HistogramSnapshot h = q.lateness.snapshot();
         out->push_back({StatId::EXPIRY_LATENESS, kv.first, static_cast<int64_t>(h.count), h});
     }
@@ -238,6 +301,10 @@ void EngineStats::append(std::vector<StatSample> *out) const {
         const std::string label = std::to_string(i);
         out->push_back({StatId::HANDLER_CALLS_BY_HANDLER, label, load(h.calls), {}});
         out->push_back({StatId::HANDLER_ERRORS_BY_HANDLER, label, load(h.errors), {}});
+        out->push_back({StatId::HANDLER_ACKED, label, load(h.acked), {}});
+        out->push_back({StatId::HANDLER_RETRIED, label, load(h.retried), {}});
+        out->push_back({StatId::HANDLER_REJECTED, label, load(h.rejected), {}});
+        out->push_back({StatId::HANDLER_PENDING, label, load(h.pending), {}});
         HistogramSnapshot d = h.duration.snapshot();
         out->push_back({StatId::HANDLER_DURATION, label, static_cast<int64_t>(d.count), d});
     }

@@ -41,6 +41,15 @@
       "calls of one handler that returned; <handler> is its registration index, from 0")           \
     X(HANDLER_ERRORS_BY_HANDLER, "handler.errors.<handler>", COUNTER, "calls",                     \
       "of those, the calls that returned RETRY or REJECT or an unknown code")                      \
+    X(HANDLER_ACKED, "handler.acked.<handler>", COUNTER, "events",                                 \
+      "events one handler acknowledged: returned ACK, or completed its hold with ACK")             \
+    X(HANDLER_RETRIED, "handler.retried.<handler>", COUNTER, "events",                             \
+      "events one handler asked to retry (returned RETRY, or completed its hold with RETRY)")      \
+    X(HANDLER_REJECTED, "handler.rejected.<handler>", COUNTER, "events",                           \
+      "events one handler rejected (REJECT or an unknown code, returned or through its hold)")     \
+    X(HANDLER_PENDING, "handler.pending.<handler>", COUNTER, "calls",                              \
+      "calls of one handler that held the event (kw_event_hold); the hold's result is counted "    \
+      "in acked, retried or rejected when it completes (a hold released unfinished: in none)")     \
     X(HANDLER_DURATION, "handler.duration.<handler>", HISTOGRAM, "seconds",                        \
       "how long one handler's calls took")                                                         \
     X(CONN_RECONNECTS, "conn.reconnects", COUNTER, "connections",                                  \
@@ -53,6 +62,13 @@
       "kw_conn_state of one node's subscriber (\"host:port\" or socket path)")                     \
     X(NODE_RECONNECTS, "node.reconnects.<node>", COUNTER, "connections",                           \
       "successful reconnects to one node after a lost connection")                                 \
+    X(NODE_RECEIVED, "node.received.<node>", COUNTER, "events",                                    \
+      "events read from one node (all types)")                                                     \
+    X(NODE_SWEEPING, "node.sweeping.<node>", GAUGE, "bool",                                        \
+      "1 while one node's sweeper is connected and its claims work, else 0 (only when the "        \
+      "engine serves queues)")                                                                     \
+    X(TOPOLOGY_REFRESHES, "topology.refreshes", COUNTER, "refreshes",                              \
+      "cluster topology reads that succeeded (periodic, and after a lost connection or MOVED)")    \
     X(DISPATCH_QUEUED, "dispatch.queued", GAUGE, "events", "events waiting for a worker now")      \
     X(ITEMS_CLAIMED, "items.claimed", COUNTER, "items",                                            \
       "tracked keys and tasks claimed by this engine")                                             \
@@ -74,6 +90,12 @@
       "items of one queue a handler returned RETRY for (and none REJECT)")                         \
     X(QUEUE_REJECTED, "queue.rejected.<queue>", COUNTER, "items",                                  \
       "items of one queue a handler returned REJECT or an unknown code for")                       \
+    X(QUEUE_CLAIMED, "queue.claimed.<queue>", COUNTER, "items",                                    \
+      "items of one queue claimed by this engine (swept when due, or on their live event)")        \
+    X(QUEUE_DEAD, "queue.dead.<queue>", COUNTER, "items",                                          \
+      "items of one queue moved to its dead-letter stream")                                        \
+    X(QUEUE_LEASE_EXPIRED, "queue.lease_expired.<queue>", COUNTER, "items",                        \
+      "claims of items of one queue whose previous holder's lease ran out")                        \
     X(EXPIRY_LATENESS, "expiry.lateness.<queue>", HISTOGRAM, "seconds",                            \
       "handler start minus deadline of the first delivery of each tracked key or task of "         \
       "one queue (negative counts as 0)")                                                          \
@@ -146,9 +168,23 @@ struct StatSample {
 // {"count": n, "sum": seconds, "buckets": [[upper bound, cumulative count], ..., ["+Inf", n]]}.
 std::string stats_json(const std::vector<StatSample> &samples);
 
+// One node's samples (node.*). The node's parts record into it: the engine its state, its
+// intake what it read, its sweeper whether it sweeps. Atomics: any thread.
+struct NodeStats {
+    std::atomic<int64_t> state{0}, reconnects{0}, received{0}, sweeping{0};
+    bool has_sweeper = false;  // node.sweeping is sampled only when the engine serves queues
+};
+
+// One queue's samples (queue.*, expiry.lateness). Atomics: any thread.
+struct QueueStats {
+    std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, rejected{0}, dead{0}, lease_expired{0};
+    Histogram lateness;
+};
+
 // The labelled statistics of one engine: per node, per queue and per handler. Queues and
-// handlers are fixed before start (so recording takes no lock); nodes appear as they
-// connect (rare: under a mutex).
+// handlers are fixed before start (so recording takes no lock); nodes come and go with the
+// topology (rare: the map is under a mutex, each record's atomics are not): a node the
+// cluster no longer lists as a master leaves the snapshot.
 class EngineStats {
   public:
     void set_handlers(size_t count);
@@ -156,33 +192,39 @@ class EngineStats {
 
     // A handler call returned `result` after `duration_us`. Worker threads.
     void handler_done(size_t handler, int result, int64_t duration_us);
+    // A handler's result for one event: returned, or its hold completed. Any thread.
+    void handler_result(size_t handler, int result);
     // An item of `queue` was handled with the combined result. Worker threads.
     void queue_done(const std::string &queue, int result);
     // First delivery of a tracked key or task, `late_ms` after its deadline.
     void lateness(const std::string &queue, int64_t late_ms);
-    // A node's subscriber changed state (a reconnect if it was READY before). Loop thread.
+    // A served queue's record (null for a queue not served): fixed after start.
+    QueueStats *queue(const std::string &name) const;
+
+    // A node joins (its record, new; one of the same name is replaced) or leaves the
+    // snapshot. Loop thread.
+    std::shared_ptr<NodeStats> add_node(const std::string &node, bool has_sweeper);
+    void drop_node(const std::string &node);
+    // A node's subscriber changed state (a reconnect if it was READY before). Nodes not
+    // listed (dropped) are ignored. Loop thread.
     void node_state(const std::string &node, int state, bool reconnect);
+    // conn.nodes: the nodes listed; conn.state: the worst of their states (broken, then
+    // connecting, then disconnected; ready only if all are; none: disconnected).
+    int64_t node_count() const;
+    int64_t worst_state() const;
 
     void append(std::vector<StatSample> *out) const;
 
   private:
     struct PerHandler {
-        std::atomic<int64_t> calls{0}, errors{0};
+        std::atomic<int64_t> calls{0}, errors{0}, acked{0}, retried{0}, rejected{0}, pending{0};
         Histogram duration;
     };
-    struct PerQueue {
-        std::atomic<int64_t> acked{0}, retried{0}, rejected{0};
-        Histogram lateness;
-    };
-    struct PerNode {
-        int64_t state = 0, reconnects = 0;
-    };
-    PerQueue *queue(const std::string &name) const;
 
     std::vector<std::unique_ptr<PerHandler>> handlers_;
-    std::map<std::string, std::unique_ptr<PerQueue>> queues_;
+    std::map<std::string, std::unique_ptr<QueueStats>> queues_;
     mutable std::mutex node_mu_;
-    std::map<std::string, PerNode> nodes_;
+    std::map<std::string, std::shared_ptr<NodeStats>> nodes_;
 };
 
 }  // namespace keywatch

@@ -46,6 +46,7 @@ Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) 
     q.tag = tag;
     q.keys = keys;
     q.is_keys = name == kKeysQueue;
+    q.stats = opts_.stats ? opts_.stats->queue(name) : nullptr;
     q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
     q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
     // The slot index holds the standard queue of each slot only (a stray due key with
@@ -81,6 +82,7 @@ void Sweeper::start() {
 
 void Sweeper::stop_claiming() {
     claiming_ = false;
+    set_sweeping(false);
     scan_timer_.cancel();
     dirty_timer_.cancel();
     for (auto &kv : queues_) kv.second.timer->cancel();
@@ -123,6 +125,7 @@ void Sweeper::on_ready() {
          {&scripts::kClaimDue, &scripts::kClaimLive, &scripts::kAck, &scripts::kFail,
           &scripts::kRelease, &scripts::kRenew, &scripts::kForget})
         conn_.command({"SCRIPT", "LOAD", s->body}, [](redisReply *) {});
+    set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
         for (auto &kv : queues_) sweep(kv.second);
         // Cluster: what arrived while we were away is found by a full scan.
@@ -135,6 +138,7 @@ void Sweeper::on_ready() {
 }
 
 void Sweeper::on_lost(const RedisConn::Failure &f) {
+    set_sweeping(false);
     outstanding_ = 0;
     store_.connection_lost();  // no answer will come: they wait for the next connection
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come

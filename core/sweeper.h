@@ -49,6 +49,7 @@
 #include "core/queue.h"
 #include "core/redis_conn.h"
 #include "core/scripts.h"
+#include "core/stats.h"
 #include "core/sweeper_queue.h"
 
 namespace keywatch {
@@ -88,6 +89,10 @@ class Sweeper {
         int64_t connect_timeout_ms;
         Backoff reconnect;
         const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
+        // Where it records per queue (claimed, dead, lease_expired) and whether it sweeps
+        // (node.sweeping); null: nowhere.
+        const EngineStats *stats = nullptr;
+        NodeStats *node_stats = nullptr;
         bool cluster = false;
         int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
         std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
@@ -174,6 +179,8 @@ class Sweeper {
     // A claim script went out / was answered (see Options::claims_in_flight).
     void claim_sent();
     void claim_answered();
+    // node.sweeping: connected, claiming, and the claims work.
+    void set_sweeping(bool on);
 
     // --- sweeper_live.cpp: live claims ---
     void send_live(Queue &q, std::vector<Event> &&events);

@@ -35,6 +35,7 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
         // The slot lives on another master now; its sweeper takes the queue over.
         q.where = Where::Moved;
         q.timer->cancel();
+        if (q.claim_retry_ms) claims_work(q);  // its failures are another master's now
         if (opts_.on_moved) opts_.on_moved();
         return true;
     }

@@ -112,18 +112,21 @@ void Sweeper::send_fail(Queue &q, Completion &&c) {
         std::to_string(c.retry_delay_ms)};
     std::vector<Completion> batch;
     batch.push_back(std::move(c));
-    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this](redisReply *r) {
+    QueueStats *stats = q.stats;
+    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this, stats](redisReply *r) {
         if (r->type != REDIS_REPLY_INTEGER) {
             sink_->log(KW_LOG_ERROR, "fail script: " + reply_to_string(r) +
                                          "; the item will come back when its lease ends");
             return;
         }
-        if (r->integer == 1)
+        if (r->integer == 1) {
             counters_->retried.fetch_add(1);
-        else if (r->integer == 2)
+        } else if (r->integer == 2) {
             counters_->dead.fetch_add(1);
-        else
+            if (stats) stats->dead.fetch_add(1, std::memory_order_relaxed);
+        } else {
             counters_->late_acks.fetch_add(1);
+        }
     });
 }
 

@@ -110,6 +110,8 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
         batch.push_back(hold(q, item, nullptr));
     }
     counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    if (q.stats)
+        q.stats->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
     if (!claiming_) {
         give_back(q, batch);
         return;
@@ -150,6 +152,7 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     if (item.source == 'L') {
         ev.source = KW_SOURCE_LEASE_EXPIRED;
         counters_->lease_expired.fetch_add(1, std::memory_order_relaxed);
+        if (q.stats) q.stats->lease_expired.fetch_add(1, std::memory_order_relaxed);
     } else if (item.source == 'N') {
         ev.source = KW_SOURCE_NOTIFICATION;
     } else {
@@ -171,6 +174,7 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     q.claim_retry_ms = retry;
     q.timer->arm(retry);
     if (!claims_failing_since_ms_) claims_failing_since_ms_ = now;
+    set_sweeping(false);
     if (now - claim_warned_ms_ < kClaimWarningMs) return;
     claim_warned_ms_ = now;
     std::string why = reply_to_string(r), hint;
@@ -201,6 +205,7 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
 void Sweeper::claims_work(Queue &q) {
     q.claim_retry_ms.reset();
     if (!claims_failing_since_ms_) return;
+    set_sweeping(claiming_);
     sink_->log(KW_LOG_INFO, "claims on " + endpoint_ + " work again, after failing for " +
                                 std::to_string(wall_ms() - *claims_failing_since_ms_) + "ms");
     claims_failing_since_ms_.reset();
@@ -215,6 +220,10 @@ void Sweeper::claim_sent() {
 void Sweeper::claim_answered() {
     claims_out_--;
     (*opts_.claims_in_flight)--;
+}
+
+void Sweeper::set_sweeping(bool on) {
+    if (opts_.node_stats) opts_.node_stats->sweeping.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
 }  // namespace keywatch

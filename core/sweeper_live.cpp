@@ -164,6 +164,8 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
         }
     }
     counters_->claimed.fetch_add(static_cast<int64_t>(tracked.size()), std::memory_order_relaxed);
+    if (q.stats)
+        q.stats->claimed.fetch_add(static_cast<int64_t>(tracked.size()), std::memory_order_relaxed);
     if (!claiming_) {
         give_back(q, tracked);
         tracked.clear();

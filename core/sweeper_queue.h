@@ -15,6 +15,7 @@
 #include "core/event.h"
 #include "core/event_loop.h"
 #include "core/queue.h"
+#include "core/stats.h"
 
 namespace keywatch {
 
@@ -41,6 +42,7 @@ struct SlotQueue {
     int slot = 0;  // of the tag (standalone: 0)
     QueueKeys keys;
     bool is_keys = false;
+    QueueStats *stats = nullptr;   // the engine's record of the queue (null: none)
     std::unique_ptr<Timer> timer;  // its next sweep
 
     // On their way: a claim_due call (and whether to sweep again at once after it), a

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -154,6 +156,121 @@ TEST_F(CApiStatsTest, NodeReconnectsCountAfterTheConnectionIsKilled) {
     admin->command({"CLIENT", "KILL", "TYPE", "pubsub"});
     ASSERT_TRUE(wait_until([&] { return engine.stat("node.reconnects." + node) >= 1; }));
     EXPECT_EQ(engine.stat("conn.reconnects"), engine.stat("node.reconnects." + node));
+}
+
+// Holds every event it gets; the test completes the holds from its own thread.
+struct Holder {
+    std::mutex mu;
+    std::vector<kw_hold_t *> holds;
+    static int handler(kw_event_t *ev, void *opaque) {
+        auto *self = static_cast<Holder *>(opaque);
+        kw_hold_t *h = kw_event_hold(ev);
+        if (!h) return KW_RESULT_RETRY;
+        std::lock_guard<std::mutex> lock(self->mu);
+        self->holds.push_back(h);
+        return KW_RESULT_PENDING;
+    }
+    size_t size() {
+        std::lock_guard<std::mutex> lock(mu);
+        return holds.size();
+    }
+};
+
+TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
+    Engine engine(redis().url());
+    engine.set("queues", "jobs");
+    engine.set("retry.base", "50ms");
+    engine.set("retry.max", "50ms");
+    engine.set("max_attempts", "3");
+    // Handler 0: the task queue. "ok" acks, "again" retries once then acks, "bad" rejects.
+    EventSink jobs;
+    jobs.decide = [](const Event &e) {
+        if (e.key == "bad") return KW_RESULT_REJECT;
+        if (e.key == "again" && e.attempt == 1) return KW_RESULT_RETRY;
+        return KW_RESULT_ACK;
+    };
+    engine.add(&jobs, {{"events", "task"}, {"queue", "jobs"}});
+    // Handler 1: holds every live `set` event.
+    Holder holder;
+    kw_filter_t *f = kw_filter_new();
+    ASSERT_EQ(kw_filter_set(f, "events", "set", nullptr, 0), KW_OK);
+    ASSERT_EQ(kw_engine_add_handler(engine.get(), f, &Holder::handler, &holder, nullptr), KW_OK);
+    kw_filter_free(f);
+    kw_engine_t *e = engine.get();
+    // Before start: no node is listed.
+    EXPECT_EQ(engine.stat("conn.nodes"), 0);
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    const std::string node = redis().host() + ":" + std::to_string(redis().port());
+    // The sweeper connects after the start: node.sweeping becomes 1.
+    ASSERT_TRUE(wait_until([&] { return engine.stat("node.sweeping." + node) == 1; }));
+    EXPECT_EQ(sample(e, "node.sweeping.<node>", node).type, KW_STAT_GAUGE);
+
+    kw_client_t *c = new_client();
+    ASSERT_NE(c, nullptr);
+    for (const char *id : {"ok", "again", "bad"})
+        ASSERT_EQ(kw_client_schedule(c, "jobs", id, strlen(id), "p", 1, 0, 0, 0, nullptr), KW_OK)
+            << kw_client_last_error(c);
+    ASSERT_TRUE(wait_until([&] {
+        return engine.stat("queue.acked.jobs") == 2 && engine.stat("queue.dead.jobs") == 1;
+    })) << engine.stat("queue.acked.jobs")
+        << " acked, " << engine.stat("queue.dead.jobs") << " dead";
+    // Per queue: four claims (one of them the retry), one retry, one dead letter, none of
+    // them after a lease ran out.
+    EXPECT_EQ(engine.stat("queue.claimed.jobs"), 4);
+    EXPECT_EQ(engine.stat("queue.retried.jobs"), 1);
+    EXPECT_EQ(engine.stat("queue.rejected.jobs"), 1);
+    EXPECT_EQ(engine.stat("queue.lease_expired.jobs"), 0);
+    EXPECT_EQ(engine.stat("items.claimed"), 4);
+    EXPECT_EQ(engine.stat("items.dead"), 1);
+    Sample claimed = sample(e, "queue.claimed.<queue>", "jobs");
+    ASSERT_TRUE(claimed.found);
+    EXPECT_EQ(claimed.type, KW_STAT_COUNTER);
+    EXPECT_EQ(claimed.label_name, "queue");
+    // Per handler: each event's result once.
+    EXPECT_EQ(engine.stat("handler.acked.0"), 2);
+    EXPECT_EQ(engine.stat("handler.retried.0"), 1);
+    EXPECT_EQ(engine.stat("handler.rejected.0"), 1);
+    EXPECT_EQ(engine.stat("handler.pending.0"), 0);
+    EXPECT_EQ(sample(e, "handler.acked.<handler>", "0").label_name, "handler");
+
+    // Handler 1 holds three live events; the holds complete ACK, REJECT and never.
+    auto raw = client();
+    for (const char *k : {"h1", "h2", "h3"}) raw->command({"SET", k, "v"});
+    ASSERT_TRUE(wait_until([&] { return holder.size() == 3; })) << holder.size();
+    EXPECT_EQ(engine.stat("handler.pending.1"), 3);
+    EXPECT_EQ(engine.stat("handler.acked.1"), 0);
+    {
+        std::lock_guard<std::mutex> lock(holder.mu);
+        EXPECT_EQ(kw_event_complete(holder.holds[0], KW_RESULT_ACK, nullptr, -1), KW_OK);
+        EXPECT_EQ(kw_event_complete(holder.holds[1], KW_RESULT_REJECT, "no", -1), KW_OK);
+        for (kw_hold_t *h : holder.holds) kw_hold_free(h);  // the third: released
+        holder.holds.clear();
+    }
+    EXPECT_EQ(engine.stat("handler.acked.1"), 1);
+    EXPECT_EQ(engine.stat("handler.rejected.1"), 1);
+    EXPECT_EQ(engine.stat("handler.retried.1"), 0);
+    EXPECT_EQ(engine.stat("handler.pending.1"), 3);
+    EXPECT_EQ(engine.stat("handler.calls.1"), 3);
+
+    // Per node: what was read from it (the three `set` events), as events.received.
+    EXPECT_EQ(engine.stat("node.received." + node), 3);
+    EXPECT_EQ(engine.stat("node.received." + node), engine.stat("events.received"));
+    EXPECT_EQ(engine.stat("conn.nodes"), 1);
+    // Standalone: no topology to refresh.
+    EXPECT_EQ(engine.stat("topology.refreshes"), 0);
+
+    // The server gone: the sweeper stops sweeping; back: it sweeps again.
+    redis().kill9();
+    ASSERT_TRUE(wait_until([&] { return engine.stat("node.sweeping." + node) == 0; }));
+    EXPECT_NE(engine.stat("conn.state"), KW_CONN_READY);
+    redis().start();  // the same port
+    ASSERT_TRUE(
+        wait_until([&] { return engine.stat("node.sweeping." + node) == 1; }, milliseconds(15000)));
+    ASSERT_TRUE(wait_until([&] { return engine.stat("conn.state") == KW_CONN_READY; }));
+    // Stopped: nothing sweeps.
+    ASSERT_EQ(kw_engine_stop(e, 5000), KW_OK) << engine.last_error();
+    EXPECT_EQ(engine.stat("node.sweeping." + node), 0);
+    kw_client_free(c);
 }
 
 TEST_F(CApiStatsTest, JsonGettersReportFailuresAsStatuses) {

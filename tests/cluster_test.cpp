@@ -215,6 +215,83 @@ TEST_F(ClusterTest, MasterKilledWithKill9IsReplacedByItsPromotedReplica) {
         << "the dead master is dropped, not kept alongside";
 }
 
+// The node.* samples of a snapshot: per node label, row name -> value.
+std::map<std::string, std::map<std::string, int64_t>> node_samples(kw_engine_t *e) {
+    std::map<std::string, std::map<std::string, int64_t>> out;
+    kw_stats_t *s = nullptr;
+    EXPECT_EQ(kw_engine_stats(e, &s), KW_OK);
+    for (size_t i = 0; i < kw_stats_count(s); i++)
+        if (std::string(kw_stats_label_name(s, i)) == "node")
+            out[kw_stats_label_value(s, i)][kw_stats_name(s, i)] = kw_stats_value(s, i);
+    kw_stats_free(s);
+    return out;
+}
+
+// What a readiness check sees: every node listed READY and sweeping, as many as
+// conn.nodes says, and they are exactly `masters`.
+bool all_ready_and_sweeping(Engine &e, const std::set<std::string> &masters) {
+    auto nodes = node_samples(e.get());
+    std::set<std::string> listed;
+    for (auto &kv : nodes) {
+        listed.insert(kv.first);
+        if (kv.second["node.state.<node>"] != KW_CONN_READY) return false;
+        if (kv.second["node.sweeping.<node>"] != 1) return false;
+    }
+    return listed == masters && e.stat("conn.nodes") == static_cast<int64_t>(masters.size()) &&
+           e.stat("conn.state") == KW_CONN_READY;
+}
+
+TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
+    EventSink sink;
+    auto e = engine(&sink);  // tracked keys: every master has a sweeper
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    auto endpoints = [&] {
+        std::set<std::string> out;
+        for (size_t m : cluster_->masters())
+            out.insert("127.0.0.1:" + std::to_string(cluster_->node(m).port()));
+        return out;
+    };
+    const std::set<std::string> before = endpoints();
+    ASSERT_EQ(before.size(), 3u);
+    ASSERT_TRUE(wait_until([&] { return all_ready_and_sweeping(*e, before); }))
+        << node_samples(e->get()).size() << " nodes listed";
+    for (auto &kv : node_samples(e->get())) {
+        EXPECT_EQ(kv.second.count("node.received.<node>"), 1u) << kv.first;
+        EXPECT_EQ(kv.second.count("node.reconnects.<node>"), 1u) << kv.first;
+    }
+    // Every refresh reads the topology (cluster.refresh is 500ms).
+    ASSERT_TRUE(wait_until([&] { return e->stat("topology.refreshes") >= 1; }));
+
+    int victim = cluster_->master_of_slot(1000);
+    ASSERT_GE(victim, 0);
+    const std::string dead =
+        "127.0.0.1:" + std::to_string(cluster_->node(static_cast<size_t>(victim)).port());
+    cluster_->node(static_cast<size_t>(victim)).kill9();
+    // Not ready while the master is gone: its node is not READY (or no longer sweeping).
+    ASSERT_TRUE(wait_until([&] {
+        auto nodes = node_samples(e->get());
+        auto it = nodes.find(dead);
+        return it != nodes.end() && (it->second["node.state.<node>"] != KW_CONN_READY ||
+                                     it->second["node.sweeping.<node>"] != 1);
+    })) << "the killed master still looks ready";
+    EXPECT_FALSE(all_ready_and_sweeping(*e, before));
+    const int64_t refreshes = e->stat("topology.refreshes");
+    ASSERT_TRUE(cluster_->wait_healthy(30000)) << "the replica was not promoted";
+    const std::set<std::string> after = endpoints();
+    ASSERT_EQ(after.size(), 3u);
+    ASSERT_EQ(after.count(dead), 0u);
+    // The promoted replica is listed, READY and sweeping; the dead master's samples are gone.
+    ASSERT_TRUE(wait_until([&] { return all_ready_and_sweeping(*e, after); }, milliseconds(20000)))
+        << node_samples(e->get()).size() << " nodes listed, conn.nodes " << e->stat("conn.nodes");
+    EXPECT_EQ(node_samples(e->get()).count(dead), 0u);
+    EXPECT_EQ(e->stat("node.state." + dead), 0) << "a node not listed reads 0";
+    EXPECT_GT(e->stat("topology.refreshes"), refreshes);
+    // And it delivers from the new master.
+    std::string key = key_on(static_cast<size_t>(cluster_->master_of_slot(1000)), "ready:");
+    expire_on_owner(key);
+    ASSERT_TRUE(sink.wait_for("expired", key)) << sink.describe();
+}
+
 TEST_F(ClusterTest, ManualFailoverMovesTheSubscriptionToTheNewMaster) {
     EventSink sink;
     auto e = engine(&sink);

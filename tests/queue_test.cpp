@@ -743,6 +743,35 @@ TEST_F(QueueTest, KilledWatcherClaimsAreRedeliveredByAnotherAfterTheLease) {
     EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
 }
 
+TEST_F(QueueTest, PerQueueStatisticsCountClaimsAfterAnExpiredLeaseAndDeadLetters) {
+    Client c(redis().url());
+    auto a = std::make_unique<Worker>(
+        redis().url(), out_file("a"),
+        std::vector<std::string>{"--lease", "1s", "--sleep-ms", "60000", "--workers", "4"});
+    for (int i = 0; i < 4; i++) ASSERT_EQ(c.track("held:" + std::to_string(i), "v", 50), KW_OK);
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 4; }))
+        << "worker A holds the four items";
+    a->kill9();  // a crash with claims in hand
+    // Engine B claims them once A's leases ran out; it rejects one (a dead letter).
+    EventSink sink;
+    sink.decide = [](const Event &e) {
+        return e.key == "held:0" ? KW_RESULT_REJECT : KW_RESULT_ACK;
+    };
+    auto b = engine(&sink);
+    ASSERT_EQ(b->start(), KW_OK) << b->last_error();
+    ASSERT_TRUE(wait_until(
+        [&] { return b->stat("queue.acked.keys") == 3 && b->stat("queue.dead.keys") == 1; },
+        milliseconds(15000)))
+        << b->stat("queue.acked.keys") << " acked, " << b->stat("queue.dead.keys") << " dead";
+    EXPECT_EQ(b->stat("queue.claimed.keys"), 4);
+    EXPECT_EQ(b->stat("queue.lease_expired.keys"), 4);
+    EXPECT_EQ(b->stat("items.lease_expired"), 4);
+    EXPECT_EQ(b->stat("queue.rejected.keys"), 1);
+    EXPECT_EQ(b->stat("handler.acked.0"), 3);
+    EXPECT_EQ(b->stat("handler.rejected.0"), 1);
+    EXPECT_EQ(c.inspect("keys", "dead"), 1);
+}
+
 TEST_F(QueueTest, ThreeWatcherProcessesDeliverEachOf20kKeysExactlyOnce) {
     constexpr int kKeys = 20000;
     std::vector<std::unique_ptr<Worker>> workers;
