@@ -310,6 +310,11 @@ TEST_F(DaemonMetricsTest, RoutesServeMetricsAndReadinessFollowsTheServer) {
     EXPECT_FALSE(body["ready"].get<bool>());
     const std::string node = "127.0.0.1:" + std::to_string(redis().port());
     EXPECT_TRUE(contains(body["not_ready"].dump(), "node " + node + ": subscriber")) << down.body;
+    // The sweeper of that node stops claiming too, and says so.
+    ASSERT_TRUE(wait_until([&] {
+        down = http_get(address, "/readyz");
+        return contains(down.body, "node " + node + ": sweeper not running");
+    })) << down.body;
     EXPECT_EQ(http_get(address, "/healthz").status, 200);
     redis().start();
     ASSERT_TRUE(wait_until([&] { return http_get(address, "/readyz").status == 200; }))
