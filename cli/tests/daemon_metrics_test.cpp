@@ -224,6 +224,32 @@ TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
         EXPECT_TRUE(rows.count(m.row)) << m.row << " is mapped but the engine has no such row";
 }
 
+// docs/metrics.md names every family /metrics serves (engine statistics, build info and
+// the queue gauges), so the page stays true to the code.
+TEST_F(DaemonMetricsTest, EveryMetricServedIsInDocsMetricsMd) {
+    Engine engine(redis().url());
+    engine.set("queues", "jobs");
+    EventSink a;
+    engine.add(&a, {{"events", "expired,task"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    QueueGauges gauges(engine.conf(), 50, {});
+    gauges.start();
+    ASSERT_TRUE(wait_until([&] { return gauges.figures().read_ms > 0; }));
+    Metrics metrics(engine.get(), {"a"}, &gauges);
+    const std::string text = metrics.render();
+    std::ifstream in(KW_METRICS_DOC);
+    ASSERT_TRUE(in) << "cannot read " << KW_METRICS_DOC;
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t families = 0;
+    for (size_t at = text.find("# TYPE "); at != std::string::npos;
+         at = text.find("# TYPE ", at + 1)) {
+        const std::string name = text.substr(at + 7, text.find(' ', at + 7) - at - 7);
+        EXPECT_TRUE(contains(doc, "`" + name + "`")) << name << " is not in docs/metrics.md";
+        families++;
+    }
+    EXPECT_GT(families, 30u) << text;
+}
+
 // A server that keeps its data over a restart (AOF).
 class DaemonMetricsAofTest : public DaemonMetricsTest {
   protected:
