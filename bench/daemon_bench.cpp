@@ -19,6 +19,8 @@
 //          load best; target >= 95%), and 100 scrapes back to back once each scraped run
 //          has drained: their median time and this process's CPU per scrape (client and
 //          server side), which bounds what one scrape a second can take from the engine.
+//          Also: the time of one read of the queue gauges (kw_client_inspect_json) with N
+//          tracked keys alive, the Redis-side cost the daemon pays every queue_interval.
 //  e2e     The daemon binary (`keywatch run --config FILE`, [[handler]] the no-op plugin
 //          bench/noop_plugin.c, HTTP on a free port, log level warn) against kw_bench_queue's
 //          engine figure measured here the same way: N tracked keys, all due, then either an
@@ -154,11 +156,44 @@ ScrapeRun scrape_run(const keywatch::RedisProcess &rp, const Options &o, bool sc
     return run;
 }
 
+// One read of the queue gauges (kw_client_inspect_json, what QueueGauges does every
+// [metrics] queue_interval) with N tracked keys alive (1 h TTLs) in Redis: it SCANs the
+// keyspace for the queue keys, so its cost grows with the number of keys. Median of 5, ms.
+struct GaugeRead {
+    double ms = 0, redis_cpu_ms = 0;  // medians
+};
+
+GaugeRead gauge_read(const keywatch::RedisProcess &rp, const Options &o) {
+    rp.command({"FLUSHALL"});
+    auto key = [](uint64_t i, char *buf) {
+        return size_t(snprintf(buf, 64, "g%015llu", static_cast<unsigned long long>(i)));
+    };
+    track_parallel(rp.url(), "", o.threads, 100, o.keys, key,
+                   [](uint64_t) { return int64_t(3600 * 1000); });
+    Client client(rp.url());
+    std::vector<double> ms, cpu;
+    for (int i = 0; i < 5; i++) {
+        char *json = nullptr;
+        double c = redis_cpu_s(rp), t = mono_s();
+        client.check(kw_client_inspect_json(client.c, &json), "kw_client_inspect_json");
+        ms.push_back((mono_s() - t) * 1000);
+        cpu.push_back((redis_cpu_s(rp) - c) * 1000);
+        kw_free(json);
+    }
+    rp.command({"FLUSHALL"});
+    return {median(ms), median(cpu)};
+}
+
 void bench_scrape(const keywatch::RedisProcess &rp, const Options &o) {
     printf("\n== scrape: /metrics once a second while %s due tracked keys drain ==\n",
            with_commas(double(o.keys)).c_str());
     std::vector<double> with, without, all_ms, idle_ms, idle_cpu_ms, ratios;
     size_t bytes = 0;
+    GaugeRead g = gauge_read(rp, o);
+    printf(
+        "  one read of the queue gauges from Redis (every [metrics] queue_interval, not per "
+        "scrape) with %s tracked keys alive in Redis: %s, Redis CPU %s (medians of 5)\n",
+        with_commas(double(o.keys)).c_str(), fmt_ms(g.ms).c_str(), fmt_ms(g.redis_cpu_ms).c_str());
     printf("  warm-up (not counted): %s\n", fmt_rate(scrape_run(rp, o, false).rate).c_str());
     for (int r = 0; r < o.rounds; r++) {
         for (int k = 0; k < 2; k++) {
