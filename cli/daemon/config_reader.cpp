@@ -53,14 +53,41 @@ bool ConfigReader::fail(const toml::source_region &where, const std::string &key
     return false;
 }
 
+std::string ConfigReader::unknown_key_hint(const std::string &name,
+                                           const std::vector<std::string> &valid) const {
+    std::string near = closest_name(name, valid);
+    if (near.empty() && name.size() >= 3) {  // "interval" for queue_interval, if only one
+        std::vector<std::string> holding;
+        for (const std::string &key : valid)
+            if (key.find(name) != std::string::npos) holding.push_back(key);
+        if (holding.size() == 1) near = holding[0];
+    }
+    if (!near.empty()) return " (did you mean '" + near + "'?)";
+    std::vector<std::string> tables;
+    for (const std::string &key : known_keys_) {
+        size_t dot = key.rfind('.');
+        if (key.compare(dot == std::string::npos ? 0 : dot + 1, std::string::npos, name) != 0)
+            continue;
+        if (dot == std::string::npos)
+            return " here: " + name +
+                   " is a top-level key: move it above the first [table] header (in TOML a key "
+                   "belongs to the table whose header is above it)";
+        tables.push_back(key.substr(0, dot) == "handler" ? "[[handler]]"
+                                                         : "[" + key.substr(0, dot) + "]");
+    }
+    if (tables.empty()) return "";
+    std::string list;
+    for (size_t i = 0; i < tables.size(); i++)
+        list += (i == 0 ? "" : i + 1 == tables.size() ? " or " : ", ") + tables[i];
+    return " here: " + name + " is a key of " + list;
+}
+
 bool ConfigReader::check_keys(const toml::table &table, const std::string &path_prefix,
                               const std::string &where, const std::vector<std::string> &valid) {
     for (auto &&[key, value] : table) {
         const std::string name(key.str());
         if (std::find(valid.begin(), valid.end(), name) != valid.end()) continue;
-        std::string what = "unknown key";
-        std::string near = closest_name(name, valid);
-        if (!near.empty()) what += " (did you mean '" + near + "'?)";
+        std::string what = "unknown key" + unknown_key_hint(name, valid);
         what += "; valid keys " + where + ": ";
         for (size_t i = 0; i < valid.size(); i++) what += (i ? ", " : "") + valid[i];
         return fail(key.source(), path_prefix + name, what);

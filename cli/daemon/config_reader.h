@@ -19,6 +19,9 @@ class ConfigReader {
     ConfigReader(std::string source, std::string *err) : source_(std::move(source)), err_(err) {}
 
     const std::string &source() const { return source_; }
+    // Every key the file may hold, dotted ("sweep.interval", "http.listen", "lease"), for
+    // "it belongs to [sweep]" when a key is written in the wrong table.
+    void set_known_keys(std::vector<std::string> keys) { known_keys_ = std::move(keys); }
     // "FILE:LINE:COLUMN" (just "FILE" when the position is unknown).
     std::string place_text(const toml::source_region &where) const;
     ConfigPlace place(const toml::source_region &where) const { return {place_text(where)}; }
@@ -47,8 +50,13 @@ class ConfigReader {
     std::string resolve_path(const std::string &path) const;
 
   private:
+    // " (did you mean 'x'?)", or where a key of that name belongs; "" if nowhere.
+    std::string unknown_key_hint(const std::string &name,
+                                 const std::vector<std::string> &valid) const;
+
     std::string source_;
     std::string *err_;
+    std::vector<std::string> known_keys_;
 };
 
 // The whole file; false with *why ("cannot read PATH: <strerror>") otherwise.
@@ -57,6 +65,8 @@ bool read_whole_file(const std::string &path, std::string *out, std::string *why
 std::string toml_type_name(toml::node_type type);
 // "[sweep] interval", "[a.b] c", or "lease" at the top level.
 std::string key_path(const std::string &table, const std::string &key);
+// The keys of the daemon's own sections.
+extern const std::vector<std::string> kHttpKeys, kLogKeys, kMetricsKeys, kHandlerKeys;
 // The sections of the file that are not engine options, each read by its own function.
 bool read_http_section(const toml::node &node, ConfigReader *reader, HttpConfig *out);
 bool read_log_section(const toml::node &node, ConfigReader *reader, LogConfig *out);

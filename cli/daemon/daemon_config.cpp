@@ -59,14 +59,26 @@ struct EngineValue {
     std::string name, value;
 };
 
+// msg with each occurrence of url replaced by url without its password.
+std::string hide_password(std::string msg, const std::string &url) {
+    const std::string hidden = redact_url(url);
+    if (url.empty() || hidden == url) return msg;
+    for (size_t at = msg.find(url); at != std::string::npos; at = msg.find(url, at + hidden.size()))
+        msg.replace(at, url.size(), hidden);
+    return msg;
+}
+
 // kw_conf_set's message without the "name: " it starts with, the value quoted, and any
 // password in a URL hidden.
 std::string conf_message(const std::string &name, const std::string &text, std::string msg) {
     if (msg.compare(0, name.size() + 2, name + ": ") == 0) msg.erase(0, name.size() + 2);
     if (name == "redis.url") {
-        for (size_t at = msg.find(text); !text.empty() && at != std::string::npos;
-             at = msg.find(text, at + 1))
-            msg.replace(at, text.size(), redact_url(text));
+        // Every seed (and the whole text) with its password hidden.
+        for (size_t start = 0, end; start <= text.size(); start = end + 1) {
+            end = std::min(text.find(',', start), text.size());
+            msg = hide_password(msg, text.substr(start, end - start));
+        }
+        msg = hide_password(msg, text);
     } else if (name != "redis.password" && msg.find("'" + text + "'") == std::string::npos) {
         msg = "'" + text + "': " + msg;
     }
@@ -92,6 +104,7 @@ class EngineReader {
         : reader_(reader), conf_(conf), names_(conf) {}
 
     bool read_table(const toml::table &table, const std::string &prefix);
+    const EngineNames &names() const { return names_; }
     std::vector<EngineValue> &values() { return values_; }
 
   private:
@@ -185,9 +198,20 @@ bool check_engine_conf(const kw_conf_t *conf, ConfigReader *reader) {
     return true;
 }
 
+// Every key of the file, dotted: the engine's options and the daemon's sections' keys.
+std::vector<std::string> known_keys(const EngineNames &engine) {
+    std::vector<std::string> keys(engine.options.begin(), engine.options.end());
+    for (auto &[section, names] :
+         {std::pair{"http", &kHttpKeys}, std::pair{"log", &kLogKeys},
+          std::pair{"metrics", &kMetricsKeys}, std::pair{"handler", &kHandlerKeys}})
+        for (const std::string &name : *names) keys.push_back(std::string(section) + "." + name);
+    return keys;
+}
+
 bool read_engine(const toml::table &root, ConfigReader *reader, DaemonConfig *out) {
     ConfPtr conf(kw_conf_new(), kw_conf_free);
     EngineReader engine(reader, conf.get());
+    reader->set_known_keys(known_keys(engine.names()));
     if (!engine.read_table(root, "") || !check_engine_conf(conf.get(), reader)) return false;
     auto &values = engine.values();
     std::stable_sort(values.begin(), values.end(),

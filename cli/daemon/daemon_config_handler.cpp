@@ -24,10 +24,10 @@ bool check_event_name(const std::string &name, size_t count, const toml::node &n
     if (std::find(known.begin(), known.end(), name) != known.end()) return true;
     std::string what = "unknown event '" + name + "'";
     std::string near = closest_name(name, known);
-    if (!near.empty()) what += "; did you mean '" + near + "'?";
+    if (!near.empty()) what += " (did you mean '" + near + "'?)";
     return reader->fail(node.source(), key,
                         what +
-                            " Use names Redis publishes (e.g. expired, evicted, del, set, "
+                            "; use names Redis publishes (e.g. expired, evicted, del, set, "
                             "expire), \"task\" for delayed tasks, or \"*\"");
 }
 
@@ -192,6 +192,9 @@ bool check_unique_names(const std::vector<HandlerConfig> &handlers,
 }
 
 }  // namespace
+
+const std::vector<std::string> kHandlerKeys = {"db",      "events", "glob",   "name",
+                                               "options", "plugin", "prefix", "queue"};
 
 bool read_handler_sections(const toml::node &node, ConfigReader *reader,
                            std::vector<HandlerConfig> *out) {

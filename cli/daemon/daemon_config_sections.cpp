@@ -69,11 +69,13 @@ bool read_listen(const toml::node &node, ConfigReader *reader, std::string *out)
 
 }  // namespace
 
+const std::vector<std::string> kHttpKeys = {"enabled", "listen", "token", "token_file"};
+const std::vector<std::string> kLogKeys = {"file", "format", "level"};
+const std::vector<std::string> kMetricsKeys = {"queue_interval"};
+
 bool read_http_section(const toml::node &node, ConfigReader *reader, HttpConfig *out) {
     const toml::table *t = section_table(node, "http", reader);
-    if (!t || !reader->check_keys(*t, "[http] ", "in [http]",
-                                  {"enabled", "listen", "token", "token_file"}))
-        return false;
+    if (!t || !reader->check_keys(*t, "[http] ", "in [http]", kHttpKeys)) return false;
     if (auto n = t->get("enabled"); n && !reader->bool_value(*n, "[http] enabled", &out->enabled))
         return false;
     if (auto n = t->get("listen"); n && !read_listen(*n, reader, &out->listen)) return false;
@@ -95,8 +97,7 @@ bool read_http_section(const toml::node &node, ConfigReader *reader, HttpConfig 
 
 bool read_log_section(const toml::node &node, ConfigReader *reader, LogConfig *out) {
     const toml::table *t = section_table(node, "log", reader);
-    if (!t || !reader->check_keys(*t, "[log] ", "in [log]", {"file", "format", "level"}))
-        return false;
+    if (!t || !reader->check_keys(*t, "[log] ", "in [log]", kLogKeys)) return false;
     std::string text;
     if (auto n = t->get("format")) {
         if (!reader->string_value(*n, "[log] format", &text)) return false;
@@ -127,8 +128,7 @@ bool read_log_section(const toml::node &node, ConfigReader *reader, LogConfig *o
 
 bool read_metrics_section(const toml::node &node, ConfigReader *reader, MetricsConfig *out) {
     const toml::table *t = section_table(node, "metrics", reader);
-    if (!t || !reader->check_keys(*t, "[metrics] ", "in [metrics]", {"queue_interval"}))
-        return false;
+    if (!t || !reader->check_keys(*t, "[metrics] ", "in [metrics]", kMetricsKeys)) return false;
     if (auto n = t->get("queue_interval"))
         return reader->duration_value(*n, "[metrics] queue_interval", 100, &out->queue_interval_ms);
     return true;

@@ -1,12 +1,11 @@
 #include "cli/daemon/daemon_http.h"
 
-#include <map>
 #include <utility>
 
+#include "cli/daemon/daemon_routes.h"
 #include "cli/daemon/http_server.h"
 #include "cli/daemon/metrics.h"
 #include "cli/daemon/queue_gauges.h"
-#include "cli/daemon/readiness.h"
 
 namespace keywatch::cli {
 
@@ -32,27 +31,10 @@ bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
         });
     impl_->metrics =
         std::make_unique<Metrics>(engine, std::move(handler_names), impl_->gauges.get());
-    Metrics *metrics = impl_->metrics.get();
-    std::map<std::string, HttpRoute> routes;
-    routes["/metrics"].handle = [metrics] {
-        HttpResponse r;
-        r.content_type = Metrics::kContentType;
-        r.body = metrics->render();
-        return r;
-    };
-    routes["/healthz"] =
-        HttpRoute{[] {
-                      return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
-                  },
-                  true};
-    routes["/readyz"].handle = [engine] {
-        const Readiness verdict = check_readiness(engine);
-        return HttpResponse{verdict.ready ? 200 : 503, "application/json", verdict.json + "\n"};
-    };
     HttpServer::Options opts;
     opts.listen = config.http.listen;
     opts.token = config.http.token;
-    if (!impl_->server.start(opts, std::move(routes), err)) {
+    if (!impl_->server.start(opts, daemon_routes(impl_->metrics.get(), engine), err)) {
         *err = "[http] listen: " + *err;
         return false;
     }

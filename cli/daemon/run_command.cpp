@@ -64,15 +64,24 @@ int load(const RunArgs &args, DaemonConfig *config) {
                       "throw-away server (--embedded starts one to try keywatch)");
         return kExitBadInput;
     }
+    if (!args.embedded && config->handlers.empty()) {
+        say(args, args.config +
+                      ": no [[handler]] table: name at least one plugin to run "
+                      "(e.g. [[handler]] plugin = \"stream\", with [handler.options] "
+                      "stream = \"name\"); examples/keywatch.toml shows them");
+        return kExitBadInput;
+    }
     return kExitOk;
 }
 
-// A fatal problem once the log is open: in the log, and on stderr too when the log goes
-// to a file (whoever started the daemon sees why it ended).
+// A fatal problem once the log is open: in the log, and on stderr as a plain line when
+// the log goes to a file (whoever started the daemon sees why it ended) or for --check
+// (whose report is plain text; then once, not also as a JSON line on stderr).
 int fail(const RunArgs &args, const DaemonConfig &config, DaemonLog *log, int status,
          const std::string &text) {
-    log->write(KW_LOG_ERROR, text);
-    if (!config.log.file.empty() || args.check) say(args, text);
+    const bool to_file = !config.log.file.empty();
+    if (to_file || !args.check) log->write(KW_LOG_ERROR, text);
+    if (to_file || args.check) say(args, text);
     return status;
 }
 

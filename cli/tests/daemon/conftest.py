@@ -273,5 +273,7 @@ def keywatch(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
 
 
 def base_config(url: str, extra: str = "") -> str:
-    """A minimal daemon config: the Redis, HTTP on any free loopback port, then extra."""
-    return f"[redis]\nurl = {toml_str(url)}\n\n[http]\nlisten = \"127.0.0.1:0\"\n\n{extra}"
+    """A minimal daemon config: extra (top-level engine options and tables such as
+    [[handler]]), then the Redis and HTTP on any free loopback port. extra comes first so
+    that its top-level keys stay top-level."""
+    return f"{extra}\n\n[redis]\nurl = {toml_str(url)}\n\n[http]\nlisten = \"127.0.0.1:0\"\n"

@@ -41,14 +41,10 @@ def expire_untracked(client, key):
     wait_for(lambda: client.exists(key) == 0, 10, f"{key} to expire")
 
 
-# Top-level keys come before any table in TOML.
-TRAFFIC_TOP = """
+TRAFFIC_CONFIG = """
 queues = ["jobs"]
 max_attempts = 1
 
-"""
-
-TRAFFIC_CONFIG = """
 [metrics]
 queue_interval = "100ms"
 
@@ -75,7 +71,7 @@ argv2 = "if grep -q t-bad; then exit 1; fi; exit 0"
 
 
 def test_metrics_parse_and_move_by_known_traffic(redis, daemon, keywatch):
-    d = daemon(TRAFFIC_TOP + base_config(redis.url, TRAFFIC_CONFIG))
+    d = daemon(base_config(redis.url, TRAFFIC_CONFIG))
     d.wait_running()
     before, _ = scrape(d)
     node = f"127.0.0.1:{redis.port}"

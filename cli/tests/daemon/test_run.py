@@ -42,6 +42,7 @@ def exec_handler(script: str, extra: str = "") -> str:
     ("[redis]\nurl = \"redis://127.0.0.1:1\"\n[http\n", r"\.toml:3:\d+: "),
     ("workers = \"many\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n", r"workers.*'?many"),
     ("[[handler]]\nplugin = \"print\"\n", r"\[redis\] url is not set"),
+    ("[redis]\nurl = \"redis://127.0.0.1:1\"\n", r"no \[\[handler\]\] table"),
 ])
 def test_config_errors_exit_2_naming_the_file_and_the_key(keywatch, text, expected):
     out = keywatch("run", config=text)
@@ -119,6 +120,26 @@ def test_shipped_example_config_passes_check_against_a_real_server(keywatch, red
     assert "every plugin loaded" in out.stdout
 
 
+def test_readme_config_passes_check_against_a_real_server(keywatch, redis):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", readme, re.S)
+    assert block, "README.md should show a config in a ```toml block"
+    text = block.group(1).replace("redis://127.0.0.1:6379", redis.url)
+    text = text.replace("127.0.0.1:9464", "127.0.0.1:0")
+    out = keywatch("run", "--check", config=text)
+    assert out.returncode == 0, out.stderr
+    assert 'handler "audit": plugin stream' in out.stdout
+
+
+def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
+    out = keywatch("run", "--check", config=base_config(cluster.seed,
+                                                        "[[handler]]\nplugin = \"print\"\n"))
+    assert out.returncode == 0, out.stderr
+    masters = [f"{n['host']}:{n['port']}" for n in cluster.nodes if n["role"] == "master"]
+    line = next(l for l in out.stdout.splitlines() if "connected and subscribed to:" in l)
+    assert sorted(line.split(": ", 1)[1].split(", ")) == sorted(masters)
+
+
 # ---- running: plugins end to end ------------------------------------------------------
 
 @pytest.fixture
@@ -184,33 +205,46 @@ def test_sigterm_lets_handlers_in_flight_finish_and_acks_them(daemon, keywatch, 
     assert d.wait_log("^stopped$")
 
 
+def kill_pids(path: Path) -> None:
+    """SIGKILL the handler processes whose pids were appended to path (orphans of a daemon
+    that did not wait for them)."""
+    if path.exists():
+        for pid in path.read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_second_signal_exits_at_once(daemon, keywatch, redis, tmp_path):
-    started = tmp_path / "started"
-    script = f"cat >/dev/null; touch {started}; exec sleep 30"
+    pids = tmp_path / "pids"
+    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 30"
     d = daemon(base_config(redis.url, exec_handler(script)))
-    d.wait_running()
-    track(keywatch, redis.url, "job:2", "x", "50ms")
-    wait_for(started.exists, 30, "the handler to start")
-    d.send(signal.SIGTERM)
-    d.wait_log("^stopping")
-    assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
-    assert "second signal" in d.stderr()
+    try:
+        d.wait_running()
+        track(keywatch, redis.url, "job:2", "x", "50ms")
+        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        d.send(signal.SIGTERM)
+        d.wait_log("^stopping")
+        assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
+        assert "second signal" in d.stderr()
+    finally:
+        kill_pids(pids)
 
 
 def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon, keywatch,
                                                                           redis, tmp_path):
     pids, delivered = tmp_path / "pids", tmp_path / "delivered"
     hang = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 60"
-    first = daemon(base_config(redis.url, exec_handler(hang)).replace(
-        "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+    first = daemon(base_config(redis.url, "lease = \"2s\"\n" + exec_handler(hang)))
     try:
         first.wait_running()
         track(keywatch, redis.url, "order:7", "x", "50ms")
         wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the claim")
         first.kill()  # kill -9 while the item is claimed and in its handler
         assert queue_counts(redis.client) == (0, 1)
-        second = daemon(base_config(redis.url, exec_handler(f"cat >> {delivered}")).replace(
-            "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+        second = daemon(base_config(redis.url,
+                                    "lease = \"2s\"\n" + exec_handler(f"cat >> {delivered}")))
         second.wait_running()
         line = wait_for(lambda: delivered.exists() and delivered.read_text().strip(), 30,
                         "the redelivery")
@@ -220,12 +254,7 @@ def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon
         wait_for(lambda: queue_counts(redis.client) == (0, 0), 30, "the item acked")
         assert second.stop() == 0
     finally:
-        if pids.exists():  # the first daemon's orphaned handler
-            for pid in pids.read_text().split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_pids(pids)  # the first daemon's orphaned handler
 
 
 # ---- --embedded, logs, HTTP -------------------------------------------------------------
