@@ -29,7 +29,11 @@
 //          load and connection included); rate = N / (time until the key queue is empty in
 //          Redis: ZCARD of its due and in-flight sets, both 0, polled every 2 ms, the same
 //          probe for both). Target: daemon >= 95% of the engine (median of the per-round
-//          ratios; the medians' ratio is printed too).
+//          ratios; the medians' ratio is printed too). A third variant, the daemon with
+//          [http] enabled = false, shows what the HTTP side (its queue gauges' first read
+//          of Redis at start above all) takes from the drain. Each run also prints CPU per
+//          item, Redis's and keywatch's (the engine's process, or the daemon's), which a
+//          loaded machine disturbs less than the rates.
 //
 // Each sub-benchmark starts with one run that is not counted (the first run of a process
 // on a fresh server is slower). The machine's 1-minute load average is printed beside
@@ -39,6 +43,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -253,21 +258,38 @@ double wait_queue_empty(const keywatch::RedisProcess &rp, double t0) {
     return -1;
 }
 
-double e2e_engine(const keywatch::RedisProcess &rp, const Options &o) {
+// One e2e run: items/s, and CPU per item in us: Redis's from the start until the queue
+// is empty, keywatch's over its whole life (start to stop: this process's for the engine,
+// the child's for the daemon). CPU figures suffer less than rates from a loaded machine.
+struct E2eRun {
+    double rate = 0, redis_us = 0, keywatch_us = 0;
+};
+
+E2eRun e2e_engine(const keywatch::RedisProcess &rp, const Options &o) {
     write_due_keys(rp, o);
-    Engine engine(rp.url(), noop_handler, nullptr);
-    double t0 = mono_s();
-    engine.start();
-    double s = wait_queue_empty(rp, t0);
-    engine.print_stats();
-    return s > 0 ? double(o.keys) / s : 0;
+    E2eRun run;
+    const double cpu0 = self_cpu_s(), redis0 = redis_cpu_s(rp);
+    {
+        Engine engine(rp.url(), noop_handler, nullptr);
+        double t0 = mono_s();
+        engine.start();
+        double s = wait_queue_empty(rp, t0);
+        run.redis_us = (redis_cpu_s(rp) - redis0) * 1e6 / double(o.keys);
+        run.rate = s > 0 ? double(o.keys) / s : 0;
+        engine.print_stats();
+        engine.stop();
+    }
+    run.keywatch_us = (self_cpu_s() - cpu0) * 1e6 / double(o.keys);
+    return run;
 }
 
-std::string write_config(const keywatch::RedisProcess &rp) {
+// http: the HTTP server and its queue gauges on (as deployed) or off ([http] enabled =
+// false), to see what they take.
+std::string write_config(const keywatch::RedisProcess &rp, bool http) {
     std::string path = rp.dir() + "/daemon-bench.toml";
     std::ofstream f(path);
     f << "[redis]\nurl = \"" << rp.url() << "\"\n\n"
-      << "[http]\nlisten = \"127.0.0.1:0\"\n\n"
+      << "[http]\nlisten = \"127.0.0.1:0\"\nenabled = " << (http ? "true" : "false") << "\n\n"
       << "[log]\nlevel = \"" << (env().verbose ? "info" : "warn") << "\"\n\n"
       << "[[handler]]\nplugin = \"" << KW_NOOP_PLUGIN << "\"\nname = \"noop\"\n"
       << "events = [\"expired\"]\n";
@@ -275,9 +297,10 @@ std::string write_config(const keywatch::RedisProcess &rp) {
     return path;
 }
 
-double e2e_daemon(const keywatch::RedisProcess &rp, const Options &o) {
+E2eRun e2e_daemon(const keywatch::RedisProcess &rp, const Options &o, bool http) {
     write_due_keys(rp, o);
-    std::string config = write_config(rp), log = rp.dir() + "/daemon-bench.log";
+    const double redis0 = redis_cpu_s(rp);
+    std::string config = write_config(rp, http), log = rp.dir() + "/daemon-bench.log";
     posix_spawn_file_actions_t io;
     posix_spawn_file_actions_init(&io);
     posix_spawn_file_actions_addopen(&io, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -292,9 +315,15 @@ double e2e_daemon(const keywatch::RedisProcess &rp, const Options &o) {
     posix_spawn_file_actions_destroy(&io);
     if (rc != 0) throw BenchError(std::string("cannot start ") + KW_CLI + ": " + strerror(rc));
     double s = wait_queue_empty(rp, t0);
+    E2eRun run;
+    run.redis_us = (redis_cpu_s(rp) - redis0) * 1e6 / double(o.keys);
     kill(pid, SIGTERM);
     int status = 0;
-    waitpid(pid, &status, 0);
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
+    run.keywatch_us = (double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6) *
+                      1e6 / double(o.keys);
     if (s < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         std::ifstream in(log);
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -303,7 +332,8 @@ double e2e_daemon(const keywatch::RedisProcess &rp, const Options &o) {
             "(status " +
             std::to_string(status) + "); its log:\n" + text);
     }
-    return double(o.keys) / s;
+    run.rate = double(o.keys) / s;
+    return run;
 }
 
 void bench_e2e(const keywatch::RedisProcess &rp, const Options &o) {
@@ -311,24 +341,37 @@ void bench_e2e(const keywatch::RedisProcess &rp, const Options &o) {
         "\n== e2e: %s due tracked keys, the daemon binary + no-op plugin vs the engine + "
         "no-op C handler ==\n",
         with_commas(double(o.keys)).c_str());
-    std::vector<double> engine, daemon, ratios;
-    printf("  warm-up (not counted): engine %s\n", fmt_rate(e2e_engine(rp, o)).c_str());
+    // 0 engine, 1 daemon as deployed, 2 daemon with [http] enabled = false (no queue gauges).
+    const char *names[] = {"engine", "daemon", "daemon, HTTP off"};
+    std::vector<double> rates[3], ratios[3], redis_us[3], keywatch_us[3];
+    printf("  warm-up (not counted): engine %s\n", fmt_rate(e2e_engine(rp, o).rate).c_str());
     for (int r = 0; r < o.rounds; r++) {
-        for (int k = 0; k < 2; k++) {
-            bool is_daemon = (k == 0) == (r % 2 == 1);
-            double rate = is_daemon ? e2e_daemon(rp, o) : e2e_engine(rp, o);
-            (is_daemon ? daemon : engine).push_back(rate);
-            printf("  round %d: %-8s %s  (%s)\n", r + 1, is_daemon ? "daemon" : "engine",
-                   fmt_rate(rate).c_str(), load_average().c_str());
+        double round[3];
+        for (int k = 0; k < 3; k++) {
+            int v = (k + r) % 3;  // each variant takes each place in turn
+            E2eRun run = v == 0 ? e2e_engine(rp, o) : e2e_daemon(rp, o, v == 1);
+            round[v] = run.rate;
+            rates[v].push_back(run.rate);
+            redis_us[v].push_back(run.redis_us);
+            keywatch_us[v].push_back(run.keywatch_us);
+            printf("  round %d: %-17s %s; CPU per item: redis %.1f us, keywatch %.1f us  (%s)\n",
+                   r + 1, names[v], fmt_rate(run.rate).c_str(), run.redis_us, run.keywatch_us,
+                   load_average().c_str());
         }
-        ratios.push_back(daemon.back() / engine.back());
+        for (int v = 1; v < 3; v++) ratios[v].push_back(round[v] / round[0]);
     }
-    double e = median(engine), d = median(daemon), ratio = median(ratios);
-    printf(
-        "  -> daemon %s, engine (kw_bench_queue's e2e figure) %s (medians: %.1f%%); median of "
-        "the per-round ratios %.1f%% (target >= 95%%) %s\n",
-        fmt_rate(d).c_str(), fmt_rate(e).c_str(), 100 * d / e, 100 * ratio,
-        ratio >= 0.95 ? "ok" : "BELOW TARGET");
+    const double e = median(rates[0]);
+    printf("  -> engine: CPU per item (medians): redis %.1f us, keywatch %.1f us\n",
+           median(redis_us[0]), median(keywatch_us[0]));
+    for (int v = 1; v < 3; v++) {
+        const double d = median(rates[v]), ratio = median(ratios[v]);
+        printf(
+            "  -> %s %s, engine (kw_bench_queue's e2e figure) %s (medians: %.1f%%); median "
+            "of the per-round ratios %.1f%% (target >= 95%%) %s; CPU per item (medians): "
+            "redis %.1f us, keywatch %.1f us\n",
+            names[v], fmt_rate(d).c_str(), fmt_rate(e).c_str(), 100 * d / e, 100 * ratio,
+            ratio >= 0.95 ? "ok" : "BELOW TARGET", median(redis_us[v]), median(keywatch_us[v]));
+    }
 }
 
 }  // namespace
