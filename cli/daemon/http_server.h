@@ -1,6 +1,9 @@
 // The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving a
-// few fixed routes (GET only). With a bearer token set, every route not marked open
-// requires "Authorization: Bearer <token>" (401 otherwise). Routes are called on the
+// few fixed routes by path (the query string is ignored): GET and HEAD, any other method
+// 405 with "Allow: GET, HEAD", an unknown path 404, a route that throws 500. With a bearer
+// token set, every route not marked open requires "Authorization: Bearer <token>" (else
+// 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included). Requests
+// are bounded (10 s timeout, 8 KiB of headers, 4 KiB of body). Routes are called on the
 // server's thread, one request at a time.
 // Thread-safety: start/stop from one thread (the daemon's main thread); routes run on the
 // server's thread.

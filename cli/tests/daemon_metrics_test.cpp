@@ -12,7 +12,8 @@
 #include <regex>
 #include <set>
 
-#include "cli/daemon/daemon_routes.h"
+#include "cli/daemon/daemon_http.h"
+#include "cli/daemon/daemon_log.h"
 #include "cli/daemon/metrics.h"
 #include "cli/daemon/queue_gauges.h"
 #include "cli/tests/http_get.h"
@@ -223,6 +224,32 @@ TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
         EXPECT_TRUE(rows.count(m.row)) << m.row << " is mapped but the engine has no such row";
 }
 
+// docs/metrics.md names every family /metrics serves (engine statistics, build info and
+// the queue gauges), so the page stays true to the code.
+TEST_F(DaemonMetricsTest, EveryMetricServedIsInDocsMetricsMd) {
+    Engine engine(redis().url());
+    engine.set("queues", "jobs");
+    EventSink a;
+    engine.add(&a, {{"events", "expired,task"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    QueueGauges gauges(engine.conf(), 50, {});
+    gauges.start();
+    ASSERT_TRUE(wait_until([&] { return gauges.figures().read_ms > 0; }));
+    Metrics metrics(engine.get(), {"a"}, &gauges);
+    const std::string text = metrics.render();
+    std::ifstream in(KW_METRICS_DOC);
+    ASSERT_TRUE(in) << "cannot read " << KW_METRICS_DOC;
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t families = 0;
+    for (size_t at = text.find("# TYPE "); at != std::string::npos;
+         at = text.find("# TYPE ", at + 1)) {
+        const std::string name = text.substr(at + 7, text.find(' ', at + 7) - at - 7);
+        EXPECT_TRUE(contains(doc, "`" + name + "`")) << name << " is not in docs/metrics.md";
+        families++;
+    }
+    EXPECT_GT(families, 30u) << text;
+}
+
 // A server that keeps its data over a restart (AOF).
 class DaemonMetricsAofTest : public DaemonMetricsTest {
   protected:
@@ -269,30 +296,32 @@ TEST_F(DaemonMetricsAofTest, QueueGaugesKeepTheirFiguresWhileRedisIsDownAndLogIt
     EXPECT_EQ(value(parsed, "keywatch_queue_due", {{"queue", "jobs"}}), 2);
 }
 
-// /metrics, /healthz and /readyz as the daemon serves them; /readyz flips to 503 with the
-// node named while the server is down and back to 200 once the engine is subscribed again.
+// /metrics, /healthz and /readyz as the daemon serves them (DaemonHttp); /readyz flips to
+// 503 with the node named while the server is down and back to 200 once the engine is
+// subscribed again.
 TEST_F(DaemonMetricsTest, RoutesServeMetricsAndReadinessFollowsTheServer) {
     Engine engine(redis().url());
     EventSink a;
     engine.add(&a, {{"events", "expired"}});
-    Metrics metrics(engine.get(), {"a"}, nullptr);
-    keywatch::cli::HttpServer server;
+    keywatch::cli::DaemonConfig config;
+    config.http.listen = "127.0.0.1:0";
+    keywatch::cli::DaemonLog log;
+    keywatch::cli::DaemonHttp http;
     std::string err;
-    ASSERT_TRUE(server.start({"127.0.0.1:0", ""},
-                             keywatch::cli::daemon_routes(&metrics, engine.get()), &err))
-        << err;
-    auto before = http_get(server.address(), "/readyz");
+    ASSERT_TRUE(http.start(config, engine.get(), engine.conf(), {"a"}, &log, &err)) << err;
+    const std::string address = http.address();
+    auto before = http_get(address, "/readyz");
     EXPECT_EQ(before.status, 503) << before.body;
     EXPECT_TRUE(contains(before.body, "no Redis node connected yet")) << before.body;
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
-    auto m = http_get(server.address(), "/metrics");
+    auto m = http_get(address, "/metrics");
     EXPECT_EQ(m.status, 200);
     EXPECT_EQ(m.headers["content-type"], Metrics::kContentType);
     EXPECT_FALSE(parse_exposition(m.body).empty());
-    EXPECT_EQ(http_get(server.address(), "/healthz").body, "ok\n");
+    EXPECT_EQ(http_get(address, "/healthz").body, "ok\n");
     HttpReply ready;
     ASSERT_TRUE(wait_until([&] {
-        ready = http_get(server.address(), "/readyz");
+        ready = http_get(address, "/readyz");
         return ready.status == 200;
     })) << ready.body;
     EXPECT_EQ(ready.headers["content-type"], "application/json");
@@ -300,17 +329,22 @@ TEST_F(DaemonMetricsTest, RoutesServeMetricsAndReadinessFollowsTheServer) {
     redis().stop();
     HttpReply down;
     ASSERT_TRUE(wait_until([&] {
-        down = http_get(server.address(), "/readyz");
+        down = http_get(address, "/readyz");
         return down.status == 503;
     })) << down.body;
     const json body = json::parse(down.body);
     EXPECT_FALSE(body["ready"].get<bool>());
     const std::string node = "127.0.0.1:" + std::to_string(redis().port());
     EXPECT_TRUE(contains(body["not_ready"].dump(), "node " + node + ": subscriber")) << down.body;
-    EXPECT_EQ(http_get(server.address(), "/healthz").status, 200);
+    // The sweeper of that node stops claiming too, and says so.
+    ASSERT_TRUE(wait_until([&] {
+        down = http_get(address, "/readyz");
+        return contains(down.body, "node " + node + ": sweeper not running");
+    })) << down.body;
+    EXPECT_EQ(http_get(address, "/healthz").status, 200);
     redis().start();
-    ASSERT_TRUE(wait_until([&] { return http_get(server.address(), "/readyz").status == 200; }))
-        << http_get(server.address(), "/readyz").body;
+    ASSERT_TRUE(wait_until([&] { return http_get(address, "/readyz").status == 200; }))
+        << http_get(address, "/readyz").body;
 }
 
 }  // namespace

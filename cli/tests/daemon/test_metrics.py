@@ -59,7 +59,7 @@ stream = "expired-out"
 
 [[handler]]
 plugin = "exec"
-name = "jobs \\"exec\\""
+name = "jobs-exec"
 events = "task"
 queue = "jobs"
 
@@ -76,7 +76,7 @@ def test_metrics_parse_and_move_by_known_traffic(redis, daemon, keywatch):
     before, _ = scrape(d)
     node = f"127.0.0.1:{redis.port}"
     assert value(before, "keywatch_node_up", node=node) == 1
-    assert value(before, "keywatch_handler_calls_total", handler='jobs "exec"') == 0
+    assert value(before, "keywatch_handler_calls_total", handler="jobs-exec") == 0
     version = [k for k in before if k[0] == "keywatch_build_info"]
     assert len(version) == 1 and before[version[0]] == 1
 
@@ -94,8 +94,8 @@ def test_metrics_parse_and_move_by_known_traffic(redis, daemon, keywatch):
 
     expected = {
         ("keywatch_handler_events_total", (("handler", "keys-to-stream"), ("result", "acked"))): 3,
-        ("keywatch_handler_events_total", (("handler", 'jobs "exec"'), ("result", "acked"))): 2,
-        ("keywatch_handler_events_total", (("handler", 'jobs "exec"'), ("result", "rejected"))): 1,
+        ("keywatch_handler_events_total", (("handler", "jobs-exec"), ("result", "acked"))): 2,
+        ("keywatch_handler_events_total", (("handler", "jobs-exec"), ("result", "rejected"))): 1,
         ("keywatch_queue_items_claimed_total", (("queue", "keys"),)): 3,
         ("keywatch_queue_items_acked_total", (("queue", "keys"),)): 3,
         ("keywatch_queue_items_dead_total", (("queue", "jobs"),)): 1,
@@ -104,7 +104,7 @@ def test_metrics_parse_and_move_by_known_traffic(redis, daemon, keywatch):
         ("keywatch_queue_dead_letters", (("queue", "jobs"),)): 1,
         ("keywatch_expiry_lateness_seconds_count", (("queue", "keys"),)): 3,
         ("keywatch_expiry_lateness_seconds_count", (("queue", "jobs"),)): 3,
-        ("keywatch_handler_duration_seconds_count", (("handler", 'jobs "exec"'),)): 3,
+        ("keywatch_handler_duration_seconds_count", (("handler", "jobs-exec"),)): 3,
     }
 
     def settled():
@@ -135,7 +135,8 @@ def test_metrics_parse_and_move_by_known_traffic(redis, daemon, keywatch):
 
 def test_token_guards_every_path_but_healthz(redis, daemon):
     d = daemon(f"[redis]\nurl = {toml_str(redis.url)}\n\n"
-               f"[http]\nlisten = \"127.0.0.1:0\"\ntoken = \"s3cret\"\n")
+               f"[http]\nlisten = \"127.0.0.1:0\"\ntoken = \"s3cret\"\n\n"
+               f"[[handler]]\nplugin = \"print\"\nevents = [\"expired\"]\n")
     d.wait_running()
     status, _, headers = d.get("/metrics")
     assert status == 401
