@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/admin_commands.h"
+#include "cli/check_command.h"
 #include "cli/command.h"
 #include "cli/demo_command.h"
 #include "cli/empty_values.h"
@@ -63,6 +64,7 @@ int run(int argc, char **argv) {
     add_key_commands(app, &selected);
     add_task_commands(app, &selected);
     add_admin_commands(app, &selected);
+    add_check_command(app, &selected);
     CLI::App *version = app.add_subcommand("version", "Print the version and exit");
 
     if (argc < 2) {
