@@ -1,0 +1,405 @@
+"""`keywatch check --redis URL [--json]` against real redis-servers with real
+misconfigurations: notifications off, CONFIG renamed, an ACL user lacking psubscribe,
+maxmemory-policy allkeys-lru, a healthy server, a cluster (and one with slots unassigned).
+
+Environment (set by ctest): KW_CLI (the keywatch binary), KW_TEST_CLUSTER (the cluster
+starter of tests/support). The servers are started here with the options each case needs
+(redis-server from PATH, a free loopback port, a directory under tmp_path) and stopped by
+pid. Waits poll with a deadline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+import redis as redis_py
+
+# What keywatch needs by default: keyevents expired, evicted (the handlers), del and
+# rename_from (tracked keys), so notify-keyspace-events must hold E, x, e and g.
+NOTIFY = "Exeg"
+
+
+def _env_path(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value or not os.path.exists(value):
+        pytest.skip(f"{name} is not set (run through ctest: ctest -L cli)")
+    return value
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+class Server:
+    """A private redis-server started with the given options; ``admin`` is a client of
+    the default user (which the tests use to set the scene, never keywatch)."""
+
+    def __init__(self, root: Path, options: list) -> None:
+        self.port = _free_port()
+        self.dir = root / f"redis-{self.port}"
+        self.dir.mkdir()
+        self.log = open(self.dir / "log", "wb")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.dir), "--save", "", "--appendonly", "no", *options],
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.admin = redis_py.Redis(host="127.0.0.1", port=self.port)
+        _wait_for(self._answers, 20, f"redis-server on port {self.port}")
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            pytest.fail(f"redis-server exited: {(self.dir / 'log').read_text()}")
+        try:
+            return bool(self.admin.ping())
+        except redis_py.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        self.admin.close()
+        self.proc.kill()  # by pid: the one this object started
+        self.proc.wait(30)
+        self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """server(*options): a running redis-server with those command-line options."""
+    started: list = []
+
+    def start(*options: str) -> Server:
+        s = Server(tmp_path, list(options))
+        started.append(s)
+        return s
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.stop()
+
+
+def healthy(server: Callable[..., Server], *extra: str) -> Server:
+    """A server with everything keywatch wants: the flags and AOF."""
+    return server("--notify-keyspace-events", NOTIFY, "--appendonly", "yes", *extra)
+
+
+def check(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([_env_path("KW_CLI"), "check", *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def check_json(*args: str) -> tuple[int, dict]:
+    """The exit status and the parsed document of check --json."""
+    r = check(*args, "--json")
+    assert r.stdout.count("\n") == 1, r.stdout + r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def lines(doc: dict, name: str) -> list:
+    found = [c for c in doc["checks"] if c["check"] == name]
+    assert found, f"no '{name}' line in {json.dumps(doc, indent=1)}"
+    return found
+
+
+def verdict(doc: dict, name: str) -> str:
+    (line,) = lines(doc, name)
+    return line["verdict"]
+
+
+def acl_user(server: Server, name: str, rule: str, *changes: str) -> str:
+    """Creates ACL user name (password pw) from the rule keywatch check suggests, with
+    changes applied after it; returns its URL."""
+    words = rule.replace(">PASSWORD", ">pw").split()
+    server.admin.execute_command("ACL", "SETUSER", name, "reset", *words, *changes)
+    return f"redis://{name}:pw@127.0.0.1:{server.port}"
+
+
+def test_healthy_server_passes_every_check(server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    status, doc = check_json("--redis", s.url)
+    assert status == 0, doc
+    assert doc["passed"] is True and doc["mode"] == "standalone"
+    assert doc["summary"]["fail"] == 0 and doc["summary"]["warn"] == 0, doc
+    for name in ("connection", "version", "config", "notifications", "persistence",
+                 "memory policy", "acl: channels", "acl: queue scripts",
+                 "acl: script commands", "acl: tracked keys", "clock"):
+        assert verdict(doc, name) == "ok", name
+    assert all("fix" not in c for c in doc["checks"])
+
+
+def test_check_writes_nothing_and_publishes_nothing(server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    events = s.admin.pubsub()
+    events.psubscribe("*")  # every channel: keyevents, the heartbeat channel
+    _wait_for(lambda: events.get_message(timeout=0.1), 10, "the psubscribe confirmation")
+    assert check("--redis", s.url).returncode == 0
+    persistence = s.admin.info("persistence")
+    assert persistence["rdb_changes_since_last_save"] == 0
+    assert s.admin.dbsize() == 0
+    assert s.admin.script_exists(hashlib.sha1(b"return 0").hexdigest()) == [False]
+    stats = s.admin.info("commandstats")
+    for written in ("cmdstat_zadd", "cmdstat_hset", "cmdstat_xadd", "cmdstat_publish",
+                    "cmdstat_eval", "cmdstat_script|load", "cmdstat_del"):
+        assert stats.get(written, {}).get("calls", 0) == 0, (written, stats[written])
+    # A PING round trip orders this client's reads after anything the server sent it.
+    events.ping()
+    seen = []
+    while (m := events.get_message(timeout=0.2)) is not None:
+        seen.append(m)
+    assert [m for m in seen if m["type"] == "pmessage"] == []
+    events.close()
+
+
+def test_notifications_off_fail_with_the_config_set_that_fixes_them(
+        server: Callable[..., Server]) -> None:
+    s = server("--appendonly", "yes")  # notify-keyspace-events "" (Redis's default)
+    r = check("--redis", s.url)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"lacks '{NOTIFY}'" in r.stdout
+    assert f"fix: CONFIG SET notify-keyspace-events {NOTIFY}" in r.stdout
+    assert r.stdout.rstrip().endswith("until the failed checks are fixed")
+    status, doc = check_json("--redis", s.url)
+    assert status == 1 and doc["passed"] is False
+    (line,) = lines(doc, "notifications")
+    assert line["verdict"] == "fail" and line["node"] == f"127.0.0.1:{s.port}"
+    # Applying the fix it names makes the line pass.
+    s.admin.execute_command(*line["fix"].split(" (")[0].split())
+    assert check_json("--redis", s.url)[0] == 0
+
+
+def test_partial_flags_name_what_is_missing(server: Callable[..., Server]) -> None:
+    s = server("--appendonly", "yes", "--notify-keyspace-events", "Ex")
+    status, doc = check_json("--redis", s.url, "--events", "expired")
+    (line,) = lines(doc, "notifications")
+    assert status == 1 and line["verdict"] == "fail"
+    assert "lacks 'g'" in line["detail"]  # del and rename_from, for tracked keys
+    status, doc = check_json("--redis", s.url, "--events", "expired",
+                             "--conf", "track.enable=false")
+    assert status == 0 and verdict(doc, "notifications") == "ok"
+
+
+def test_config_renamed_is_a_warning_that_says_what_keywatch_cannot_do(
+        server: Callable[..., Server]) -> None:
+    s = server("--rename-command", "CONFIG", "", "--notify-keyspace-events", NOTIFY,
+               "--appendonly", "yes")
+    status, doc = check_json("--redis", s.url)
+    assert status == 0, doc  # a managed Redis without CONFIG can run keywatch
+    (config,) = lines(doc, "config")
+    assert config["verdict"] == "warn"
+    assert "CONFIG is renamed or disabled" in config["detail"]
+    assert "notify.enable=true cannot set it" in config["detail"]
+    assert "redis.conf" in config["fix"]
+    (notify,) = lines(doc, "notifications")
+    assert notify["verdict"] == "warn" and NOTIFY in notify["fix"]
+    # INFO still tells the rest.
+    assert verdict(doc, "persistence") == "ok"
+    assert verdict(doc, "memory policy") == "ok"
+
+
+def test_acl_user_without_psubscribe_fails_with_the_grant(
+        server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "nopsub", rule, "-psubscribe")
+    r = check("--redis", url)
+    assert r.returncode == 1, r.stdout
+    assert "fail  acl: channels" in r.stdout
+    assert "fix: ACL SETUSER nopsub +psubscribe" in r.stdout
+    assert "pw" not in r.stdout.replace("PASSWORD", "")  # the password is never printed
+    status, doc = check_json("--redis", url)
+    (line,) = lines(doc, "acl: channels")
+    assert "PSUBSCRIBE __keyevent@*__:expired" in line["detail"]
+    assert "NOPERM" in line["detail"]
+    for other in ("acl: queue scripts", "acl: script commands", "acl: tracked keys"):
+        assert verdict(doc, other) == "ok", other
+
+
+def test_acl_refusals_name_the_command_key_or_channel_to_grant(
+        server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "narrow", rule, "-zadd", "resetkeys", "~kw:keys:*", "%R~*",
+                   "resetchannels", "&__keyevent@*__:expired", "&__keywatch:heartbeat:*")
+    status, doc = check_json("--redis", url, "--conf", "queues=mail")
+    assert status == 1
+    (scripts,) = lines(doc, "acl: queue scripts")
+    assert scripts["verdict"] == "fail"
+    assert "kw:mail:{0}:due" in scripts["detail"] and scripts["fix"] == "ACL SETUSER narrow ~kw:*"
+    (inner,) = lines(doc, "acl: script commands")
+    assert "+zadd" in inner["fix"].split() and "~kw:*" in inner["fix"].split()
+    (channels,) = lines(doc, "acl: channels")
+    assert channels["fix"] == ("ACL SETUSER narrow &__keyevent@*__:evicted "
+                               "&__keyevent@*__:del &__keyevent@*__:rename_from")
+
+
+def test_the_suggested_acl_rule_passes_and_runs_the_engine(
+        server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "kw", rule)
+    status, doc = check_json("--redis", url)
+    assert status == 0 and doc["summary"]["fail"] == 0 and doc["summary"]["warn"] == 0, doc
+    # The rule is enough for the engine itself: a key tracked by the default user is
+    # delivered to a watcher running as the restricted user.
+    cli = _env_path("KW_CLI")
+    track = subprocess.run([cli, "track", "--redis", s.url, "session:1", "v", "--ttl", "200ms"],
+                           capture_output=True, text=True, timeout=30)
+    assert track.returncode == 0, track.stderr
+    watch = subprocess.run([cli, "watch", "--redis", url, "--events", "expired,evicted",
+                            "--duration", "3s"], capture_output=True, text=True, timeout=60)
+    assert watch.returncode == 0, watch.stderr
+    events = [json.loads(l) for l in watch.stdout.splitlines()]
+    assert [(e["key"], e["queue"]) for e in events] == [("session:1", "keys")], watch.stdout
+
+
+def test_a_user_without_multi_gets_warnings_not_guesses(server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "nomulti", rule, "-multi")
+    status, doc = check_json("--redis", url)
+    assert status == 0, doc
+    (inner,) = lines(doc, "acl: script commands")
+    assert inner["verdict"] == "warn" and "not probed" in inner["detail"]
+    assert "zadd" in inner["detail"] and "+multi +discard" in inner["fix"]
+    assert verdict(doc, "acl: tracked keys") == "ok"  # reads are still probed
+
+
+def test_without_cluster_commands_the_fix_offers_standalone_mode(
+        server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "nocluster", rule, "-cluster|shards", "-cluster|slots")
+    status, doc = check_json("--redis", url)
+    assert status == 1
+    (line,) = lines(doc, "acl: cluster discovery")
+    assert "redis.mode=standalone" in line["fix"]
+    assert verdict(doc, "version") == "ok"  # the rest is still checked
+    status, doc = check_json("--redis", url, "--conf", "redis.mode=standalone")
+    assert status == 0 and "+cluster|shards" not in doc["acl_rule"]
+
+
+def test_allkeys_eviction_with_maxmemory_fails(server: Callable[..., Server]) -> None:
+    s = healthy(server, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
+    status, doc = check_json("--redis", s.url)
+    assert status == 1
+    (line,) = lines(doc, "memory policy")
+    assert line["verdict"] == "fail" and "allkeys-lru" in line["detail"]
+    assert "keywatch's own queue keys" in line["detail"]
+    assert line["fix"].startswith("CONFIG SET maxmemory-policy volatile-lru")
+    s.admin.config_set("maxmemory-policy", "volatile-lru")
+    status, doc = check_json("--redis", s.url)
+    (line,) = lines(doc, "memory policy")
+    assert status == 0 and line["verdict"] == "ok" and "'evicted'" in line["detail"]
+
+
+def test_missing_persistence_is_a_warning(server: Callable[..., Server]) -> None:
+    s = server("--notify-keyspace-events", NOTIFY)
+    status, doc = check_json("--redis", s.url)
+    (line,) = lines(doc, "persistence")
+    assert status == 0 and line["verdict"] == "warn"
+    assert "appendonly yes" in line["fix"]
+
+
+def test_unreachable_server_exits_1(tmp_path: Path) -> None:
+    r = check("--redis", f"redis://127.0.0.1:{_free_port()}", "--conf",
+              "redis.connect_timeout=300ms")
+    assert r.returncode == 1
+    assert "fail  connection" in r.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--redis", "http://x"], "--redis: "),
+    (["--events", "expird"], "--events: unknown event 'expird'"),
+    (["--conf", "lease"], "--conf 'lease': write NAME=VALUE"),
+    (["--conf", "redis.mode=sideways"], "--conf redis.mode: "),
+])
+def test_bad_input_exits_2_naming_the_option(args: list, words: str) -> None:
+    r = check(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    assert words in r.stderr
+
+
+class ClusterStarter:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([_env_path("KW_TEST_CLUSTER"), "--notify", "AKE"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            pytest.fail("kw_test_cluster printed no nodes")
+        self.info = json.loads(line)
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ClusterStarter]:
+    c = ClusterStarter()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_cluster_is_checked_on_every_master(cluster: ClusterStarter) -> None:
+    status, doc = check_json("--redis", cluster.info["seed"])
+    assert doc["mode"] == "cluster"
+    masters = sorted(f"{n['host']}:{n['port']}" for n in cluster.info["nodes"]
+                     if n["role"] == "master")
+    assert verdict(doc, "cluster state") == "ok"
+    (coverage,) = lines(doc, "cluster coverage")
+    assert coverage["verdict"] == "ok" and "16384 slots served by 3 masters" in coverage["detail"]
+    for name in ("version", "notifications", "acl: script commands", "acl: cluster discovery"):
+        assert sorted(l["node"] for l in lines(doc, name)) == masters, name
+        assert {l["verdict"] for l in lines(doc, name)} == {"ok"}, lines(doc, name)
+    assert verdict(doc, "clock") == "ok" and "skew between masters" in lines(doc, "clock")[0]["detail"]
+    assert "&__keyspace@0__:kw:*:{*}:due" in doc["acl_rule"] and "+scan" in doc["acl_rule"]
+    # kw_test_cluster runs without persistence: a warning, nothing that blocks.
+    assert status == 0 and doc["summary"]["fail"] == 0
+
+
+def test_cluster_with_unassigned_slots_fails_coverage(cluster: ClusterStarter) -> None:
+    master = next(n for n in cluster.info["nodes"] if n["role"] == "master")
+    admin = redis_py.Redis(host=master["host"], port=int(master["port"]))
+    # The first range this master serves (CLUSTER SLOTS: start, end, master, replicas...);
+    # put back at the end.
+    first = next(r[0] for r in admin.execute_command("CLUSTER", "SLOTS")
+                 if int(r[2][1]) == int(master["port"]))
+    admin.execute_command("CLUSTER", "DELSLOTSRANGE", first, first + 9)
+    try:
+        # The node that dropped the slots knows at once; the others learn it by gossip.
+        status, doc = check_json("--redis", master["url"])
+        (coverage,) = lines(doc, "cluster coverage")
+        assert status == 1 and coverage["verdict"] == "fail"
+        assert coverage["detail"].startswith("10 of 16384 slots have no master")
+        assert "redis-cli --cluster fix" in coverage["fix"]
+    finally:
+        admin.execute_command("CLUSTER", "ADDSLOTSRANGE", first, first + 9)
+        _wait_for(lambda: b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"), 30,
+                  "cluster_state:ok again")
+        admin.close()
