@@ -29,6 +29,12 @@ struct AclNeeds {
     int db = 0;                         // a db other than 0 needs SELECT
     std::string sample_key;             // a tracked key to check read access on; empty:
                                         // an arbitrary key outside the namespace
+
+    // The engine runs sweepers (queues or dedupe): in a cluster they also listen to the
+    // keyspace notifications of their due keys (core/engine.cpp).
+    bool sweeps() const { return !queues.empty() || dedupe; }
+    // That keyspace pattern, for namespace ns.
+    std::string due_keyspace_pattern() const { return "__keyspace@0__:" + ns + ":*:{*}:due"; }
 };
 
 // The rule (after "ACL SETUSER <user> ") that grants what keywatch needs, for the docs and

@@ -66,10 +66,11 @@ bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
         const size_t comma = std::min(text.find(',', start), text.size());
         const std::string e = text.substr(start, comma - start);
         start = comma + 1;
-        if (e.empty()) continue;
+        if (e.empty() || e == "task") continue;  // tasks come from the queues, not events
         if (!notify_flag_for_event(e)) {
             bad_input("--events: unknown event '" + e +
-                      "': give Redis keyevent names such as expired,evicted,del");
+                      "': give Redis keyevent names such as expired,evicted,del (or task for "
+                      "handlers of task queues only)");
             return false;
         }
         if (std::find(out->begin(), out->end(), e) == out->end()) out->push_back(e);
@@ -84,7 +85,6 @@ int run_check(const CheckArgs &a) {
     check.seeds = cfg.effective_seeds();
     check.mode = cfg.mode;
     check.timeout_ms = cfg.connect_timeout_ms;
-    check.track_keys = cfg.track_enable;
     check.needs.ns = cfg.ns;
     if (cfg.track_enable) check.needs.queues.push_back(kKeysQueue);
     check.needs.queues.insert(check.needs.queues.end(), cfg.queues.begin(), cfg.queues.end());
@@ -95,13 +95,6 @@ int run_check(const CheckArgs &a) {
     CheckReport report;
     report.target = redact_url(cfg.url_text);
     check_deployment(check, &report);
-    AclNeeds rule_needs = check.needs;
-    rule_needs.cluster = report.mode == "cluster";
-    rule_needs.discovery = cfg.mode != "standalone";
-    if (rule_needs.cluster && cfg.track_enable)
-        rule_needs.keyspace.push_back("__keyspace@0__:" + cfg.ns + ":*:{*}:due");
-    rule_needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
-    report.acl_rule = acl_rule(rule_needs);
     const std::string text = a.json ? render_json(report) : render_text(report);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -119,8 +112,9 @@ void add_check_command(CLI::App &app, Runner *selected) {
         "nothing. Exit 0: nothing blocks keywatch; 1: something does; 2: bad options");
     add_client_options(cmd, &args->client);
     cmd->add_option("--events", args->events,
-                    "the keyevents your handlers take (comma-separated); del,rename_from are "
-                    "added while tracked keys are served (track.enable)")
+                    "the keyevents your handlers take (comma-separated; task for task queues "
+                    "only); del,rename_from are added while tracked keys are served "
+                    "(track.enable)")
         ->capture_default_str();
     cmd->add_option("--key", args->key,
                     "a key your application tracks: checks that the ACL user may read it");

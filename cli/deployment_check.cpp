@@ -20,12 +20,13 @@ std::string user_of(const RedisUrl &url) {
 // "E" plus the flag of each event; in a cluster with sweepers also what their keyspace
 // notifications of due keys need (as the engine asks, core/engine.cpp).
 std::string needed_flags(const DeploymentCheck &c, bool cluster) {
+    if (c.needs.events.empty() && !(cluster && c.needs.sweeps())) return "";
     std::string need = "E";
     for (auto &e : c.needs.events) {
         const char f = notify_flag_for_event(e);
         if (f && need.find(f) == std::string::npos) need += f;
     }
-    if (cluster && !c.needs.queues.empty())
+    if (cluster && c.needs.sweeps())
         for (char f : std::string("Kzg"))
             if (need.find(f) == std::string::npos) need += f;
     return need;
@@ -116,6 +117,8 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     int rc =
         probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
     check.needs.discovery = check.mode != "standalone";
+    check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
+    report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
     if (rc != KW_OK && check.mode == "auto" && err.find("NOPERM") != std::string::npos) {
         // The user may not read the topology: the permission probes say so; the rest is
         // checked on the seed as a standalone server.
@@ -132,8 +135,9 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
                 "connected as user '" + user_of(seed) + "'");
     check.needs.cluster = cluster;
     check.needs.db = seed.db;
-    if (cluster && check.track_keys)
-        check.needs.keyspace.push_back("__keyspace@0__:" + check.needs.ns + ":*:{*}:due");
+    if (cluster && check.needs.sweeps())
+        check.needs.keyspace.push_back(check.needs.due_keyspace_pattern());
+    report->acl_rule = acl_rule(check.needs);
     if (cluster) check_cluster_state(seed, topo, check.timeout_ms, report);
     std::vector<std::pair<RedisUrl, std::string>> nodes;  // URL, hash tag it serves
     if (!cluster) nodes.push_back({seed, kStandaloneTag});

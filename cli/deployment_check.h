@@ -20,13 +20,13 @@ struct DeploymentCheck {
     std::string mode = "auto";    // redis.mode
     int64_t timeout_ms = 5000;    // redis.connect_timeout: per connection and per reply
     AclNeeds needs;               // what keywatch will run (cluster is filled in here)
-    bool track_keys = true;       // keywatch serves tracked keys (cluster: keyspace flags)
 };
 
 // Largest clock difference between masters that passes.
 inline constexpr int64_t kMaxClockSkewMs = 1000;
 
-// Runs every check. report->target must be set by the caller.
+// Runs every check and sets report->mode and report->acl_rule. report->target must be set
+// by the caller.
 void check_deployment(DeploymentCheck check, CheckReport *report);
 
 }  // namespace keywatch::cli

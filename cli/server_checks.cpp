@@ -106,7 +106,9 @@ void check_notifications(BlockingRedis &c, const std::string &node, const std::s
     const std::string missing = missing_notify_flags(*a.value, need);
     if (missing.empty()) {
         report->add("notifications", node, Verdict::Ok,
-                    "notify-keyspace-events '" + *a.value + "' includes '" + need + "'");
+                    need.empty()
+                        ? "keywatch subscribes to no keyspace event here"
+                        : "notify-keyspace-events '" + *a.value + "' includes '" + need + "'");
         return;
     }
     report->add("notifications", node, Verdict::Fail,

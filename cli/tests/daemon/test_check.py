@@ -200,6 +200,17 @@ def test_partial_flags_name_what_is_missing(server: Callable[..., Server]) -> No
     assert status == 0 and verdict(doc, "notifications") == "ok"
 
 
+def test_task_queues_alone_need_no_notifications(server: Callable[..., Server]) -> None:
+    s = server("--appendonly", "yes")  # notify-keyspace-events ""
+    status, doc = check_json("--redis", s.url, "--events", "task", "--conf", "track.enable=false",
+                             "--conf", "queues=mail,sms")
+    (line,) = lines(doc, "notifications")
+    assert status == 0 and line["verdict"] == "ok", doc
+    assert "no keyspace event" in line["detail"]
+    assert "&__keyevent" not in doc["acl_rule"]
+    assert verdict(doc, "acl: queue scripts") == "ok"
+
+
 def test_config_renamed_is_a_warning_that_says_what_keywatch_cannot_do(
         server: Callable[..., Server]) -> None:
     s = server("--rename-command", "CONFIG", "", "--notify-keyspace-events", NOTIFY,
