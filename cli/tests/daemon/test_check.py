@@ -22,6 +22,8 @@ from typing import Callable, Iterator
 import pytest
 import redis as redis_py
 
+ROOT = Path(__file__).resolve().parents[3]
+
 # What keywatch needs by default: keyevents expired, evicted (the handlers), del and
 # rename_from (tracked keys), so notify-keyspace-events must hold E, x, e and g.
 NOTIFY = "Exeg"
@@ -245,6 +247,10 @@ def test_acl_user_without_psubscribe_fails_with_the_grant(
     assert "NOPERM" in line["detail"]
     for other in ("acl: queue scripts", "acl: script commands", "acl: tracked keys"):
         assert verdict(doc, other) == "ok", other
+    # The user and password may come from the library's options instead of the URL.
+    status, same = check_json("--redis", s.url, "-c", "redis.user=nopsub", "-c",
+                              "redis.password=pw")
+    assert status == 1 and lines(same, "acl: channels") == [line]
 
 
 def test_acl_refusals_name_the_command_key_or_channel_to_grant(
@@ -263,6 +269,15 @@ def test_acl_refusals_name_the_command_key_or_channel_to_grant(
     (channels,) = lines(doc, "acl: channels")
     assert channels["fix"] == ("ACL SETUSER narrow &__keyevent@*__:evicted "
                                "&__keyevent@*__:del &__keyevent@*__:rename_from")
+
+
+def test_the_rule_in_the_production_docs_is_the_one_check_suggests(
+        server: Callable[..., Server]) -> None:
+    doc_lines = (ROOT / "docs" / "production.md").read_text().splitlines()
+    (documented,) = [l for l in doc_lines if l.startswith("ACL SETUSER keywatch on ")]
+    s = healthy(server)
+    status, doc = check_json("--redis", s.url)
+    assert documented == "ACL SETUSER keywatch " + doc["acl_rule"]
 
 
 def test_the_suggested_acl_rule_passes_and_runs_the_engine(
