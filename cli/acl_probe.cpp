@@ -38,6 +38,8 @@ constexpr const char *kUnknownSha = "0000000000000000000000000000000000000000";
 constexpr const char *kHeartbeat = "__keywatch:heartbeat:keywatch-check";
 // The line of the topology commands (kw_engine_start sends them unless redis.mode=standalone).
 const std::string kDiscovery = "acl: cluster discovery";
+const std::string kChannels = "acl: channels";
+const std::string kTracked = "acl: tracked keys";
 
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
@@ -180,14 +182,21 @@ std::string grant_for(const Outcome &o, const AclNeeds &needs, bool tracked_key)
     return "+" + o.probe.name;
 }
 
+// The probes of one report line.
+struct Group {
+    std::string check;  // "acl: channels", ...
+    std::vector<Outcome> outcomes;
+};
+
 // One report line for a group of probes.
-void report_group(const std::string &check, const std::string &node, const std::string &user,
-                  const std::vector<Outcome> &group, const AclNeeds &needs, bool tracked_key,
-                  CheckReport *report) {
+void report_group(const Group &g, const std::string &node, const std::string &user,
+                  const AclNeeds &needs, CheckReport *report) {
+    const std::string &check = g.check;
+    const bool tracked_key = check == kTracked;
     std::vector<std::string> refused, missing, unprobed, unclear, grants;
     std::set<std::string> names;
     std::string words;
-    for (auto &o : group) {
+    for (auto &o : g.outcomes) {
         names.insert(o.probe.name);
         const std::string what = joined(o.probe.args, " ");
         if (o.answer == Answer::Refused) {
@@ -201,7 +210,14 @@ void report_group(const std::string &check, const std::string &node, const std::
             unprobed.push_back(o.probe.name + (o.probe.known ? "" : " (no probe known)"));
         if (o.answer == Answer::Unclear) unclear.push_back(what + " (" + o.words + ")");
     }
-    if (!refused.empty()) {
+    if (!refused.empty() && tracked_key && needs.sample_key.empty()) {
+        // An arbitrary key outside the namespace: the user may well read the tracked ones.
+        report->add(check, node, Verdict::Warn,
+                    "user '" + user + "' may not read a key outside keywatch's namespace (" +
+                        joined(refused, "; ") + "): it needs read access to the keys you track",
+                    "give --key with one of your tracked keys to check it, or grant "
+                    "%R~<your tracked keys>");
+    } else if (!refused.empty()) {
         std::string fix = "ACL SETUSER " + user + " " + joined(grants, " ");
         if (check == kDiscovery && !needs.cluster)
             fix += " (or, as this is no cluster, run keywatch with redis.mode=standalone)";
@@ -228,10 +244,82 @@ void report_group(const std::string &check, const std::string &node, const std::
     }
 }
 
-std::vector<Outcome> outcomes_of(std::vector<Probe> probes) {
-    std::vector<Outcome> out;
-    for (auto &p : probes) out.emplace_back(std::move(p));
-    return out;
+Group group_of(std::string check, std::vector<Probe> probes) {
+    Group g{std::move(check), {}};
+    for (auto &p : probes) g.outcomes.emplace_back(std::move(p));
+    return g;
+}
+
+// The queue scripts and the commands they run, on the keys of every queue served.
+void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vector<Probe> *scripts,
+                       std::vector<Probe> *inner) {
+    const std::vector<std::string> names = script_commands();
+    for (auto &q : needs.queues) {
+        const QueueKeys k = QueueKeys::make(needs.ns, q, tag);
+        const std::vector<std::string> keys = k.keys();
+        Probe evalsha{"evalsha", {"EVALSHA", kUnknownSha, "5"}, false};
+        Probe eval{"eval", {"EVAL", "return 0", "5"}, true};
+        for (Probe *p : {&evalsha, &eval}) {
+            p->args.insert(p->args.end(), keys.begin(), keys.end());
+            scripts->push_back(*p);
+        }
+        for (auto &n : names) {
+            Probe p;
+            if (!script_command_probe(n, k, &p)) p = {lower(n), {n}, true, false};
+            inner->push_back(std::move(p));
+        }
+    }
+    scripts->push_back({"script|load", {"SCRIPT", "LOAD", "return 0"}, true});
+}
+
+// Every group sent on the command connection, in report order.
+std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
+    std::vector<Probe> scripts, inner, discovery, dedupe;
+    plan_queue_probes(tag, needs, &scripts, &inner);
+    const std::string key =
+        needs.sample_key.empty() ? "keywatch-check:{" + tag + "}:probe" : needs.sample_key;
+    if (needs.discovery || needs.cluster)
+        discovery = {{"cluster|shards", {"CLUSTER", "SHARDS"}, false},
+                     {"cluster|slots", {"CLUSTER", "SLOTS"}, false}};
+    if (needs.cluster)
+        discovery.push_back(
+            {"scan",
+             {"SCAN", "0", "MATCH", needs.ns + ":*:{*}:due", "COUNT", "1", "TYPE", "zset"},
+             false});
+    if (needs.dedupe)
+        dedupe = {{"set",
+                   {"SET", needs.ns + ":dedupe:{" + tag + "}:0:expired:keywatch-check", "1", "NX",
+                    "PX", "60000"},
+                   true}};
+    std::vector<Group> groups = {
+        group_of(kChannels, {{"publish", {"PUBLISH", kHeartbeat, "0"}, true}}),
+        group_of("acl: queue scripts", std::move(scripts)),
+        group_of("acl: script commands", std::move(inner)),
+        group_of(kTracked, {{"exists", {"EXISTS", key}, false},
+                            {"pexpiretime", {"PEXPIRETIME", key}, false}}),
+    };
+    if (!discovery.empty()) groups.push_back(group_of(kDiscovery, std::move(discovery)));
+    if (!dedupe.empty()) groups.push_back(group_of("acl: dedupe", std::move(dedupe)));
+    return groups;
+}
+
+// Sends every group's probes on one connection (one MULTI) and puts the answers back.
+bool run_groups(const RedisUrl &url, const AclNeeds &needs, int64_t timeout_ms,
+                std::vector<Group> *groups, std::string *err) {
+    BlockingRedis c(url, "check", needs.db != 0);
+    if (c.connect(timeout_ms) != KW_OK) {
+        *err = c.error();
+        return false;
+    }
+    std::vector<Outcome> all;
+    for (auto &g : *groups) all.insert(all.end(), g.outcomes.begin(), g.outcomes.end());
+    bool in_multi = false;
+    run_probes(c, timeout_ms, &all, &in_multi);
+    c.close();
+    size_t at = 0;
+    for (auto &g : *groups)
+        for (auto &o : g.outcomes) o = all[at++];
+    return true;
 }
 
 }  // namespace
@@ -262,72 +350,18 @@ void probe_acl(const RedisUrl &url, const std::string &tag, const AclNeeds &need
     const std::string node = url.endpoint();
     const std::string user = url.user.empty() ? "default" : url.user;
     std::string err;
-    std::vector<Outcome> subs = probe_subscriptions(url, needs, timeout_ms, &err);
-    std::vector<Probe> publish = {{"publish", {"PUBLISH", kHeartbeat, "0"}, true}};
-    std::vector<Probe> scripts_probes, inner, tracked, cluster, dedupe;
-    const std::vector<std::string> names = script_commands();
-    for (auto &q : needs.queues) {
-        const QueueKeys k = QueueKeys::make(needs.ns, q, tag);
-        const std::vector<std::string> keys = k.keys();
-        Probe evalsha{"evalsha", {"EVALSHA", kUnknownSha, "5"}, false};
-        Probe eval{"eval", {"EVAL", "return 0", "5"}, true};
-        for (Probe *p : {&evalsha, &eval}) {
-            p->args.insert(p->args.end(), keys.begin(), keys.end());
-            scripts_probes.push_back(*p);
-        }
-        for (auto &n : names) {
-            Probe p;
-            if (!script_command_probe(n, k, &p)) p = {lower(n), {n}, true, false};
-            inner.push_back(std::move(p));
-        }
-        if (needs.cluster)
-            cluster.push_back(
-                {"scan",
-                 {"SCAN", "0", "MATCH", needs.ns + ":*:{*}:due", "COUNT", "1", "TYPE", "zset"},
-                 false});
-    }
-    scripts_probes.push_back({"script|load", {"SCRIPT", "LOAD", "return 0"}, true});
-    const std::string key =
-        needs.sample_key.empty() ? "keywatch-check:{" + tag + "}:probe" : needs.sample_key;
-    tracked = {{"exists", {"EXISTS", key}, false}, {"pexpiretime", {"PEXPIRETIME", key}, false}};
-    if (needs.discovery || needs.cluster)
-        cluster.insert(cluster.begin(), {{"cluster|shards", {"CLUSTER", "SHARDS"}, false},
-                                         {"cluster|slots", {"CLUSTER", "SLOTS"}, false}});
-    if (needs.dedupe)
-        dedupe = {{"set",
-                   {"SET", needs.ns + ":dedupe:{" + tag + "}:0:expired:keywatch-check", "1", "NX",
-                    "PX", "60000"},
-                   true}};
-
-    std::vector<std::pair<std::string, std::vector<Outcome>>> groups = {
-        {"acl: channels", outcomes_of(publish)},
-        {"acl: queue scripts", outcomes_of(scripts_probes)},
-        {"acl: script commands", outcomes_of(inner)},
-        {"acl: tracked keys", outcomes_of(tracked)},
-    };
-    if (!cluster.empty()) groups.push_back({kDiscovery, outcomes_of(cluster)});
-    if (needs.dedupe) groups.push_back({"acl: dedupe", outcomes_of(dedupe)});
-    BlockingRedis c(url, "check", needs.db != 0);
-    if (c.connect(timeout_ms) != KW_OK) {
-        report->add("acl", node, Verdict::Fail, "cannot connect to probe: " + c.error(),
+    std::vector<Group> groups = plan_groups(tag, needs);
+    if (!run_groups(url, needs, timeout_ms, &groups, &err)) {
+        report->add("acl", node, Verdict::Fail, "cannot connect to probe: " + err,
                     "see the connection line");
         return;
     }
-    // One pass over every probe on one connection (one MULTI), then back into the groups.
-    std::vector<Outcome> all;
-    for (auto &g : groups) all.insert(all.end(), g.second.begin(), g.second.end());
-    bool in_multi = false;
-    run_probes(c, timeout_ms, &all, &in_multi);
-    c.close();
-    size_t at = 0;
-    for (auto &g : groups)
-        for (auto &o : g.second) o = all[at++];
-    groups[0].second.insert(groups[0].second.begin(), subs.begin(), subs.end());
+    std::vector<Outcome> subs = probe_subscriptions(url, needs, timeout_ms, &err);
     if (!err.empty())
-        report->add("acl: channels", node, Verdict::Fail,
+        report->add(kChannels, node, Verdict::Fail,
                     "cannot connect to probe the subscriptions: " + err);
-    for (auto &g : groups)
-        report_group(g.first, node, user, g.second, needs, g.first == "acl: tracked keys", report);
+    groups[0].outcomes.insert(groups[0].outcomes.begin(), subs.begin(), subs.end());
+    for (auto &g : groups) report_group(g, node, user, needs, report);
 }
 
 }  // namespace keywatch::cli

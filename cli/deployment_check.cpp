@@ -1,6 +1,8 @@
 #include "cli/deployment_check.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 #include "cli/server_checks.h"
 #include "core/blocking_redis.h"
@@ -107,6 +109,53 @@ void check_clocks(const std::vector<std::pair<std::string, ServerFacts>> &clocks
                     "synchronise the hosts' clocks (chrony or systemd-timesyncd)");
 }
 
+// "host:port" of every replica: CLUSTER NODES on a cluster, the master's INFO replication
+// (slaveN:ip=...,port=...) otherwise. Empty when refused.
+std::vector<std::string> replicas(BlockingRedis &c, bool cluster, int64_t timeout_ms) {
+    std::vector<std::string> out;
+    ReplyPtr r = cluster ? c.command({"CLUSTER", "NODES"}, timeout_ms)
+                         : c.command({"INFO", "replication"}, timeout_ms);
+    if (!r || r->type != REDIS_REPLY_STRING) return out;
+    std::istringstream text(std::string(r->str, r->len));
+    for (std::string line; std::getline(text, line);) {
+        if (cluster) {
+            // <id> <host:port@cport[,hostname]> <flags> ...
+            std::istringstream fields(line);
+            std::string id, addr, flags;
+            fields >> id >> addr >> flags;
+            if (flags.find("slave") == std::string::npos || flags.find("fail") != std::string::npos)
+                continue;
+            out.push_back(addr.substr(0, addr.find('@')));
+        } else if (line.rfind("slave", 0) == 0 && line.find(":ip=") != std::string::npos) {
+            const size_t ip = line.find("ip=") + 3, port = line.find(",port=") + 6;
+            out.push_back(line.substr(ip, line.find(',', ip) - ip) + ":" +
+                          line.substr(port, line.find(',', port) - port));
+        }
+    }
+    return out;
+}
+
+void check_replicas(const RedisUrl &seed, bool cluster, const std::string &need, int64_t timeout_ms,
+                    CheckReport *report) {
+    if (need.empty()) return;
+    BlockingRedis c(seed, "check", false);
+    if (c.connect(timeout_ms) != KW_OK) return;  // the connection line says why
+    for (const std::string &endpoint : replicas(c, cluster, timeout_ms)) {
+        RedisUrl u = seed;  // same credentials and TLS settings
+        const size_t colon = endpoint.rfind(':');
+        u.host = endpoint.substr(0, colon);
+        u.port = std::atoi(endpoint.c_str() + colon + 1);
+        BlockingRedis r(u, "check", false);
+        if (r.connect(timeout_ms) != KW_OK) {
+            report->add("replica notifications", endpoint, Verdict::Warn,
+                        "cannot connect: " + r.error(),
+                        "check notify-keyspace-events on it yourself (it needs '" + need + "')");
+            continue;
+        }
+        check_replica(r, need, timeout_ms, report);
+    }
+}
+
 }  // namespace
 
 void check_deployment(DeploymentCheck check, CheckReport *report) {
@@ -156,10 +205,12 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
                         "every master must be reachable from keywatch's hosts");
             continue;
         }
-        clocks.push_back({url.endpoint(), check_server(c, need, check.timeout_ms, report)});
+        clocks.push_back(
+            {url.endpoint(), check_server(c, need, !cluster, check.timeout_ms, report)});
         c.close();
         probe_acl(url, tag, check.needs, check.timeout_ms, report);
     }
+    check_replicas(seed, cluster, need, check.timeout_ms, report);
     check_clocks(clocks, report);
 }
 

@@ -47,16 +47,45 @@ std::optional<std::string> info_field(BlockingRedis &c, const std::string &secti
     return text.substr(at, text.find_first_of("\r\n", at) - at);
 }
 
-// The version from HELLO (allowed to every user) or else INFO server.
-std::optional<std::string> server_version(BlockingRedis &c, int64_t timeout_ms) {
+// A field of HELLO's answer (HELLO is allowed to every user): "version", "role".
+std::optional<std::string> hello_field(BlockingRedis &c, const std::string &name,
+                                       int64_t timeout_ms) {
     ReplyPtr r = c.command({"HELLO"}, timeout_ms);
     if (r && r->type == REDIS_REPLY_ARRAY)
         for (size_t i = 0; i + 1 < r->elements; i += 2)
             if (r->element[i]->type == REDIS_REPLY_STRING &&
-                std::string(r->element[i]->str) == "version" &&
+                std::string(r->element[i]->str) == name &&
                 r->element[i + 1]->type == REDIS_REPLY_STRING)
                 return std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+    return {};
+}
+
+std::optional<std::string> server_version(BlockingRedis &c, int64_t timeout_ms) {
+    if (auto v = hello_field(c, "version", timeout_ms)) return v;
     return info_field(c, "server", "redis_version", timeout_ms);
+}
+
+// A standalone URL must name the master: a replica refuses keywatch's writes and never
+// publishes `expired`.
+void check_role(BlockingRedis &c, const std::string &node, int64_t timeout_ms,
+                CheckReport *report) {
+    std::optional<std::string> role = hello_field(c, "role", timeout_ms);
+    if (!role) role = info_field(c, "replication", "role", timeout_ms);
+    if (!role) {
+        report->add("role", node, Verdict::Warn, "cannot tell whether this is the master",
+                    "make sure the URL names the master");
+        return;
+    }
+    if (*role == "master") {
+        report->add("role", node, Verdict::Ok, "master");
+        return;
+    }
+    const auto host = info_field(c, "replication", "master_host", timeout_ms);
+    const auto port = info_field(c, "replication", "master_port", timeout_ms);
+    report->add("role", node, Verdict::Fail,
+                "a replica" + (host && port ? " of " + *host + ":" + *port : std::string()) +
+                    ": it refuses keywatch's writes and never publishes expired",
+                "give keywatch the master's URL");
 }
 
 void check_version(BlockingRedis &c, const std::string &node, int64_t timeout_ms,
@@ -206,14 +235,39 @@ ServerFacts read_clock(BlockingRedis &c, int64_t timeout_ms) {
 
 }  // namespace
 
-ServerFacts check_server(BlockingRedis &c, const std::string &need_flags, int64_t timeout_ms,
-                         CheckReport *report) {
+ServerFacts check_server(BlockingRedis &c, const std::string &need_flags, bool standalone,
+                         int64_t timeout_ms, CheckReport *report) {
     const std::string node = c.url().endpoint();
     check_version(c, node, timeout_ms, report);
+    if (standalone) check_role(c, node, timeout_ms, report);
     check_notifications(c, node, need_flags, timeout_ms, report);
     check_persistence(c, node, timeout_ms, report);
     check_memory_policy(c, node, timeout_ms, report);
     return read_clock(c, timeout_ms);
+}
+
+void check_replica(BlockingRedis &c, const std::string &need_flags, int64_t timeout_ms,
+                   CheckReport *report) {
+    const std::string node = c.url().endpoint();
+    const Answer a = config_get(c, "notify-keyspace-events", timeout_ms);
+    const std::string fix = "CONFIG SET notify-keyspace-events " + need_flags +
+                            " on the replica and in its redis.conf (the setting is not "
+                            "replicated)";
+    if (!a.value) {
+        report->add("replica notifications", node, Verdict::Warn,
+                    "cannot read notify-keyspace-events (" + a.error + ")",
+                    "make sure it includes '" + need_flags + "' there too");
+        return;
+    }
+    const std::string missing = missing_notify_flags(*a.value, need_flags);
+    if (missing.empty())
+        report->add("replica notifications", node, Verdict::Ok,
+                    "notify-keyspace-events '" + *a.value + "' (ready for a failover)");
+    else
+        report->add("replica notifications", node, Verdict::Warn,
+                    "notify-keyspace-events is '" + *a.value + "' and lacks '" + missing +
+                        "': promoted by a failover, it would publish none of keywatch's events",
+                    fix);
 }
 
 }  // namespace keywatch::cli

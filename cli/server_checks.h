@@ -1,7 +1,7 @@
-// The per-server part of `keywatch check`: Redis version, CONFIG, notify-keyspace-events,
-// persistence, maxmemory-policy and the server's clock, read over one connection with
-// commands that change nothing (HELLO, INFO, CONFIG GET, TIME). Each adds its line to the
-// report. Not thread-safe: one caller per connection.
+// The per-server part of `keywatch check`: Redis version, role, CONFIG,
+// notify-keyspace-events (on replicas too), persistence, maxmemory-policy and the clock,
+// read over one connection with commands that change nothing (HELLO, INFO, CONFIG GET,
+// TIME). Each adds its line to the report. Not thread-safe: one caller per connection.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,14 @@ struct ServerFacts {
 };
 
 // need_flags: the notify-keyspace-events flags keywatch needs ("E" plus one per event).
-ServerFacts check_server(BlockingRedis &c, const std::string &need_flags, int64_t timeout_ms,
-                         CheckReport *report);
+// standalone: also check that the server is the master (a cluster's masters come from its
+// topology).
+ServerFacts check_server(BlockingRedis &c, const std::string &need_flags, bool standalone,
+                         int64_t timeout_ms, CheckReport *report);
+
+// A replica: whether a failover to it would keep the keyspace events (the setting is per
+// server and not replicated). A warning at most: nothing is wrong until it is promoted.
+void check_replica(BlockingRedis &c, const std::string &need_flags, int64_t timeout_ms,
+                   CheckReport *report);
 
 }  // namespace keywatch::cli

@@ -144,7 +144,7 @@ def test_healthy_server_passes_every_check(server: Callable[..., Server]) -> Non
     assert status == 0, doc
     assert doc["passed"] is True and doc["mode"] == "standalone"
     assert doc["summary"]["fail"] == 0 and doc["summary"]["warn"] == 0, doc
-    for name in ("connection", "version", "config", "notifications", "persistence",
+    for name in ("connection", "version", "role", "config", "notifications", "persistence",
                  "memory policy", "acl: channels", "acl: queue scripts",
                  "acl: script commands", "acl: tracked keys", "clock"):
         assert verdict(doc, name) == "ok", name
@@ -300,6 +300,24 @@ def test_the_suggested_acl_rule_passes_and_runs_the_engine(
     assert [(e["key"], e["queue"]) for e in events] == [("session:1", "keys")], watch.stdout
 
 
+def test_read_access_to_tracked_keys_is_checked_on_the_key_given(
+        server: Callable[..., Server]) -> None:
+    s = healthy(server)
+    rule = check_json("--redis", s.url)[1]["acl_rule"].replace("%R~*", "%R~session:*")
+    url = acl_user(s, "sessions", rule)
+    # Without --key the probe key is arbitrary: a refusal is only a warning.
+    status, doc = check_json("--redis", url)
+    (line,) = lines(doc, "acl: tracked keys")
+    assert status == 0 and line["verdict"] == "warn" and "--key" in line["fix"]
+    status, doc = check_json("--redis", url, "--key", "session:42")
+    assert status == 0 and verdict(doc, "acl: tracked keys") == "ok"
+    status, doc = check_json("--redis", url, "--key", "cart:42")
+    (line,) = lines(doc, "acl: tracked keys")
+    assert status == 1 and line["verdict"] == "fail"
+    assert "EXISTS cart:42" in line["detail"]
+    assert line["fix"] == "ACL SETUSER sessions %R~<your tracked keys>"
+
+
 def test_a_user_without_multi_gets_warnings_not_guesses(server: Callable[..., Server]) -> None:
     s = healthy(server)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
@@ -324,6 +342,28 @@ def test_without_cluster_commands_the_fix_offers_standalone_mode(
     assert verdict(doc, "version") == "ok"  # the rest is still checked
     status, doc = check_json("--redis", url, "--conf", "redis.mode=standalone")
     assert status == 0 and "+cluster|shards" not in doc["acl_rule"]
+
+
+def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(
+        server: Callable[..., Server]) -> None:
+    master = healthy(server)
+    replica = server("--appendonly", "yes", "--replicaof", "127.0.0.1", str(master.port))
+    _wait_for(lambda: master.admin.info("replication")["connected_slaves"] == 1, 20,
+              "the replica to connect")
+    status, doc = check_json("--redis", master.url)
+    (line,) = lines(doc, "replica notifications")
+    assert status == 0 and line["verdict"] == "warn", doc  # nothing wrong until a failover
+    assert line["node"] == f"127.0.0.1:{replica.port}"
+    assert f"lacks '{NOTIFY}'" in line["detail"] and "not replicated" in line["fix"]
+    replica.admin.config_set("notify-keyspace-events", NOTIFY)
+    status, doc = check_json("--redis", master.url)
+    assert status == 0 and verdict(doc, "replica notifications") == "ok"
+    # The replica itself is no URL for keywatch.
+    status, doc = check_json("--redis", replica.url)
+    (role,) = lines(doc, "role")
+    assert status == 1 and role["verdict"] == "fail"
+    assert f"a replica of 127.0.0.1:{master.port}" in role["detail"]
+    assert role["fix"] == "give keywatch the master's URL"
 
 
 def test_allkeys_eviction_with_maxmemory_fails(server: Callable[..., Server]) -> None:
@@ -403,6 +443,10 @@ def test_cluster_is_checked_on_every_master(cluster: ClusterStarter) -> None:
     for name in ("version", "notifications", "acl: script commands", "acl: cluster discovery"):
         assert sorted(l["node"] for l in lines(doc, name)) == masters, name
         assert {l["verdict"] for l in lines(doc, name)} == {"ok"}, lines(doc, name)
+    replicas = sorted(f"{n['host']}:{n['port']}" for n in cluster.info["nodes"]
+                      if n["role"] != "master")
+    assert sorted(l["node"] for l in lines(doc, "replica notifications")) == replicas
+    assert {l["verdict"] for l in lines(doc, "replica notifications")} == {"ok"}
     assert verdict(doc, "clock") == "ok" and "skew between masters" in lines(doc, "clock")[0]["detail"]
     assert "&__keyspace@0__:kw:*:{*}:due" in doc["acl_rule"] and "+scan" in doc["acl_rule"]
     # kw_test_cluster runs without persistence: a warning, nothing that blocks.
