@@ -106,10 +106,14 @@ int run_check(const CheckArgs &a) {
 void add_check_command(CLI::App &app, Runner *selected) {
     auto args = std::make_shared<CheckArgs>();
     CLI::App *cmd = app.add_subcommand(
-        "check",
-        "Check a Redis deployment for keywatch: version, notifications, CONFIG, the ACL "
-        "user's permissions, persistence, memory policy, cluster coverage, clocks. Changes "
-        "nothing. Exit 0: nothing blocks keywatch; 1: something does; 2: bad options");
+        "check", "Check that a Redis deployment is ready for keywatch (changes nothing)");
+    cmd->footer(
+        "Prints one line per check with a verdict (ok, warn, fail) and a fix for each problem: "
+        "version, role, CONFIG, notify-keyspace-events (replicas too), persistence, "
+        "maxmemory-policy, the ACL user's permissions for every command keywatch sends "
+        "(probed as that user; writes inside a MULTI that is discarded), cluster state and "
+        "slot coverage, clocks. Exit status 0: nothing blocks keywatch (warnings allowed); 1: "
+        "something does, or nothing answered; 2: bad options. See docs/production.md.");
     add_client_options(cmd, &args->client);
     cmd->add_option("--events", args->events,
                     "the keyevents your handlers take (comma-separated; task for task queues "
