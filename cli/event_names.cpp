@@ -1,5 +1,7 @@
 #include "cli/event_names.h"
 
+#include "cli/closest_name.h"
+
 #include <algorithm>
 #include <cstddef>
 
@@ -12,38 +14,9 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-// Levenshtein distance, for "did you mean" suggestions on short names.
-size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); j++) row[j] = j;
-    for (size_t i = 1; i <= a.size(); i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); j++) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
-std::string closest_known(std::string_view name) {
-    std::string best;
-    size_t best_distance = 3;  // suggest only near misses
-    for (const auto &known : known_event_names()) {
-        size_t d = edit_distance(name, known);
-        if (d < best_distance) {
-            best_distance = d;
-            best = known;
-        }
-    }
-    return best;
-}
-
 std::string unknown_event_message(std::string_view name) {
     std::string msg = "unknown event '" + std::string(name) + "' in --events";
-    std::string near = closest_known(name);
+    std::string near = closest_name(name, known_event_names());
     if (!near.empty()) msg += ": did you mean '" + near + "'?";
     msg +=
         " Use names Redis publishes, comma-separated (e.g. expired,evicted,del,set,expire,"

@@ -1,4 +1,5 @@
-// keywatch: the command-line tool. `keywatch watch` prints Redis keyspace events, tracked
+// keywatch: the command-line tool. `keywatch run --config FILE` is the daemon (plugins,
+// metrics, health, logs); `keywatch watch` prints Redis keyspace events, tracked
 // keys and tasks as JSON lines; `keywatch demo` shows it at work on a private
 // redis-server; track/untrack/adopt, schedule/cancel/reschedule, inspect and dead
 // list|replay|purge drive the reliable-delivery queues; `keywatch version`.
@@ -12,6 +13,7 @@
 #include "cli/admin_commands.h"
 #include "cli/check_command.h"
 #include "cli/command.h"
+#include "cli/daemon/run_command.h"
 #include "cli/demo_command.h"
 #include "cli/empty_values.h"
 #include "cli/exit_status.h"
@@ -60,6 +62,8 @@ int run(int argc, char **argv) {
     CLI::App *watch = add_watch_command(app, &watch_args);
     DemoArgs demo_args;
     CLI::App *demo = add_demo_command(app, &demo_args);
+    RunArgs run_args;
+    CLI::App *run_cmd = add_run_command(app, &run_args);
     Runner selected;  // set by the callback of the client verb that was parsed
     add_key_commands(app, &selected);
     add_task_commands(app, &selected);
@@ -82,6 +86,7 @@ int run(int argc, char **argv) {
     if (!values_not_empty(&app, argc, argv)) return kExitBadInput;
     if (*watch) return run_watch(watch_args);
     if (*demo) return run_demo(demo_args);
+    if (*run_cmd) return run_daemon(run_args);
     if (selected) return selected();
     if (*version) {
         std::printf("%s\n", version_text().c_str());

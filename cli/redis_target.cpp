@@ -42,20 +42,6 @@ std::string RedisTarget::started_message() const {
            ", dir " + server_->dir() + "); it stops when keywatch exits";
 }
 
-std::string redact_url(const std::string &url) {
-    // scheme://[user[:password]@]rest. The password may hold '/' or ':', so take the
-    // last '@' and the first ':' after the scheme. Worst case (a socket path holding both
-    // ':' and '@') hides part of a path in a message, never shows a password.
-    const size_t scheme = url.find("://");
-    if (scheme == std::string::npos) return url;
-    const size_t auth_start = scheme + 3;
-    const size_t at = url.rfind('@');
-    if (at == std::string::npos || at < auth_start) return url;
-    const size_t colon = url.find(':', auth_start);
-    if (colon == std::string::npos || colon > at) return url;  // a user, no password
-    return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
 bool resolve_redis_url(const std::string &flag_url,
                        std::vector<std::pair<std::string, std::string>> *conf, std::string *url,
                        std::string *err) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/redact_url.h"
 #include "cli/stop_signal.h"
 #include "embedded/redis_process.h"
 
@@ -37,9 +38,6 @@ class RedisTarget {
     std::unique_ptr<RedisProcess> server_;
     StopSignal *stop_ = nullptr;
 };
-
-// The URL with its password (if any) replaced by "***", for messages.
-std::string redact_url(const std::string &url);
 
 // The URL the options name: --redis (or KEYWATCH_REDIS_URL) as flag_url, or --conf
 // redis.url=..., which is taken out of *conf so that one URL is applied. Both naming

@@ -22,11 +22,20 @@ int g_pipe[2] = {-1, -1};
 std::atomic<int> g_signal{0};
 std::atomic<int> g_requested{0};
 std::atomic<int> g_child{0};
+std::atomic<int> g_hup_reopens{0};  // SIGHUP means "reopen the log file"
+std::atomic<int> g_hup{0};          // a SIGHUP arrived and was not yet reported
 
 const int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void on_signal(int sig) {
     int saved_errno = errno;
+    if (sig == SIGHUP && g_hup_reopens != 0) {
+        g_hup = 1;
+        ssize_t ignored = write(g_pipe[1], "h", 1);
+        (void)ignored;
+        errno = saved_errno;
+        return;
+    }
     if (g_signal != 0) {
         // Second signal: the orderly stop is taking too long for the user.
         static const char msg[] = "keywatch: second signal, exiting now\n";
@@ -48,7 +57,9 @@ int64_t now_ms() {
 
 }  // namespace
 
-StopSignal::StopSignal() {
+StopSignal::StopSignal(HupMode hup) {
+    g_hup_reopens = hup == HupMode::Reopen ? 1 : 0;
+    g_hup = 0;
     if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
     struct sigaction sa;
@@ -63,6 +74,7 @@ StopSignal::StopSignal() {
 StopSignal::~StopSignal() {
     for (int sig : kSignals) signal(sig, SIG_DFL);
     g_child = 0;
+    g_hup_reopens = 0;
     close(g_pipe[0]);
     close(g_pipe[1]);
     g_pipe[0] = g_pipe[1] = -1;
@@ -83,6 +95,7 @@ StopSignal::Reason StopSignal::wait(int64_t timeout_ms) {
     for (;;) {
         if (g_signal != 0) return Reason::Signal;
         if (g_requested != 0) return Reason::Requested;
+        if (g_hup.exchange(0) != 0) return Reason::Reopen;
         int wait_ms = -1;
         if (deadline >= 0) {
             int64_t left = deadline - now_ms();

@@ -1,10 +1,11 @@
 // How the CLI stops: SIGINT, SIGTERM and SIGHUP become a wake-up that the main thread
 // waits for, and the main thread then stops the engine and the private redis-server in
-// order. The signal handler only write()s to a self-pipe (async-signal-safe). A second
-// signal while stopping kills the private server (if any) and exits at once, so an
-// impatient Ctrl-C never leaves a redis-server behind.
-// Also ignores SIGPIPE, so a closed stdout is an error to handle, not a silent death.
-// One instance per process; request() and stop_requested() may be called from any thread.
+// order. For `keywatch run` (HupMode::Reopen) SIGHUP is not a stop but a request to reopen
+// the log file: wait() returns Reason::Reopen, and a SIGHUP never counts as a first signal. The
+// signal handler only write()s to a self-pipe (async-signal-safe). A second signal while stopping
+// kills the private server (if any) and exits at once, so an impatient Ctrl-C never leaves a
+// redis-server behind. Also ignores SIGPIPE, so a closed stdout is an error to handle, not a silent
+// death. One instance per process; request() and stop_requested() may be called from any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -15,9 +16,11 @@ namespace keywatch::cli {
 
 class StopSignal {
   public:
-    enum class Reason { Signal, Requested, Timeout };
+    enum class Reason { Signal, Requested, Timeout, Reopen };
+    enum class HupMode { Stop, Reopen };
 
-    StopSignal();   // installs the handlers; throws std::runtime_error on failure
+    // Installs the handlers; throws std::runtime_error on failure.
+    explicit StopSignal(HupMode hup = HupMode::Stop);
     ~StopSignal();  // restores the default dispositions
     StopSignal(const StopSignal &) = delete;
     StopSignal &operator=(const StopSignal &) = delete;
@@ -27,7 +30,8 @@ class StopSignal {
     // True once a signal or a request arrived. Any thread.
     bool stop_requested() const;
     // Blocks until a signal, a request or timeout_ms (negative: no timeout) passes.
-    // Returns at once when a stop was already requested. Main thread.
+    // Returns at once when a stop was already requested. With HupMode::Reopen, a SIGHUP
+    // returns Reason::Reopen (once per SIGHUP received, however many arrived). Main thread.
     Reason wait(int64_t timeout_ms);
     // The signal that arrived (0 if none).
     int signal_number() const;

@@ -14,6 +14,8 @@ packages=(
     pybind11-dev python3-pybind11 python3-pytest python3-setuptools python3-wheel
     # The Python package (bindings/): its venv, redis-py for its tests, mypy for its stubs.
     python3-dev python3-venv python3-redis mypy
+    # The daemon's end-to-end tests (cli/tests/daemon/): /metrics parsed by a real parser.
+    python3-prometheus-client
     clang-format
     # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
     clang-14 libclang-rt-14-dev

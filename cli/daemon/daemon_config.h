@@ -6,11 +6,16 @@
 // [redis] password_file reads the password from a file. Each [[handler]] table is one
 // plugin instance: plugin (a built-in's name or a path), name (the instance's name), the
 // filter (events, prefix, glob, db, queue, as kw_filter_set names them) and
-// [handler.options] (the plugin's own options).
+// [handler.options] (the plugin's own options). [http] token_file reads the token from a
+// file. Relative paths (password_file, token_file, [log] file, a plugin path) are taken
+// relative to the config file's directory; HandlerConfig::plugin and LogConfig::file hold
+// the resolved path. docs/daemon.md is the reference.
 // Everything is checked while reading: unknown keys are refused with the valid names
-// listed, values are checked by kw_conf_set / kw_filter_set themselves, and every message
-// starts with "FILE:LINE:COLUMN: " and names the key (and quotes a refused value).
-// Plugin options are checked when the plugin is loaded (run, run --check).
+// listed, values are checked by kw_conf_set / kw_filter_set themselves, the engine options
+// together by kw_engine_new, and every message starts with "FILE:LINE:COLUMN: " and names
+// the key (and quotes a refused value; never a password or a secret file's contents).
+// Plugin options are checked when the plugin is loaded (run, run --check): prefix that
+// error with HandlerConfig::place so it names the file and line too.
 // Pure functions over their arguments: thread-safe.
 #pragma once
 
@@ -28,12 +33,15 @@ struct ConfigPlace {
 
 struct HandlerConfig {
     std::string plugin;  // a built-in's name ("stream") or a path (contains '/')
-    std::string name;    // the instance's name; "" when the file gives none (plugin's name)
-    // kw_filter_set names and values, in file order; events joined with ','.
+    std::string name;    // the instance's name; "" when the file gives none (plugin's name);
+                         // no two handlers of a file share a name
+    // kw_filter_set names and values, in file order, each already accepted by it; events
+    // joined with ','. prefix and glob may hold any bytes (NUL included): give them to
+    // kw_filter_set_bytes.
     std::vector<std::pair<std::string, std::string>> filter;
     // [handler.options]: the plugin's options as text, in file order.
     std::vector<std::pair<std::string, std::string>> options;
-    ConfigPlace place;  // the [[handler]] header
+    ConfigPlace place;  // the [[handler]] header, "keywatch.toml:12:1"
 };
 
 enum class LogFormat { Json, Text };
@@ -41,13 +49,13 @@ enum class LogFormat { Json, Text };
 struct LogConfig {
     LogFormat format = LogFormat::Json;
     int level = 1;     // kw_log_level: 0 debug, 1 info, 2 warn, 3 error
-    std::string file;  // "" = stderr; reopened on SIGHUP
+    std::string file;  // "" = stderr; reopened on SIGHUP (resolved against the file's directory)
 };
 
 struct HttpConfig {
     bool enabled = true;                    // [http] enabled = false turns the server off
     std::string listen = "127.0.0.1:9464";  // "host:port"; port 0 = any free port
-    std::string token;                      // bearer token; "" = none
+    std::string token;                      // bearer token ([http] token or token_file); "" = none
 };
 
 struct MetricsConfig {
@@ -72,10 +80,13 @@ struct DaemonConfig {
 };
 
 // Reads and checks the file. False with *err ("keywatch.toml:3:1: [sweep] intervall:
-// unknown key; valid keys: ...", "cannot read keywatch.toml: No such file or directory")
-// on any problem; *out is then unspecified.
+// unknown key (did you mean 'interval'?); valid keys in [sweep]: ...", "cannot read
+// keywatch.toml: No such file or directory") on any problem; *out is then unspecified.
+// A file without [[handler]] or without [redis] url is not an error here (run decides:
+// --embedded supplies both).
 bool load_daemon_config(const std::string &path, DaemonConfig *out, std::string *err);
-// The same for text already in memory; source names it in messages.
+// The same for text already in memory; source names it in messages, and relative paths
+// are taken relative to source's directory.
 bool parse_daemon_config(const std::string &text, const std::string &source, DaemonConfig *out,
                          std::string *err);
 

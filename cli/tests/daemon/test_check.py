@@ -2,109 +2,33 @@
 misconfigurations: notifications off, CONFIG renamed, an ACL user lacking psubscribe,
 maxmemory-policy allkeys-lru, a healthy server, a cluster (and one with slots unassigned).
 
-Environment (set by ctest): KW_CLI (the keywatch binary), KW_TEST_CLUSTER (the cluster
-starter of tests/support). The servers are started here with the options each case needs
-(redis-server from PATH, a free loopback port, a directory under tmp_path) and stopped by
-pid. Waits poll with a deadline.
+Environment (set by ctest): KW_CLI, KW_TEST_CLUSTER. Fixtures from conftest.py:
+``configured_redis`` (a redis-server started with the options a case needs) and
+``cluster``. Waits poll with a deadline.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 import subprocess
-import time
-from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 import redis as redis_py
 
-ROOT = Path(__file__).resolve().parents[3]
+from conftest import ROOT, Cluster, ConfiguredServer, _env_path, free_port, wait_for
 
 # What keywatch needs by default: keyevents expired, evicted (the handlers), del and
 # rename_from (tracked keys), so notify-keyspace-events must hold E, x, e and g.
 NOTIFY = "Exeg"
 
-
-def _env_path(name: str) -> str:
-    value = os.environ.get(name, "")
-    if not value or not os.path.exists(value):
-        pytest.skip(f"{name} is not set (run through ctest: ctest -L cli)")
-    return value
+Server = ConfiguredServer
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float, what: str) -> object:
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-
-
-class Server:
-    """A private redis-server started with the given options; ``admin`` is a client of
-    the default user (which the tests use to set the scene, never keywatch)."""
-
-    def __init__(self, root: Path, options: list) -> None:
-        self.port = _free_port()
-        self.dir = root / f"redis-{self.port}"
-        self.dir.mkdir()
-        self.log = open(self.dir / "log", "wb")
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-             str(self.dir), "--save", "", "--appendonly", "no", *options],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.admin = redis_py.Redis(host="127.0.0.1", port=self.port)
-        _wait_for(self._answers, 20, f"redis-server on port {self.port}")
-
-    def _answers(self) -> bool:
-        if self.proc.poll() is not None:
-            pytest.fail(f"redis-server exited: {(self.dir / 'log').read_text()}")
-        try:
-            return bool(self.admin.ping())
-        except redis_py.ConnectionError:
-            return False
-
-    def stop(self) -> None:
-        self.admin.close()
-        self.proc.kill()  # by pid: the one this object started
-        self.proc.wait(30)
-        self.log.close()
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    """server(*options): a running redis-server with those command-line options."""
-    started: list = []
-
-    def start(*options: str) -> Server:
-        s = Server(tmp_path, list(options))
-        started.append(s)
-        return s
-
-    try:
-        yield start
-    finally:
-        for s in started:
-            s.stop()
-
-
-def healthy(server: Callable[..., Server], *extra: str) -> Server:
+def healthy(configured_redis: Callable[..., Server], *extra: str) -> Server:
     """A server with everything keywatch wants: the flags and AOF."""
-    return server("--notify-keyspace-events", NOTIFY, "--appendonly", "yes", *extra)
+    return configured_redis("--notify-keyspace-events", NOTIFY, "--appendonly", "yes", *extra)
 
 
 def check(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -138,8 +62,8 @@ def acl_user(server: Server, name: str, rule: str, *changes: str) -> str:
     return f"redis://{name}:pw@127.0.0.1:{server.port}"
 
 
-def test_healthy_server_passes_every_check(server: Callable[..., Server]) -> None:
-    s = healthy(server)
+def test_healthy_server_passes_every_check(configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     status, doc = check_json("--redis", s.url)
     assert status == 0, doc
     assert doc["passed"] is True and doc["mode"] == "standalone"
@@ -151,11 +75,12 @@ def test_healthy_server_passes_every_check(server: Callable[..., Server]) -> Non
     assert all("fix" not in c for c in doc["checks"])
 
 
-def test_check_writes_nothing_and_publishes_nothing(server: Callable[..., Server]) -> None:
-    s = healthy(server)
+def test_check_writes_nothing_and_publishes_nothing(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     events = s.admin.pubsub()
     events.psubscribe("*")  # every channel: keyevents, the heartbeat channel
-    _wait_for(lambda: events.get_message(timeout=0.1), 10, "the psubscribe confirmation")
+    wait_for(lambda: events.get_message(timeout=0.1), 10, "the psubscribe confirmation")
     assert check("--redis", s.url).returncode == 0
     persistence = s.admin.info("persistence")
     assert persistence["rdb_changes_since_last_save"] == 0
@@ -175,8 +100,8 @@ def test_check_writes_nothing_and_publishes_nothing(server: Callable[..., Server
 
 
 def test_notifications_off_fail_with_the_config_set_that_fixes_them(
-        server: Callable[..., Server]) -> None:
-    s = server("--appendonly", "yes")  # notify-keyspace-events "" (Redis's default)
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--appendonly", "yes")  # notify-keyspace-events "" (Redis's default)
     r = check("--redis", s.url)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"lacks '{NOTIFY}'" in r.stdout
@@ -191,8 +116,8 @@ def test_notifications_off_fail_with_the_config_set_that_fixes_them(
     assert check_json("--redis", s.url)[0] == 0
 
 
-def test_partial_flags_name_what_is_missing(server: Callable[..., Server]) -> None:
-    s = server("--appendonly", "yes", "--notify-keyspace-events", "Ex")
+def test_partial_flags_name_what_is_missing(configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--appendonly", "yes", "--notify-keyspace-events", "Ex")
     status, doc = check_json("--redis", s.url, "--events", "expired")
     (line,) = lines(doc, "notifications")
     assert status == 1 and line["verdict"] == "fail"
@@ -202,8 +127,8 @@ def test_partial_flags_name_what_is_missing(server: Callable[..., Server]) -> No
     assert status == 0 and verdict(doc, "notifications") == "ok"
 
 
-def test_task_queues_alone_need_no_notifications(server: Callable[..., Server]) -> None:
-    s = server("--appendonly", "yes")  # notify-keyspace-events ""
+def test_task_queues_alone_need_no_notifications(configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--appendonly", "yes")  # notify-keyspace-events ""
     status, doc = check_json("--redis", s.url, "--events", "task", "--conf", "track.enable=false",
                              "--conf", "queues=mail,sms")
     (line,) = lines(doc, "notifications")
@@ -214,8 +139,8 @@ def test_task_queues_alone_need_no_notifications(server: Callable[..., Server]) 
 
 
 def test_config_renamed_is_a_warning_that_says_what_keywatch_cannot_do(
-        server: Callable[..., Server]) -> None:
-    s = server("--rename-command", "CONFIG", "", "--notify-keyspace-events", NOTIFY,
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--rename-command", "CONFIG", "", "--notify-keyspace-events", NOTIFY,
                "--appendonly", "yes")
     status, doc = check_json("--redis", s.url)
     assert status == 0, doc  # a managed Redis without CONFIG can run keywatch
@@ -232,8 +157,8 @@ def test_config_renamed_is_a_warning_that_says_what_keywatch_cannot_do(
 
 
 def test_acl_user_without_psubscribe_fails_with_the_grant(
-        server: Callable[..., Server]) -> None:
-    s = healthy(server)
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
     url = acl_user(s, "nopsub", rule, "-psubscribe")
     r = check("--redis", url)
@@ -254,8 +179,8 @@ def test_acl_user_without_psubscribe_fails_with_the_grant(
 
 
 def test_acl_refusals_name_the_command_key_or_channel_to_grant(
-        server: Callable[..., Server]) -> None:
-    s = healthy(server)
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
     url = acl_user(s, "narrow", rule, "-zadd", "resetkeys", "~kw:keys:*", "%R~*",
                    "resetchannels", "&__keyevent@*__:expired", "&__keywatch:heartbeat:*")
@@ -272,17 +197,17 @@ def test_acl_refusals_name_the_command_key_or_channel_to_grant(
 
 
 def test_the_rule_in_the_production_docs_is_the_one_check_suggests(
-        server: Callable[..., Server]) -> None:
+        configured_redis: Callable[..., Server]) -> None:
     doc_lines = (ROOT / "docs" / "production.md").read_text().splitlines()
     (documented,) = [l for l in doc_lines if l.startswith("ACL SETUSER keywatch on ")]
-    s = healthy(server)
+    s = healthy(configured_redis)
     status, doc = check_json("--redis", s.url)
     assert documented == "ACL SETUSER keywatch " + doc["acl_rule"]
 
 
 def test_the_suggested_acl_rule_passes_and_runs_the_engine(
-        server: Callable[..., Server]) -> None:
-    s = healthy(server)
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
     url = acl_user(s, "kw", rule)
     status, doc = check_json("--redis", url)
@@ -301,8 +226,8 @@ def test_the_suggested_acl_rule_passes_and_runs_the_engine(
 
 
 def test_read_access_to_tracked_keys_is_checked_on_the_key_given(
-        server: Callable[..., Server]) -> None:
-    s = healthy(server)
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"].replace("%R~*", "%R~session:*")
     url = acl_user(s, "sessions", rule)
     # Without --key the probe key is arbitrary: a refusal is only a warning.
@@ -318,8 +243,9 @@ def test_read_access_to_tracked_keys_is_checked_on_the_key_given(
     assert line["fix"] == "ACL SETUSER sessions %R~<your tracked keys>"
 
 
-def test_a_user_without_multi_gets_warnings_not_guesses(server: Callable[..., Server]) -> None:
-    s = healthy(server)
+def test_a_user_without_multi_gets_warnings_not_guesses(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
     url = acl_user(s, "nomulti", rule, "-multi")
     status, doc = check_json("--redis", url)
@@ -331,8 +257,8 @@ def test_a_user_without_multi_gets_warnings_not_guesses(server: Callable[..., Se
 
 
 def test_without_cluster_commands_the_fix_offers_standalone_mode(
-        server: Callable[..., Server]) -> None:
-    s = healthy(server)
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
     rule = check_json("--redis", s.url)[1]["acl_rule"]
     url = acl_user(s, "nocluster", rule, "-cluster|shards", "-cluster|slots")
     status, doc = check_json("--redis", url)
@@ -345,10 +271,10 @@ def test_without_cluster_commands_the_fix_offers_standalone_mode(
 
 
 def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(
-        server: Callable[..., Server]) -> None:
-    master = healthy(server)
-    replica = server("--appendonly", "yes", "--replicaof", "127.0.0.1", str(master.port))
-    _wait_for(lambda: master.admin.info("replication")["connected_slaves"] == 1, 20,
+        configured_redis: Callable[..., Server]) -> None:
+    master = healthy(configured_redis)
+    replica = configured_redis("--appendonly", "yes", "--replicaof", "127.0.0.1", str(master.port))
+    wait_for(lambda: master.admin.info("replication")["connected_slaves"] == 1, 20,
               "the replica to connect")
     status, doc = check_json("--redis", master.url)
     (line,) = lines(doc, "replica notifications")
@@ -366,8 +292,8 @@ def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(
     assert role["fix"] == "give keywatch the master's URL"
 
 
-def test_allkeys_eviction_with_maxmemory_fails(server: Callable[..., Server]) -> None:
-    s = healthy(server, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
+def test_allkeys_eviction_with_maxmemory_fails(configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
     status, doc = check_json("--redis", s.url)
     assert status == 1
     (line,) = lines(doc, "memory policy")
@@ -380,16 +306,16 @@ def test_allkeys_eviction_with_maxmemory_fails(server: Callable[..., Server]) ->
     assert status == 0 and line["verdict"] == "ok" and "'evicted'" in line["detail"]
 
 
-def test_missing_persistence_is_a_warning(server: Callable[..., Server]) -> None:
-    s = server("--notify-keyspace-events", NOTIFY)
+def test_missing_persistence_is_a_warning(configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--notify-keyspace-events", NOTIFY)
     status, doc = check_json("--redis", s.url)
     (line,) = lines(doc, "persistence")
     assert status == 0 and line["verdict"] == "warn"
     assert "appendonly yes" in line["fix"]
 
 
-def test_unreachable_server_exits_1(tmp_path: Path) -> None:
-    r = check("--redis", f"redis://127.0.0.1:{_free_port()}", "--conf",
+def test_unreachable_server_exits_1() -> None:
+    r = check("--redis", f"redis://127.0.0.1:{free_port()}", "--conf",
               "redis.connect_timeout=300ms")
     assert r.returncode == 1
     assert "fail  connection" in r.stdout
@@ -407,35 +333,10 @@ def test_bad_input_exits_2_naming_the_option(args: list, words: str) -> None:
     assert words in r.stderr
 
 
-class ClusterStarter:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([_env_path("KW_TEST_CLUSTER"), "--notify", "AKE"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            pytest.fail("kw_test_cluster printed no nodes")
-        self.info = json.loads(line)
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(60)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ClusterStarter]:
-    c = ClusterStarter()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-def test_cluster_is_checked_on_every_master(cluster: ClusterStarter) -> None:
-    status, doc = check_json("--redis", cluster.info["seed"])
+def test_cluster_is_checked_on_every_master(cluster: Cluster) -> None:
+    status, doc = check_json("--redis", cluster.seed)
     assert doc["mode"] == "cluster"
-    masters = sorted(f"{n['host']}:{n['port']}" for n in cluster.info["nodes"]
+    masters = sorted(f"{n['host']}:{n['port']}" for n in cluster.nodes
                      if n["role"] == "master")
     assert verdict(doc, "cluster state") == "ok"
     (coverage,) = lines(doc, "cluster coverage")
@@ -443,18 +344,19 @@ def test_cluster_is_checked_on_every_master(cluster: ClusterStarter) -> None:
     for name in ("version", "notifications", "acl: script commands", "acl: cluster discovery"):
         assert sorted(l["node"] for l in lines(doc, name)) == masters, name
         assert {l["verdict"] for l in lines(doc, name)} == {"ok"}, lines(doc, name)
-    replicas = sorted(f"{n['host']}:{n['port']}" for n in cluster.info["nodes"]
+    replicas = sorted(f"{n['host']}:{n['port']}" for n in cluster.nodes
                       if n["role"] != "master")
     assert sorted(l["node"] for l in lines(doc, "replica notifications")) == replicas
     assert {l["verdict"] for l in lines(doc, "replica notifications")} == {"ok"}
-    assert verdict(doc, "clock") == "ok" and "skew between masters" in lines(doc, "clock")[0]["detail"]
+    (clock,) = lines(doc, "clock")
+    assert clock["verdict"] == "ok" and "skew between masters" in clock["detail"]
     assert "&__keyspace@0__:kw:*:{*}:due" in doc["acl_rule"] and "+scan" in doc["acl_rule"]
     # kw_test_cluster runs without persistence: a warning, nothing that blocks.
     assert status == 0 and doc["summary"]["fail"] == 0
 
 
-def test_cluster_with_unassigned_slots_fails_coverage(cluster: ClusterStarter) -> None:
-    master = next(n for n in cluster.info["nodes"] if n["role"] == "master")
+def test_cluster_with_unassigned_slots_fails_coverage(cluster: Cluster) -> None:
+    master = next(n for n in cluster.nodes if n["role"] == "master")
     admin = redis_py.Redis(host=master["host"], port=int(master["port"]))
     # The first range this master serves (CLUSTER SLOTS: start, end, master, replicas...);
     # put back at the end.
@@ -470,6 +372,6 @@ def test_cluster_with_unassigned_slots_fails_coverage(cluster: ClusterStarter) -
         assert "redis-cli --cluster fix" in coverage["fix"]
     finally:
         admin.execute_command("CLUSTER", "ADDSLOTSRANGE", first, first + 9)
-        _wait_for(lambda: b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"), 30,
+        wait_for(lambda: b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"), 30,
                   "cluster_state:ok again")
         admin.close()

@@ -1,0 +1,212 @@
+#include "cli/daemon/daemon_engine.h"
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/exit_status.h"
+
+namespace keywatch::cli {
+namespace {
+
+struct FilterFree {
+    void operator()(kw_filter_t *f) const { kw_filter_free(f); }
+};
+using FilterPtr = std::unique_ptr<kw_filter_t, FilterFree>;
+
+// The name a [[handler]] without `name` gets: the built-in's name, or the file's name
+// without its directory and ".so" for a path. The metrics label handlers by it.
+std::string instance_name(const HandlerConfig &h) {
+    if (!h.name.empty()) return h.name;
+    std::string base = h.plugin.substr(h.plugin.rfind('/') + 1);
+    if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0)
+        base.resize(base.size() - 3);
+    return base;
+}
+
+// "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
+std::string where(const HandlerConfig &h, const std::string &name) {
+    return (h.place.text.empty() ? "" : h.place.text + ": ") + "[[handler]] \"" + name + "\": ";
+}
+
+// Options whose values are never printed.
+bool secret_option(const std::string &name) {
+    for (const char *word : {"secret", "password", "token", "auth"})
+        if (name.find(word) != std::string::npos) return true;
+    return false;
+}
+
+std::string conf_value(const kw_conf_t *conf, const char *name) {
+    char buf[1024] = "";
+    if (kw_conf_get(conf, name, buf, sizeof buf) != KW_OK) return "";
+    return buf;
+}
+
+const char *state_text(kw_conn_state state) {
+    switch (state) {
+        case KW_CONN_DISCONNECTED:
+            return "disconnected";
+        case KW_CONN_CONNECTING:
+            return "connecting";
+        case KW_CONN_READY:
+            return "connected and subscribed";
+        case KW_CONN_BROKEN:
+            return "connection lost";
+    }
+    return "unknown state";
+}
+
+}  // namespace
+
+DaemonEngine::~DaemonEngine() {
+    stop();
+}
+
+int DaemonEngine::build(const DaemonConfig &config, const Options &opts, std::string *err) {
+    conf_.reset(kw_conf_new());
+    if (!conf_) {
+        *err = "out of memory";
+        return kExitFailure;
+    }
+    char errstr[512] = "";
+    for (size_t i = 0; i < config.engine.size(); i++) {
+        const auto &[name, value] = config.engine[i];
+        const std::string &text = name == "redis.url" && !opts.url.empty() ? opts.url : value;
+        if (kw_conf_set(conf_.get(), name.c_str(), text.c_str(), errstr, sizeof errstr) != KW_OK) {
+            const std::string place =
+                i < config.engine_places.size() ? config.engine_places[i].text : config.path;
+            *err = place + ": " + errstr;
+            return kExitBadInput;
+        }
+    }
+    if (!opts.url.empty() && config.engine_option("redis.url").empty() &&
+        kw_conf_set(conf_.get(), "redis.url", opts.url.c_str(), errstr, sizeof errstr) != KW_OK) {
+        *err = errstr;
+        return kExitFailure;
+    }
+    kw_engine_t *engine = nullptr;
+    if (kw_engine_new(conf_.get(), &engine, errstr, sizeof errstr) != KW_OK) {
+        *err = config.path + ": " + errstr;
+        return kExitBadInput;
+    }
+    engine_.reset(engine);
+    kw_engine_set_log_cb(engine, &DaemonLog::on_engine_log, log_);
+    kw_engine_set_state_cb(engine, &DaemonEngine::on_state, this);
+
+    handlers_ = config.handlers;
+    if (handlers_.empty() && opts.print_default) {
+        HandlerConfig print;
+        print.plugin = "print";
+        handlers_.push_back(print);
+    }
+    for (const HandlerConfig &h : handlers_)
+        if (int rc = add_handler(h, err); rc != kExitOk) return rc;
+    return kExitOk;
+}
+
+int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
+    const std::string name = instance_name(h);
+    FilterPtr filter(kw_filter_new());
+    if (!filter) {
+        *err = "out of memory";
+        return kExitFailure;
+    }
+    char errstr[1024] = "";
+    for (const auto &[key, value] : h.filter) {
+        const bool bytes = key == "prefix" || key == "glob";
+        const int rc =
+            bytes ? kw_filter_set_bytes(filter.get(), key.c_str(), value.data(), value.size(),
+                                        errstr, sizeof errstr)
+                  : kw_filter_set(filter.get(), key.c_str(), value.c_str(), errstr, sizeof errstr);
+        if (rc != KW_OK) {
+            *err = where(h, name) + key + ": " + errstr;
+            return kExitBadInput;
+        }
+    }
+    std::vector<const char *> options;
+    for (const auto &[key, value] : h.options) {
+        options.push_back(key.c_str());
+        options.push_back(value.c_str());
+    }
+    options.push_back(nullptr);
+    if (kw_engine_add_plugin(engine_.get(), h.plugin.c_str(), name.c_str(), filter.get(),
+                             options.data(), errstr, sizeof errstr) != KW_OK) {
+        *err = where(h, name) + errstr;
+        return kExitFailure;
+    }
+    names_.push_back(name);
+    return kExitOk;
+}
+
+bool DaemonEngine::start(std::string *err) {
+    const int rc = kw_engine_start(engine_.get());
+    if (rc == KW_OK) {
+        started_ = true;
+        return true;
+    }
+    std::string detail = kw_engine_last_error(engine_.get());
+    if (detail.empty()) detail = kw_strerror(rc);
+    *err = "cannot start on " + conf_value(conf_.get(), "redis.url") + ": " + detail + " (" +
+           kw_err_name(rc) + ")";
+    return false;
+}
+
+bool DaemonEngine::stop() {
+    if (!engine_ || !started_) return true;
+    started_ = false;
+    return kw_engine_stop(engine_.get(), -1) != KW_ERR_TIMEOUT;
+}
+
+std::vector<std::string> DaemonEngine::describe() const {
+    std::vector<std::string> lines;
+    lines.push_back("redis: " + conf_value(conf_.get(), "redis.url") + " (mode " +
+                    conf_value(conf_.get(), "redis.mode") + ", namespace " +
+                    conf_value(conf_.get(), "namespace") + ")");
+    for (size_t i = 0; i < handlers_.size(); i++) {
+        const HandlerConfig &h = handlers_[i];
+        std::string line = "handler \"" + names_.at(i) + "\": plugin " + h.plugin;
+        bool events = false;
+        for (const auto &[key, value] : h.filter) {
+            line +=
+                ", " + key + " " + (key == "prefix" || key == "glob" ? "'" + value + "'" : value);
+            events = events || key == "events";
+        }
+        if (!events) line += ", events expired (the default)";
+        std::string opts;
+        for (const auto &[key, value] : h.options)
+            opts += (opts.empty() ? "" : ", ") + key + "=" + (secret_option(key) ? "***" : value);
+        if (!opts.empty()) line += "; options " + opts;
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+std::vector<std::string> DaemonEngine::nodes() const {
+    std::vector<std::string> out;
+    kw_stats_t *stats = nullptr;
+    if (!engine_ || kw_engine_stats(engine_.get(), &stats) != KW_OK) return out;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < kw_stats_count(stats); i++)
+        if (std::string(kw_stats_label_name(stats, i)) == "node" &&
+            seen.insert(kw_stats_label_value(stats, i)).second)
+            out.push_back(kw_stats_label_value(stats, i));
+    kw_stats_free(stats);
+    return out;
+}
+
+void DaemonEngine::on_state(const char *node, kw_conn_state state, const char *detail,
+                            void *opaque) {
+    auto *self = static_cast<DaemonEngine *>(opaque);
+    try {  // nothing may reach the engine's loop thread
+        DaemonLog::Fields fields{{"node", node ? node : "?"}};
+        if (detail && *detail) fields.emplace_back("detail", detail);
+        const int level = state == KW_CONN_BROKEN  ? KW_LOG_WARN
+                          : state == KW_CONN_READY ? KW_LOG_INFO
+                                                   : KW_LOG_DEBUG;
+        self->log_->write(level, state_text(state), fields);
+    } catch (...) {
+    }
+}
+
+}  // namespace keywatch::cli

@@ -1,0 +1,72 @@
+// The engine of `keywatch run`, built from a DaemonConfig through the C API: the engine
+// options in file order (redis.url replaced by the private server's with --embedded), one
+// plugin instance per [[handler]] with its filter and options (or the `print` plugin when
+// asked for and none is configured), the log and state callbacks into the DaemonLog.
+// Also says, for `run --check`, what it would do.
+// Not thread-safe: the daemon's main thread owns it (callbacks run on engine threads).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/daemon/daemon_config.h"
+#include "cli/daemon/daemon_log.h"
+#include "keywatch.h"
+
+namespace keywatch::cli {
+
+class DaemonEngine {
+  public:
+    struct Options {
+        std::string url;             // "" = the config's [redis] url
+        bool print_default = false;  // no [[handler]]: one instance of the print plugin
+    };
+
+    explicit DaemonEngine(DaemonLog *log) : log_(log) {}
+    ~DaemonEngine();
+    DaemonEngine(const DaemonEngine &) = delete;
+    DaemonEngine &operator=(const DaemonEngine &) = delete;
+
+    // Builds the configuration and the engine, loads every plugin. Returns an exit status
+    // (cli/exit_status.h): kExitOk; kExitBadInput (a value the engine refuses) or
+    // kExitFailure (a plugin that cannot be loaded or refuses its options), with *err
+    // naming the [[handler]] (file:line) and what to do.
+    int build(const DaemonConfig &config, const Options &opts, std::string *err);
+    // Connects and subscribes. False with *err (what failed and what to do).
+    bool start(std::string *err);
+    // Stops with stop.timeout. False when handlers were still running at the deadline.
+    // Idempotent.
+    bool stop();
+
+    kw_engine_t *engine() const { return engine_.get(); }
+    // The configuration the engine was built from (for clients of the same Redis).
+    const kw_conf_t *conf() const { return conf_.get(); }
+    // Handler i's instance name (the metrics' handler label), in registration order.
+    const std::vector<std::string> &handler_names() const { return names_; }
+    // What the engine will do, one line each: Redis target (password hidden), mode,
+    // handlers with their filters and option names. For --check and the start-up log.
+    std::vector<std::string> describe() const;
+    // The nodes the engine subscribed to (after start).
+    std::vector<std::string> nodes() const;
+
+  private:
+    int add_handler(const HandlerConfig &handler, std::string *err);
+    static void on_state(const char *node, kw_conn_state state, const char *detail, void *opaque);
+
+    struct EngineFree {
+        void operator()(kw_engine_t *e) const { kw_engine_free(e); }
+    };
+    struct ConfFree {
+        void operator()(kw_conf_t *c) const { kw_conf_free(c); }
+    };
+
+    DaemonLog *log_;
+    std::unique_ptr<kw_conf_t, ConfFree> conf_;
+    std::unique_ptr<kw_engine_t, EngineFree> engine_;
+    std::vector<HandlerConfig> handlers_;  // as registered (print added when defaulted)
+    std::vector<std::string> names_;
+    bool started_ = false;
+};
+
+}  // namespace keywatch::cli

@@ -1,0 +1,267 @@
+#include "cli/daemon/http_server.h"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/buffer.h>
+#include <event2/thread.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace keywatch::cli {
+namespace {
+
+// Limits for what a scraper or probe may send: these routes take no body.
+constexpr int kRequestTimeoutSeconds = 10;
+constexpr ev_ssize_t kMaxHeadersSize = 8192;
+constexpr ev_ssize_t kMaxBodySize = 4096;
+
+// "host:port" or "[v6]:port" split; false when there is no port after the last ':'.
+bool split_listen(const std::string &listen, std::string *host, std::string *port) {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string::npos || colon + 1 == listen.size()) return false;
+    *host = listen.substr(0, colon);
+    *port = listen.substr(colon + 1);
+    if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
+        *host = host->substr(1, host->size() - 2);
+    if (host->empty()) return false;
+    for (char c : *port)
+        if (c < '0' || c > '9') return false;
+    return port->size() <= 5 && std::stoi(*port) <= 65535;
+}
+
+bool is_loopback(const sockaddr_storage &sa) {
+    if (sa.ss_family == AF_INET) {
+        auto *in = reinterpret_cast<const sockaddr_in *>(&sa);
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&sa);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+}
+
+// "127.0.0.1:9464" or "[::1]:9464" of a bound socket.
+std::string address_text(const sockaddr_storage &sa) {
+    char host[INET6_ADDRSTRLEN] = "";
+    int port = 0;
+    if (sa.ss_family == AF_INET) {
+        auto *in = reinterpret_cast<const sockaddr_in *>(&sa);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        return std::string(host) + ":" + std::to_string(port);
+    }
+    auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+// A listening, non-blocking socket on the first address `listen` resolves to, or -1 with
+// *err saying why.
+int listen_socket(const std::string &listen, std::string *err) {
+    std::string host, port;
+    if (!split_listen(listen, &host, &port)) {
+        *err = "cannot listen on '" + listen +
+               "': not an address; write host:port, e.g. 127.0.0.1:9464 or [::1]:9464";
+        return -1;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo *res = nullptr;
+    int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) {
+        *err = "cannot listen on " + listen + ": " + gai_strerror(rc);
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+        *err = "cannot listen on " + listen + ": " + std::strerror(errno);
+        if (errno == EADDRINUSE)
+            *err += " (another process holds the port: choose another [http] listen)";
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+// Compares without stopping at the first difference (the token is a secret). token is
+// never empty.
+bool same_secret(const std::string &given, const std::string &token) {
+    unsigned diff = given.size() != token.size();
+    for (size_t i = 0; i < given.size(); i++) diff |= given[i] ^ token[i % token.size()];
+    return diff == 0;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+    event_base *base = nullptr;
+    evhttp *http = nullptr;
+    event *stop_event = nullptr;  // activated by stop() from its thread: breaks the loop
+    std::thread thread;
+    std::map<std::string, HttpRoute> routes;
+    std::string token;
+    std::string address;
+    bool beyond_loopback = false;
+
+    static void on_request(evhttp_request *req, void *arg) { static_cast<Impl *>(arg)->serve(req); }
+    void serve(evhttp_request *req);
+    bool authorized(evhttp_request *req) const;
+    void release();
+};
+
+namespace {
+
+// The reply; to HEAD without the body (evhttp would send it), with its Content-Length.
+void send(evhttp_request *req, const HttpResponse &resp) {
+    evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", resp.content_type.c_str());
+    evhttp_add_header(headers, "Cache-Control", "no-store");
+    evbuffer *body = evbuffer_new();
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+        evhttp_add_header(headers, "Content-Length", std::to_string(resp.body.size()).c_str());
+    else
+        evbuffer_add(body, resp.body.data(), resp.body.size());
+    evhttp_send_reply(req, resp.status, nullptr, body);
+    evbuffer_free(body);
+}
+
+HttpResponse text(int status, const std::string &body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = body;
+    return r;
+}
+
+}  // namespace
+
+bool HttpServer::Impl::authorized(evhttp_request *req) const {
+    if (token.empty()) return true;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) return false;
+    return same_secret(auth + 7, token);
+}
+
+void HttpServer::Impl::serve(evhttp_request *req) {
+    const evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : nullptr;
+    auto route = routes.find(path ? path : "");
+    bool open = route != routes.end() && route->second.open;
+    if (!open && !authorized(req)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"keywatch\"");
+        send(req, text(401,
+                       "unauthorized: send the [http] token as "
+                       "\"Authorization: Bearer <token>\"\n"));
+        return;
+    }
+    if (route == routes.end()) {
+        send(req, text(404, "not found: " + std::string(path ? path : "") + "\n"));
+        return;
+    }
+    evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        send(req, text(405, "method not allowed: use GET\n"));
+        return;
+    }
+    HttpResponse resp;
+    try {
+        resp = route->second.handle();
+    } catch (const std::exception &e) {
+        resp = text(500, std::string("internal error: ") + e.what() + "\n");
+    }
+    send(req, resp);
+}
+
+void HttpServer::Impl::release() {
+    if (stop_event) event_free(stop_event);
+    if (http) evhttp_free(http);
+    if (base) event_base_free(base);
+    stop_event = nullptr;
+    http = nullptr;
+    base = nullptr;
+}
+
+HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+
+HttpServer::~HttpServer() {
+    stop();
+}
+
+bool HttpServer::start(const Options &opts, std::map<std::string, HttpRoute> routes,
+                       std::string *err) {
+    if (impl_->base) {
+        *err = "the HTTP server is already running on " + impl_->address;
+        return false;
+    }
+    static std::once_flag threads_enabled;  // event_base_loopbreak from stop()'s thread
+    std::call_once(threads_enabled, [] { evthread_use_pthreads(); });
+    int fd = listen_socket(opts.listen, err);
+    if (fd < 0) return false;
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len);
+    Impl &s = *impl_;
+    s.base = event_base_new();
+    s.http = s.base ? evhttp_new(s.base) : nullptr;
+    s.stop_event = s.base ? event_new(
+                                s.base, -1, 0,
+                                [](evutil_socket_t, short, void *base) {
+                                    event_base_loopbreak(static_cast<event_base *>(base));
+                                },
+                                s.base)
+                          : nullptr;
+    if (!s.http || !s.stop_event || !evhttp_accept_socket_with_handle(s.http, fd)) {
+        close(fd);
+        s.release();
+        *err = "cannot serve HTTP on " + opts.listen + ": libevent could not set up the server";
+        return false;
+    }
+    evhttp_set_timeout(s.http, kRequestTimeoutSeconds);
+    evhttp_set_max_headers_size(s.http, kMaxHeadersSize);
+    evhttp_set_max_body_size(s.http, kMaxBodySize);
+    evhttp_set_allowed_methods(s.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                           EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                           EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(s.http, &Impl::on_request, &s);
+    s.routes = std::move(routes);
+    s.token = opts.token;
+    s.address = address_text(bound);
+    s.beyond_loopback = !is_loopback(bound);
+    s.thread = std::thread([base = s.base] { event_base_dispatch(base); });
+    return true;
+}
+
+void HttpServer::stop() {
+    if (!impl_->base) return;
+    // Queued even if the loop has not started yet (a loopbreak before it would be lost).
+    event_active(impl_->stop_event, EV_READ, 0);
+    if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->release();  // evhttp_free closes the listening socket and open connections
+}
+
+std::string HttpServer::address() const {
+    return impl_->address;
+}
+
+bool HttpServer::beyond_loopback() const {
+    return impl_->beyond_loopback;
+}
+
+}  // namespace keywatch::cli

@@ -1,0 +1,348 @@
+"""`keywatch run` end to end: the real binary, real redis-servers, real plugins, real
+signals. Fixtures and helpers: conftest.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import (ROOT, _Starter, base_config, free_port, http_get, toml_str, wait_for)
+
+
+def track(keywatch, url: str, key: str, value: str, ttl: str = "100ms", *flags: str) -> None:
+    out = keywatch("track", "--redis", url, key, value, "--ttl", ttl, *flags)
+    assert out.returncode == 0, out.stderr
+
+
+def queue_counts(client, ns: str = "kw", queue: str = "keys") -> tuple[int, int]:
+    """(due, in flight) items of one queue, over every slot tag."""
+    due = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:due"))
+    inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
+    return due, inflight
+
+
+def exec_handler(script: str, extra: str = "") -> str:
+    """A [[handler]] of the exec plugin running `sh -c script` with the event on stdin."""
+    return (f"[[handler]]\nplugin = \"exec\"\nname = \"slow\"\n{extra}\n"
+            f"[handler.options]\nargv0 = \"/bin/sh\"\nargv1 = \"-c\"\n"
+            f"argv2 = {toml_str(script)}\n")
+
+
+# ---- bad input: exit 2, the message names what is wrong --------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("[redis]\nurl = \"redis://127.0.0.1:1\"\n[sweep]\nintervall = \"1s\"\n", r"intervall"),
+    ("[redis]\nurl = \"redis://127.0.0.1:1\"\n[http\n", r"\.toml:3:\d+: "),
+    ("workers = \"many\"\n[redis]\nurl = \"redis://127.0.0.1:1\"\n", r"workers.*'?many"),
+    ("[[handler]]\nplugin = \"print\"\n", r"\[redis\] url is not set"),
+])
+def test_config_errors_exit_2_naming_the_file_and_the_key(keywatch, text, expected):
+    out = keywatch("run", config=text)
+    assert out.returncode == 2, out.stderr
+    assert re.search(r"config-\d+\.toml", out.stderr), out.stderr
+    assert re.search(expected, out.stderr), out.stderr
+    assert out.stdout == ""
+
+
+def test_missing_config_file_and_missing_option_exit_2(keywatch, tmp_path):
+    out = keywatch("run", "--config", str(tmp_path / "absent.toml"))
+    assert out.returncode == 2
+    assert "absent.toml" in out.stderr
+    out = keywatch("run")
+    assert out.returncode == 2
+    assert "--config FILE is required" in out.stderr
+
+
+def test_embedded_with_a_configured_url_is_refused(keywatch):
+    out = keywatch("run", "--embedded", config=base_config("redis://127.0.0.1:6379"))
+    assert out.returncode == 2
+    assert "--embedded" in out.stderr and "[redis] url" in out.stderr
+
+
+# ---- --check --------------------------------------------------------------------------
+
+def test_check_reports_what_it_would_do_and_hides_the_password(keywatch):
+    server = _Starter("--single", "--notify", "KEA", "--password", "s3cret-pw")
+    try:
+        port = server.info["nodes"][0]["port"]
+        config = base_config(f"redis://:s3cret-pw@127.0.0.1:{port}",
+                             "[[handler]]\nplugin = \"stream\"\nname = \"audit\"\n"
+                             "events = [\"expired\", \"evicted\"]\nprefix = \"sess:\"\n"
+                             "[handler.options]\nstream = \"audit-log\"\n")
+        out = keywatch("run", "--check", config=config)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    assert "s3cret-pw" not in out.stdout + out.stderr
+    assert f"127.0.0.1:{port}" in out.stdout
+    assert re.search(r'handler "audit": plugin stream, events expired,evicted, prefix .sess:.',
+                     out.stdout), out.stdout
+    assert "stream=audit-log" in out.stdout
+    assert f"connected and subscribed to: 127.0.0.1:{port}" in out.stdout
+
+
+def test_check_of_an_unreachable_server_exits_1(keywatch):
+    config = (f"[redis]\nurl = \"redis://127.0.0.1:{free_port()}\"\nconnect_timeout = \"300ms\"\n"
+              "[[handler]]\nplugin = \"print\"\n")
+    out = keywatch("run", "--check", config=config)
+    assert out.returncode == 1, out.stderr
+    assert "cannot start on redis://127.0.0.1:" in out.stderr
+
+
+def test_check_of_a_plugin_that_cannot_load_or_refuses_its_options_exits_1(keywatch, redis,
+                                                                          tmp_path):
+    missing = base_config(redis.url, "[[handler]]\nplugin = \"/nonexistent/dir/nothing.so\"\n")
+    out = keywatch("run", "--check", config=missing)
+    assert out.returncode == 1, out.stderr
+    assert '[[handler]] "nothing"' in out.stderr and "nothing.so" in out.stderr
+    refused = base_config(redis.url, "[[handler]]\nplugin = \"stream\"\n")  # no stream option
+    out = keywatch("run", "--check", config=refused)
+    assert out.returncode == 1, out.stderr
+    assert '[[handler]] "stream"' in out.stderr and '"stream" is required' in out.stderr
+
+
+def test_shipped_example_config_passes_check_against_a_real_server(keywatch, redis):
+    example = (ROOT / "examples" / "keywatch.toml").read_text()
+    # The example names a local server: point it at this test's.
+    text, n = re.subn(r'(?m)^url\s*=\s*"redis://[^"]*"', f"url = {toml_str(redis.url)}", example)
+    assert n == 1, "examples/keywatch.toml should set [redis] url once"
+    text = re.sub(r'(?m)^listen\s*=\s*"[^"]*"', 'listen = "127.0.0.1:0"', text)
+    out = keywatch("run", "--check", config=text)
+    assert out.returncode == 0, out.stderr
+    assert "every plugin loaded" in out.stdout
+
+
+def test_readme_config_passes_check_against_a_real_server(keywatch, redis):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", readme, re.S)
+    assert block, "README.md should show a config in a ```toml block"
+    text = block.group(1).replace("redis://127.0.0.1:6379", redis.url)
+    text = text.replace("127.0.0.1:9464", "127.0.0.1:0")
+    out = keywatch("run", "--check", config=text)
+    assert out.returncode == 0, out.stderr
+    assert 'handler "audit": plugin stream' in out.stdout
+
+
+def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
+    out = keywatch("run", "--check", config=base_config(cluster.seed,
+                                                        "[[handler]]\nplugin = \"print\"\n"))
+    assert out.returncode == 0, out.stderr
+    masters = [f"{n['host']}:{n['port']}" for n in cluster.nodes if n["role"] == "master"]
+    line = next(l for l in out.stdout.splitlines() if "connected and subscribed to:" in l)
+    assert sorted(line.split(": ", 1)[1].split(", ")) == sorted(masters)
+
+
+# ---- running: plugins end to end ------------------------------------------------------
+
+@pytest.fixture
+def webhook_server(tmp_path):
+    port_file, log_file = tmp_path / "port", tmp_path / "hooks.jsonl"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "webhook_server.py"),
+                             str(port_file), str(log_file), "hook-secret"])
+    try:
+        wait_for(lambda: port_file.exists() and port_file.read_text().strip(), 10,
+                 "the webhook server's port")
+        yield int(port_file.read_text()), log_file
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_webhook_and_session_index_plugins_handle_expiries_end_to_end(daemon, keywatch, redis,
+                                                                      webhook_server):
+    hook_port, hook_log = webhook_server
+    config = base_config(redis.url, f"""
+[[handler]]
+plugin = "webhook"
+name = "hooks"
+[handler.options]
+url = "http://127.0.0.1:{hook_port}/ok"
+secret = "hook-secret"
+
+[[handler]]
+plugin = "session_index"
+prefix = "sess:"
+[handler.options]
+index = "user:{{user}}:sessions"
+""")
+    d = daemon(config)
+    d.wait_running()
+    redis.client.sadd("user:alice:sessions", "sess:1", "sess:2")
+    track(keywatch, redis.url, "sess:1", "alice", "100ms", "--snapshot")
+
+    def posted():
+        if not hook_log.exists():
+            return None
+        return [json.loads(l) for l in hook_log.read_text().splitlines()]
+    hooks = wait_for(posted, 30, "the webhook's POST")
+    body = json.loads(hooks[0]["body"])
+    assert hooks[0]["sig_ok"] and body["key"] == "sess:1" and body["event"] == "expired"
+    wait_for(lambda: redis.client.smembers("user:alice:sessions") == {b"sess:2"}, 30,
+             "sess:1 removed from alice's index")
+    wait_for(lambda: queue_counts(redis.client) == (0, 0), 30, "the item acked")
+    assert d.stop() == 0
+
+
+def test_sigterm_lets_handlers_in_flight_finish_and_acks_them(daemon, keywatch, redis, tmp_path):
+    started, done = tmp_path / "started", tmp_path / "done"
+    script = f"cat >/dev/null; touch {started}; sleep 1; touch {done}"
+    d = daemon(base_config(redis.url, exec_handler(script)))
+    d.wait_running()
+    track(keywatch, redis.url, "job:1", "x", "50ms")
+    wait_for(started.exists, 30, "the handler to start")
+    assert queue_counts(redis.client)[1] == 1  # held by this daemon
+    assert d.stop(signal.SIGTERM) == 0
+    assert done.exists(), "the handler was cut short"
+    assert queue_counts(redis.client) == (0, 0), "the item was not acked"
+    assert d.wait_log("^stopped$")
+
+
+def test_a_second_signal_exits_at_once(daemon, keywatch, redis, tmp_path):
+    started = tmp_path / "started"
+    script = f"cat >/dev/null; touch {started}; exec sleep 30"
+    d = daemon(base_config(redis.url, exec_handler(script)))
+    d.wait_running()
+    track(keywatch, redis.url, "job:2", "x", "50ms")
+    wait_for(started.exists, 30, "the handler to start")
+    d.send(signal.SIGTERM)
+    d.wait_log("^stopping")
+    assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
+    assert "second signal" in d.stderr()
+
+
+def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon, keywatch,
+                                                                          redis, tmp_path):
+    pids, delivered = tmp_path / "pids", tmp_path / "delivered"
+    hang = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 60"
+    first = daemon(base_config(redis.url, exec_handler(hang)).replace(
+        "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+    try:
+        first.wait_running()
+        track(keywatch, redis.url, "order:7", "x", "50ms")
+        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the claim")
+        first.kill()  # kill -9 while the item is claimed and in its handler
+        assert queue_counts(redis.client) == (0, 1)
+        second = daemon(base_config(redis.url, exec_handler(f"cat >> {delivered}")).replace(
+            "[redis]", "lease = \"2s\"\n\n[redis]", 1))
+        second.wait_running()
+        line = wait_for(lambda: delivered.exists() and delivered.read_text().strip(), 30,
+                        "the redelivery")
+        event = json.loads(line.splitlines()[0])
+        assert event["key"] == "order:7"
+        assert event["source"] == "lease_expired" and event["attempt"] == 2
+        wait_for(lambda: queue_counts(redis.client) == (0, 0), 30, "the item acked")
+        assert second.stop() == 0
+    finally:
+        if pids.exists():  # the first daemon's orphaned handler
+            for pid in pids.read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+# ---- --embedded, logs, HTTP -------------------------------------------------------------
+
+def test_embedded_prints_events_and_stops_its_server(daemon):
+    d = daemon(None, "--embedded")
+    started = d.wait_log("^started a private redis-server")
+    port = int(re.search(r"redis://127\.0\.0\.1:(\d+)", started["msg"]).group(1))
+    server_pid = int(re.search(r"\(pid (\d+)", started["msg"]).group(1))
+    d.wait_running()
+    import redis as redis_py
+    client = redis_py.Redis(host="127.0.0.1", port=port)
+    client.set("greeting", "hello", px=50)
+    line = wait_for(lambda: d.stdout().strip(), 30, "the printed event")
+    event = json.loads(line.splitlines()[0])
+    assert event["event"] == "expired" and event["key"] == "greeting"
+    client.close()
+    assert d.stop() == 0
+    wait_for(lambda: not os.path.exists(f"/proc/{server_pid}"), 30, "the private server gone")
+
+
+def test_json_log_lines_parse_and_carry_fields(daemon, redis):
+    d = daemon(base_config(redis.url, "[[handler]]\nplugin = \"print\"\n"))
+    d.wait_running()
+    connected = d.wait_log("^connected and subscribed$")
+    assert connected["node"] == f"127.0.0.1:{redis.port}"
+    assert d.stop() == 0
+    lines = d.stderr().splitlines()
+    assert lines
+    for line in lines:
+        record = json.loads(line)
+        assert list(record)[:3] == ["ts", "level", "msg"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["ts"])
+        assert record["level"] in ("debug", "info", "warn", "error")
+
+
+def test_text_log_format_and_level(daemon, redis):
+    # Listening beyond loopback without a token is a warning: one line to look at.
+    config = base_config(redis.url, "[log]\nformat = \"text\"\nlevel = \"warn\"\n"
+                                    "[[handler]]\nplugin = \"print\"\n")
+    d = daemon(config.replace("127.0.0.1:0", "0.0.0.0:0"))
+    wait_for(lambda: "without a token" in d.stderr(), 30, "the warning")
+    assert d.stop() == 0
+    lines = d.stderr().splitlines()
+    assert lines
+    for line in lines:
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (warn|error) ", line), line
+    assert re.search(r" address=0\.0\.0\.0:\d+", d.stderr())
+
+
+def test_sighup_reopens_the_log_file(daemon, redis, tmp_path):
+    log = tmp_path / "kw.log"
+    d = daemon(base_config(redis.url, f"[log]\nfile = {toml_str(str(log))}\n"
+                                      "[[handler]]\nplugin = \"print\"\n"))
+    d.wait_log("^running$", path=log)
+    log.rename(tmp_path / "kw.log.1")
+    d.send(signal.SIGHUP)
+    d.wait_log("^log file reopened$", path=log)
+    assert any(l["msg"] == "running" for l in d.logs(tmp_path / "kw.log.1"))
+    assert d.proc.poll() is None, "SIGHUP must not stop the daemon"
+    assert d.stop() == 0
+    assert d.wait_log("^stopped$", path=log)
+
+
+def test_http_endpoints_and_token(daemon, redis):
+    config = base_config(redis.url, "[[handler]]\nplugin = \"print\"\n").replace(
+        "listen = \"127.0.0.1:0\"", "listen = \"0.0.0.0:0\"\ntoken = \"t0ken\"")
+    d = daemon(config)
+    d.wait_running()
+    d.http = d.http.replace("0.0.0.0", "127.0.0.1")
+    assert d.get("/healthz")[0] == 200
+    assert d.get("/metrics")[0] == 401
+    status, body, headers = d.get("/metrics", token="t0ken")
+    assert status == 200 and "keywatch_build_info" in body
+    wait_for(lambda: d.get("/readyz", token="t0ken")[0] == 200, 30, "/readyz 200")
+    assert not [l for l in d.logs() if "without a token" in l["msg"]]
+    assert d.stop() == 0
+
+
+def test_listening_beyond_loopback_without_a_token_warns(daemon, redis):
+    config = base_config(redis.url, "[[handler]]\nplugin = \"print\"\n").replace(
+        "127.0.0.1:0", "0.0.0.0:0")
+    d = daemon(config)
+    warning = d.wait_log("without a token")
+    assert warning["level"] == "warn"
+    d.wait_running()
+    assert d.stop() == 0
+
+
+def test_http_address_in_use_exits_1(daemon, redis):
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        config = base_config(redis.url, "[[handler]]\nplugin = \"print\"\n").replace(
+            "127.0.0.1:0", f"127.0.0.1:{port}")
+        d = daemon(config)
+        assert d.proc.wait(30) == 1
+    assert "[http] listen" in d.stderr()
