@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cli/client_session.h"
 #include "cli/server_checks.h"
 #include "core/blocking_redis.h"
 #include "core/queue.h"
@@ -156,6 +157,22 @@ void check_replicas(const RedisUrl &seed, bool cluster, const std::string &need,
     }
 }
 
+std::string connection_fix(int status) {
+    switch (status) {
+        case KW_ERR_AUTH:
+            return "give the user and password keywatch will use: in the URL "
+                   "(redis://user:password@host:port) or -c redis.user=... -c redis.password=...";
+        case KW_ERR_TIMEOUT:
+            return "is the server paused or overloaded? for a slow link raise -c "
+                   "redis.connect_timeout=DURATION";
+        case KW_ERR_URL:
+        case KW_ERR_INVALID_ARG:
+            return "fix --redis or -c redis.mode as the message says";
+        default:
+            return "start the server, or give the URL of a running one (--redis)";
+    }
+}
+
 }  // namespace
 
 void check_deployment(DeploymentCheck check, CheckReport *report) {
@@ -175,8 +192,8 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
                          false);
     }
     if (rc != KW_OK) {
-        report->add("connection", "", Verdict::Fail, err + " (" + kw_err_name(rc) + ")",
-                    "give the URL of a running server (--redis) and its credentials");
+        report->add("connection", "", Verdict::Fail, cli_words(err) + " (" + kw_err_name(rc) + ")",
+                    connection_fix(rc));
         return;
     }
     report->mode = cluster ? "cluster" : "standalone";

@@ -303,6 +303,8 @@ class ConfiguredServer:
             pytest.fail(f"redis-server exited: {(self.dir / 'log').read_text()}")
         try:
             return bool(self.admin.ping())
+        except redis_py.AuthenticationError:
+            return True  # --requirepass: it answers (admin is of no use then)
         except redis_py.ConnectionError:
             return False
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 from typing import Callable
 
@@ -319,6 +321,33 @@ def test_unreachable_server_exits_1() -> None:
               "redis.connect_timeout=300ms")
     assert r.returncode == 1
     assert "fail  connection" in r.stdout
+    status, doc = check_json("--redis", f"redis://127.0.0.1:{free_port()}", "--conf",
+                             "redis.connect_timeout=300ms")
+    assert status == 1 and doc["passed"] is False and doc["mode"] == ""
+    assert [c["check"] for c in doc["checks"]] == ["connection"]
+
+
+def test_a_paused_server_fails_within_the_connect_timeout(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
+    os.kill(s.proc.pid, signal.SIGSTOP)
+    try:
+        status, doc = check_json("--redis", s.url, "--conf", "redis.connect_timeout=500ms")
+    finally:
+        os.kill(s.proc.pid, signal.SIGCONT)
+    (line,) = lines(doc, "connection")
+    assert status == 1 and line["verdict"] == "fail"
+    assert "500ms" in line["detail"] and "redis.connect_timeout" in line["fix"], line
+
+
+def test_a_wrong_password_fails_without_printing_it(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis, "--requirepass", "right-secret")
+    r = check("--redis", f"redis://:wrong-secret@127.0.0.1:{s.port}")
+    assert r.returncode == 1 and "fail  connection" in r.stdout
+    assert "secret" not in r.stdout + r.stderr
+    assert f"redis://:***@127.0.0.1:{s.port}" in r.stdout
+    assert "-c redis.password=" in r.stdout  # the fix
 
 
 @pytest.mark.parametrize("args, words", [
