@@ -134,7 +134,13 @@ Answer read_answer(const redisReply *r, bool queued, std::string *words) {
 void run_probes(BlockingRedis &c, int64_t timeout_ms, std::vector<Outcome> *outcomes,
                 bool *in_multi) {
     ReplyPtr multi = c.command({"MULTI"}, timeout_ms);
-    *in_multi = multi && multi->type == REDIS_REPLY_STATUS;
+    *in_multi = multi && multi->type == REDIS_REPLY_STATUS && std::string(multi->str) == "OK";
+    if (*in_multi) {
+        // Writes go out only once the server is seen queueing: a TIME that runs (an array)
+        // would mean there is no transaction, and then no write is sent at all.
+        ReplyPtr time = c.command({"TIME"}, timeout_ms);
+        *in_multi = time && time->type != REDIS_REPLY_ARRAY;
+    }
     for (auto &o : *outcomes) {
         if (!o.probe.known || (!*in_multi && o.probe.writes)) continue;
         ReplyPtr r = c.command(o.probe.args, timeout_ms);

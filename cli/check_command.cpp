@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,8 +12,10 @@
 #include "cli/client_session.h"
 #include "cli/deployment_check.h"
 #include "cli/exit_status.h"
+#include "cli/redact_url.h"
 #include "cli/redis_target.h"
 #include "core/config.h"
+#include "core/filter.h"
 #include "core/queue.h"
 #include "core/subscriber.h"
 
@@ -67,6 +70,12 @@ bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
         const std::string e = text.substr(start, comma - start);
         start = comma + 1;
         if (e.empty() || e == "task") continue;  // tasks come from the queues, not events
+        if (e == "*") {                          // what watch and the filters mean by it
+            for (size_t i = 0; i < kDefaultEventCount; i++)
+                if (std::find(out->begin(), out->end(), kDefaultEvents[i]) == out->end())
+                    out->push_back(kDefaultEvents[i]);
+            continue;
+        }
         if (!notify_flag_for_event(e)) {
             bad_input("--events: unknown event '" + e +
                       "': give Redis keyevent names such as expired,evicted,del (or task for "
@@ -93,7 +102,12 @@ int run_check(const CheckArgs &a) {
     if (!events_of(a, cfg.track_enable, &check.needs.events)) return kExitBadInput;
 
     CheckReport report;
-    report.target = redact_url(cfg.url_text);
+    // Every seed of a comma-separated redis.url, each password hidden.
+    for (size_t at = 0; at <= cfg.url_text.size();) {
+        const size_t comma = std::min(cfg.url_text.find(',', at), cfg.url_text.size());
+        report.target += (at ? "," : "") + redact_url(cfg.url_text.substr(at, comma - at));
+        at = comma + 1;
+    }
     check_deployment(check, &report);
     const std::string text = a.json ? render_json(report) : render_text(report);
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -115,10 +129,11 @@ void add_check_command(CLI::App &app, Runner *selected) {
         "slot coverage, clocks. Exit status 0: nothing blocks keywatch (warnings allowed); 1: "
         "something does, or nothing answered; 2: bad options. See docs/production.md.");
     add_client_options(cmd, &args->client);
-    cmd->add_option("--events", args->events,
-                    "the keyevents your handlers take (comma-separated; task for task queues "
-                    "only); del,rename_from are added while tracked keys are served "
-                    "(track.enable)")
+    cmd->add_option(
+           "--events", args->events,
+           "the keyevents your handlers take (comma-separated, or * as in watch; task "
+           "for task queues only); del,rename_from are added while tracked keys are served "
+           "(track.enable)")
         ->capture_default_str();
     cmd->add_option("--key", args->key,
                     "a key your application tracks: checks that the ACL user may read it");

@@ -157,6 +157,21 @@ void check_replicas(const RedisUrl &seed, bool cluster, const std::string &need,
     }
 }
 
+// The servers keywatch writes to, each with a hash tag in a slot it serves: the seed, or
+// every master of the cluster (with the seed's credentials and TLS settings).
+std::vector<std::pair<RedisUrl, std::string>> masters(const RedisUrl &seed, bool cluster,
+                                                      const Topology &topo) {
+    if (!cluster) return {{seed, kStandaloneTag}};
+    std::vector<std::pair<RedisUrl, std::string>> out;
+    for (size_t i = 0; i < topo.masters.size(); i++) {
+        RedisUrl u = seed;
+        u.host = topo.masters[i].host;
+        u.port = topo.masters[i].port;
+        out.push_back({u, tag_for_master(topo, static_cast<int>(i))});
+    }
+    return out;
+}
+
 std::string connection_fix(int status) {
     switch (status) {
         case KW_ERR_AUTH:
@@ -205,17 +220,9 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
         check.needs.keyspace.push_back(check.needs.due_keyspace_pattern());
     report->acl_rule = acl_rule(check.needs);
     if (cluster) check_cluster_state(seed, topo, check.timeout_ms, report);
-    std::vector<std::pair<RedisUrl, std::string>> nodes;  // URL, hash tag it serves
-    if (!cluster) nodes.push_back({seed, kStandaloneTag});
-    for (size_t i = 0; i < topo.masters.size() && cluster; i++) {
-        RedisUrl u = seed;  // same credentials and TLS settings
-        u.host = topo.masters[i].host;
-        u.port = topo.masters[i].port;
-        nodes.push_back({u, tag_for_master(topo, static_cast<int>(i))});
-    }
     const std::string need = needed_flags(check, cluster);
     std::vector<std::pair<std::string, ServerFacts>> clocks;
-    for (auto &[url, tag] : nodes) {
+    for (auto &[url, tag] : masters(seed, cluster, topo)) {
         BlockingRedis c(url, "check", !cluster);
         if (c.connect(check.timeout_ms) != KW_OK) {
             report->add("connection", url.endpoint(), Verdict::Fail, c.error(),

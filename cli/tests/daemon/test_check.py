@@ -316,6 +316,21 @@ def test_missing_persistence_is_a_warning(configured_redis: Callable[..., Server
     assert "appendonly yes" in line["fix"]
 
 
+def test_every_seed_is_named_with_its_password_hidden() -> None:
+    seeds = f"redis://u:sec1@127.0.0.1:{free_port()},redis://u:sec2@127.0.0.1:{free_port()}"
+    status, doc = check_json("--redis", seeds, "--conf", "redis.connect_timeout=300ms")
+    assert status == 1 and "sec" not in json.dumps(doc)
+    assert doc["target"] == seeds.replace(":sec1@", ":***@").replace(":sec2@", ":***@")
+
+
+def test_events_star_means_what_watch_means(configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
+    status, doc = check_json("--redis", s.url, "--events", "*")
+    (line,) = lines(doc, "notifications")
+    assert status == 1 and "lacks '$'" in line["detail"]  # set needs $, Exeg has none
+    assert "&__keyevent@*__:rename_to" in doc["acl_rule"]
+
+
 def test_unreachable_server_exits_1() -> None:
     r = check("--redis", f"redis://127.0.0.1:{free_port()}", "--conf",
               "redis.connect_timeout=300ms")
