@@ -197,7 +197,10 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     std::string err;
     int rc =
         probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
-    check.needs.discovery = check.mode != "standalone";
+    // The topology probe asks CLUSTER SHARDS unless told standalone; a unix socket is
+    // taken as standalone without asking (core/topology.cpp).
+    check.needs.discovery =
+        check.mode != "standalone" && !(check.seeds.empty() || check.seeds.front().is_unix());
     check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
     report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
     if (rc != KW_OK && check.mode == "auto" && err.find("NOPERM") != std::string::npos) {

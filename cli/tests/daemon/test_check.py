@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -292,6 +293,16 @@ def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(
     assert status == 1 and role["verdict"] == "fail"
     assert f"a replica of 127.0.0.1:{master.port}" in role["detail"]
     assert role["fix"] == "give keywatch the master's URL"
+
+
+def test_a_unix_socket_with_a_db_needs_select_and_no_cluster_commands(
+        configured_redis: Callable[..., Server], tmp_path: Path) -> None:
+    sock = tmp_path / "redis.sock"
+    healthy(configured_redis, "--unixsocket", str(sock))
+    status, doc = check_json("--redis", f"unix://{sock}?db=2")
+    assert status == 0 and doc["summary"]["warn"] == 0, doc
+    assert not [c for c in doc["checks"] if c["check"] == "acl: cluster discovery"]
+    assert "+cluster|shards" not in doc["acl_rule"] and "+select" in doc["acl_rule"]
 
 
 def test_allkeys_eviction_with_maxmemory_fails(configured_redis: Callable[..., Server]) -> None:
