@@ -228,8 +228,9 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     for (auto &[url, tag] : masters(seed, cluster, topo)) {
         BlockingRedis c(url, "check", !cluster);
         if (c.connect(check.timeout_ms) != KW_OK) {
-            report->add("connection", url.endpoint(), Verdict::Fail, c.error(),
-                        "every master must be reachable from keywatch's hosts");
+            report->add("connection", url.endpoint(), Verdict::Fail, cli_words(c.error()),
+                        "every master must be reachable from keywatch's hosts: bring it back, "
+                        "or fail its shard over to a replica");
             continue;
         }
         clocks.push_back(

@@ -20,7 +20,8 @@ from typing import Callable
 import pytest
 import redis as redis_py
 
-from conftest import ROOT, Cluster, ConfiguredServer, _env_path, free_port, wait_for
+from conftest import (ROOT, Cluster, ConfiguredServer, _env_path, _Starter, free_port,
+                      wait_for)
 
 # What keywatch needs by default: keyevents expired, evicted (the handlers), del and
 # rename_from (tracked keys), so notify-keyspace-events must hold E, x, e and g.
@@ -430,3 +431,24 @@ def test_cluster_with_unassigned_slots_fails_coverage(cluster: Cluster) -> None:
         wait_for(lambda: b"cluster_state:ok" in admin.execute_command("CLUSTER", "INFO"), 30,
                   "cluster_state:ok again")
         admin.close()
+
+
+def test_a_cluster_with_a_master_killed_fails_naming_it() -> None:
+    # No replicas: nothing can take over, so the outcome does not depend on timing. Just
+    # after the kill the others still list the master (its connection line fails); once
+    # they mark it failed, its slots have no master (the coverage line fails).
+    starter = _Starter("--replicas", "0", "--notify", "KEA")
+    try:
+        masters = [n for n in starter.info["nodes"] if n["role"] == "master"]
+        dead, alive = masters[0], masters[1]
+        os.kill(int(dead["pid"]), signal.SIGKILL)
+        status, doc = check_json("--redis", alive["url"], "--conf",
+                                 "redis.connect_timeout=1s")
+        endpoint = f"{dead['host']}:{dead['port']}"
+        failed = [c for c in doc["checks"] if c["verdict"] == "fail"]
+        assert status == 1 and doc["mode"] == "cluster"
+        assert any((c["check"] == "connection" and c["node"] == endpoint) or
+                   (c["check"] == "cluster coverage" and endpoint in c["detail"])
+                   for c in failed), failed
+    finally:
+        starter.stop()
