@@ -216,6 +216,13 @@ def test_the_suggested_acl_rule_passes_and_runs_the_engine(
     url = acl_user(s, "kw", rule)
     status, doc = check_json("--redis", url)
     assert status == 0 and doc["summary"]["fail"] == 0 and doc["summary"]["warn"] == 0, doc
+    status, doc = check_json("--redis", url, "-c", "dedupe.enable=true")
+    assert status == 0 and verdict(doc, "acl: dedupe") == "ok"
+    url_noset = acl_user(s, "noset", rule, "-set")
+    status, doc = check_json("--redis", url_noset, "-c", "dedupe.enable=true")
+    (dedupe,) = lines(doc, "acl: dedupe")
+    assert status == 1 and dedupe["verdict"] == "fail" and dedupe["fix"] == "ACL SETUSER noset +set"
+    assert "SET kw:dedupe:{0}:" in dedupe["detail"]
     # The rule is enough for the engine itself: a key tracked by the default user is
     # delivered to a watcher running as the restricted user.
     cli = _env_path("KW_CLI")
