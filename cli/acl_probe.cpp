@@ -194,59 +194,78 @@ struct Group {
     std::vector<Outcome> outcomes;
 };
 
+// What a group's answers add up to.
+struct Tally {
+    std::vector<std::string> refused, missing, unprobed, unclear, grants;
+    std::set<std::string> names;  // every command of the group
+    std::string words;            // the server's words for the first refusal
+    bool multi_refused = false;   // writes were left out: the user may not use MULTI
+};
+
+Tally tally(const Group &g, const AclNeeds &needs) {
+    Tally t;
+    const bool tracked_key = g.check == kTracked;
+    for (auto &o : g.outcomes) {
+        t.names.insert(o.probe.name);
+        const std::string what = joined(o.probe.args, " ");
+        if (o.answer == Answer::Refused) {
+            t.refused.push_back(what);
+            if (t.words.empty()) t.words = o.words;
+            const std::string grant = grant_for(o, needs, tracked_key);
+            if (std::find(t.grants.begin(), t.grants.end(), grant) == t.grants.end())
+                t.grants.push_back(grant);
+        }
+        if (o.answer == Answer::Missing) t.missing.push_back(o.probe.name);
+        if (o.answer == Answer::Unprobed) {
+            t.unprobed.push_back(o.probe.name + (o.probe.known ? "" : " (no probe known)"));
+            t.multi_refused = t.multi_refused || o.probe.known;
+        }
+        if (o.answer == Answer::Unclear) t.unclear.push_back(what + " (" + o.words + ")");
+    }
+    return t;
+}
+
 // One report line for a group of probes.
 void report_group(const Group &g, const std::string &node, const std::string &user,
                   const AclNeeds &needs, CheckReport *report) {
-    const std::string &check = g.check;
-    const bool tracked_key = check == kTracked;
-    std::vector<std::string> refused, missing, unprobed, unclear, grants;
-    std::set<std::string> names;
-    std::string words;
-    for (auto &o : g.outcomes) {
-        names.insert(o.probe.name);
-        const std::string what = joined(o.probe.args, " ");
-        if (o.answer == Answer::Refused) {
-            refused.push_back(what);
-            if (words.empty()) words = o.words;
-            const std::string g = grant_for(o, needs, tracked_key);
-            if (std::find(grants.begin(), grants.end(), g) == grants.end()) grants.push_back(g);
-        }
-        if (o.answer == Answer::Missing) missing.push_back(o.probe.name);
-        if (o.answer == Answer::Unprobed)
-            unprobed.push_back(o.probe.name + (o.probe.known ? "" : " (no probe known)"));
-        if (o.answer == Answer::Unclear) unclear.push_back(what + " (" + o.words + ")");
-    }
-    if (!refused.empty() && tracked_key && needs.sample_key.empty()) {
+    const Tally t = tally(g, needs);
+    if (!t.refused.empty() && g.check == kTracked && needs.sample_key.empty()) {
         // An arbitrary key outside the namespace: the user may well read the tracked ones.
-        report->add(check, node, Verdict::Warn,
+        report->add(g.check, node, Verdict::Warn,
                     "user '" + user + "' may not read a key outside keywatch's namespace (" +
-                        joined(refused, "; ") + "): it needs read access to the keys you track",
+                        joined(t.refused, "; ") + "): it needs read access to the keys you track",
                     "give --key with one of your tracked keys to check it, or grant "
                     "%R~<your tracked keys>");
-    } else if (!refused.empty()) {
-        std::string fix = "ACL SETUSER " + user + " " + joined(grants, " ");
-        if (check == kDiscovery && !needs.cluster)
+    } else if (!t.refused.empty()) {
+        std::string fix = "ACL SETUSER " + user + " " + joined(t.grants, " ");
+        if (g.check == kDiscovery && !needs.cluster)
             fix += " (or, as this is no cluster, run keywatch with redis.mode=standalone)";
-        report->add(check, node, Verdict::Fail,
-                    "user '" + user + "' may not run " + joined(refused, "; ") + " (" + words + ")",
-                    fix);
-    } else if (!missing.empty()) {
-        report->add(check, node, Verdict::Fail,
-                    "the server does not know " + joined(missing) + " (renamed or disabled)",
+        report->add(
+            g.check, node, Verdict::Fail,
+            "user '" + user + "' may not run " + joined(t.refused, "; ") + " (" + t.words + ")",
+            fix);
+    } else if (!t.missing.empty()) {
+        report->add(g.check, node, Verdict::Fail,
+                    "the server does not know " + joined(t.missing) + " (renamed or disabled)",
                     "keywatch sends these commands under their own names: undo the "
                     "rename-command for them in redis.conf");
-    } else if (!unclear.empty() || !unprobed.empty()) {
-        std::string detail = unclear.empty() ? "" : "unclear answers: " + joined(unclear) + "; ";
-        if (!unprobed.empty())
-            detail += "not probed (writes are probed inside MULTI, which the user may not use): " +
-                      joined(unprobed);
-        report->add(check, node, Verdict::Warn, detail,
-                    "ACL SETUSER " + user +
-                        " +multi +discard, so that keywatch check can probe the writes inside a "
-                        "MULTI it discards (keywatch itself never sends them)");
+    } else if (!t.unclear.empty() || !t.unprobed.empty()) {
+        std::string detail = t.unclear.empty() ? "" : "unclear answers: " + joined(t.unclear);
+        if (!t.unprobed.empty())
+            detail += std::string(detail.empty() ? "" : "; ") + "not probed" +
+                      (t.multi_refused ? " (writes are probed inside MULTI, which the user "
+                                         "may not use)"
+                                       : "") +
+                      ": " + joined(t.unprobed);
+        report->add(g.check, node, Verdict::Warn, detail,
+                    t.multi_refused
+                        ? "ACL SETUSER " + user +
+                              " +multi +discard, so that keywatch check can probe the writes "
+                              "inside a MULTI it discards (keywatch itself never sends them)"
+                        : "make sure the user may run them: " + acl_rule(needs));
     } else {
-        report->add(check, node, Verdict::Ok,
-                    "user '" + user + "' may run " + joined({names.begin(), names.end()}));
+        report->add(g.check, node, Verdict::Ok,
+                    "user '" + user + "' may run " + joined({t.names.begin(), t.names.end()}));
     }
 }
 
