@@ -327,6 +327,38 @@ def test_allkeys_eviction_with_maxmemory_fails(configured_redis: Callable[..., S
     assert status == 0 and line["verdict"] == "ok" and "'evicted'" in line["detail"]
 
 
+def test_an_evicted_tracked_key_is_reported_as_evicted(
+        configured_redis: Callable[..., Server]) -> None:
+    """What docs/production.md says of a volatile-* policy: the tracked key's eviction is
+    delivered as `evicted` (with its snapshot), and keywatch's queues are not evicted."""
+    s = configured_redis("--notify-keyspace-events", NOTIFY, "--appendonly", "yes",
+                         "--maxmemory-policy", "volatile-ttl")
+    cli = _env_path("KW_CLI")
+    track = subprocess.run([cli, "track", "--redis", s.url, "session:7", "alice", "--ttl", "60s",
+                            "--snapshot"], capture_output=True, text=True, timeout=30)
+    assert track.returncode == 0, track.stderr
+    watch = subprocess.Popen([cli, "watch", "--redis", s.url, "--events", "expired,evicted",
+                              "--duration", "30s"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    try:
+        # One PSUBSCRIBE carries every pattern: any pattern counted means all are there.
+        wait_for(lambda: s.admin.execute_command("PUBSUB", "NUMPAT") > 0, 20,
+                 "the watcher's subscription")
+        s.admin.config_set("maxmemory", "1")  # evicts every key with a TTL, in TTL order
+        with pytest.raises(redis_py.ResponseError, match="OOM"):
+            s.admin.set("filler", "x")
+        s.admin.config_set("maxmemory", "0")
+        assert watch.stdout is not None
+        event = json.loads(watch.stdout.readline())
+    finally:
+        watch.terminate()
+        watch.wait(30)
+    assert (event["event"], event["key"], event["value"], event["queue"], event["source"]) == (
+        "evicted", "session:7", "alice", "keys", "notification")
+    assert s.admin.exists("kw:keys:{0}:data") == 1  # the queue was not evicted
+    assert s.admin.zscore("kw:keys:{0}:due", "session:7") is None  # claimed at the eviction
+
+
 def test_missing_persistence_is_a_warning(configured_redis: Callable[..., Server]) -> None:
     s = configured_redis("--notify-keyspace-events", NOTIFY)
     status, doc = check_json("--redis", s.url)
