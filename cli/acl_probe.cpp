@@ -306,11 +306,6 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
     if (needs.discovery || needs.cluster)
         discovery = {{"cluster|shards", {"CLUSTER", "SHARDS"}, false},
                      {"cluster|slots", {"CLUSTER", "SLOTS"}, false}};
-    if (needs.cluster)
-        discovery.push_back(
-            {"scan",
-             {"SCAN", "0", "MATCH", needs.ns + ":*:{*}:due", "COUNT", "1", "TYPE", "zset"},
-             false});
     if (needs.dedupe)
         dedupe = {{"set",
                    {"SET", needs.ns + ":dedupe:{" + tag + "}:0:expired:keywatch-check", "1", "NX",
@@ -323,6 +318,13 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
         group_of(kTracked, {{"exists", {"EXISTS", key}, false},
                             {"pexpiretime", {"PEXPIRETIME", key}, false}}),
     };
+    // The queue gauges of the daemon's /metrics and keywatch inspect find the queues by
+    // SCAN (kw_client_inspect_json), and so do a cluster's sweepers.
+    groups.push_back(
+        group_of("acl: queue discovery",
+                 {{"scan",
+                   {"SCAN", "0", "MATCH", needs.ns + ":*:{*}:due", "COUNT", "1", "TYPE", "zset"},
+                   false}}));
     if (!discovery.empty()) groups.push_back(group_of(kDiscovery, std::move(discovery)));
     if (!dedupe.empty()) groups.push_back(group_of("acl: dedupe", std::move(dedupe)));
     return groups;
@@ -357,7 +359,7 @@ std::string acl_rule(const AclNeeds &needs) {
     if (needs.db != 0) cmds.push_back("select");
     if (needs.discovery || needs.cluster)
         cmds.insert(cmds.end(), {"cluster|shards", "cluster|slots"});
-    if (needs.cluster) cmds.push_back("scan");
+    cmds.push_back("scan");
     for (auto &c : script_commands()) cmds.push_back(lower(c));
     if (needs.dedupe) cmds.push_back("set");
     std::set<std::string> seen;

@@ -74,7 +74,8 @@ def test_healthy_server_passes_every_check(configured_redis: Callable[..., Serve
     assert doc["summary"]["fail"] == 0 and doc["summary"]["warn"] == 0, doc
     for name in ("connection", "version", "role", "config", "notifications", "persistence",
                  "memory policy", "acl: channels", "acl: queue scripts",
-                 "acl: script commands", "acl: tracked keys", "clock"):
+                 "acl: script commands", "acl: tracked keys", "acl: queue discovery",
+                 "acl: cluster discovery", "clock"):
         assert verdict(doc, name) == "ok", name
     assert all("fix" not in c for c in doc["checks"])
 
@@ -252,6 +253,21 @@ def test_read_access_to_tracked_keys_is_checked_on_the_key_given(
     assert status == 1 and line["verdict"] == "fail"
     assert "EXISTS cart:42" in line["detail"]
     assert line["fix"] == "ACL SETUSER sessions %R~<your tracked keys>"
+
+
+def test_without_scan_the_queue_gauges_cannot_find_the_queues(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    url = acl_user(s, "noscan", rule, "-scan")
+    status, doc = check_json("--redis", url)
+    (line,) = lines(doc, "acl: queue discovery")
+    assert status == 1 and line["fix"] == "ACL SETUSER noscan +scan"
+    # What it stands for: keywatch inspect (the daemon's queue gauges read the same) cannot
+    # find the queues without it.
+    inspect = subprocess.run([_env_path("KW_CLI"), "inspect", "--redis", url],
+                             capture_output=True, text=True, timeout=30)
+    assert inspect.returncode == 1 and "no permissions to run the 'scan'" in inspect.stdout
 
 
 def test_a_user_without_multi_gets_warnings_not_guesses(
