@@ -121,6 +121,25 @@ def test_notifications_off_fail_with_the_config_set_that_fixes_them(
     assert check_json("--redis", s.url)[0] == 0
 
 
+def test_why_missing_flags_fail_a_deleted_tracked_key_is_reported_expired(
+        configured_redis: Callable[..., Server]) -> None:
+    """What docs/production.md says of a server without notifications: a tracked key
+    deleted outside keywatch is not untracked, and at its deadline it is reported as
+    `expired` - the reason the notifications line fails rather than warns."""
+    s = configured_redis("--appendonly", "yes")  # notify-keyspace-events ""
+    assert verdict(check_json("--redis", s.url)[1], "notifications") == "fail"
+    cli = _env_path("KW_CLI")
+    track = subprocess.run([cli, "track", "--redis", s.url, "order:9", "v", "--ttl", "300ms"],
+                           capture_output=True, text=True, timeout=30)
+    assert track.returncode == 0, track.stderr
+    assert s.admin.delete("order:9") == 1  # deleted long before its deadline
+    watch = subprocess.run([cli, "watch", "--redis", s.url, "--events", "expired",
+                            "--duration", "2s"], capture_output=True, text=True, timeout=60)
+    events = [json.loads(l) for l in watch.stdout.splitlines()]
+    assert [(e["event"], e["key"], e["source"]) for e in events] == [
+        ("expired", "order:9", "sweep")], watch.stdout + watch.stderr
+
+
 def test_partial_flags_name_what_is_missing(configured_redis: Callable[..., Server]) -> None:
     s = configured_redis("--appendonly", "yes", "--notify-keyspace-events", "Ex")
     status, doc = check_json("--redis", s.url, "--events", "expired")
