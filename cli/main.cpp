@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/admin_commands.h"
+#include "cli/check_command.h"
 #include "cli/command.h"
 #include "cli/daemon/run_command.h"
 #include "cli/demo_command.h"
@@ -67,6 +68,7 @@ int run(int argc, char **argv) {
     add_key_commands(app, &selected);
     add_task_commands(app, &selected);
     add_admin_commands(app, &selected);
+    add_check_command(app, &selected);
     CLI::App *version = app.add_subcommand("version", "Print the version and exit");
 
     if (argc < 2) {

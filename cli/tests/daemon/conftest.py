@@ -280,3 +280,58 @@ def base_config(url: str, extra: str = "") -> str:
     [[handler]]), then the Redis and HTTP on any free loopback port. extra comes first so
     that its top-level keys stay top-level."""
     return f"{extra}\n\n[redis]\nurl = {toml_str(url)}\n\n[http]\nlisten = \"127.0.0.1:0\"\n"
+
+
+# --- test_check.py: a redis-server started with the options a case needs ------------------
+
+class ConfiguredServer:
+    """A private redis-server (from PATH, a free loopback port, a directory under tmp_path,
+    no persistence unless the options say so) started with extra command-line options: the
+    misconfiguration a `keywatch check` case inspects. ``admin`` is a client of the default
+    user, to set the scene. Stopped by pid."""
+
+    def __init__(self, root: Path, options: list) -> None:
+        self.port = free_port()
+        self.dir = root / f"redis-{self.port}"
+        self.dir.mkdir()
+        self._log = open(self.dir / "log", "wb")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.dir), "--save", "", "--appendonly", "no", *options],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.admin = redis_py.Redis(host="127.0.0.1", port=self.port)
+        wait_for(self._answers, 20, f"redis-server on port {self.port}")
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            pytest.fail(f"redis-server exited: {(self.dir / 'log').read_text()}")
+        try:
+            return bool(self.admin.ping())
+        except redis_py.AuthenticationError:
+            return True  # --requirepass: it answers (admin is of no use then)
+        except redis_py.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        self.admin.close()
+        self.proc.kill()
+        self.proc.wait(30)
+        self._log.close()
+
+
+@pytest.fixture
+def configured_redis(tmp_path: Path) -> Iterator[Callable[..., ConfiguredServer]]:
+    """configured_redis(*options): a running redis-server with those options."""
+    started: list = []
+
+    def start(*options: str) -> ConfiguredServer:
+        s = ConfiguredServer(tmp_path, list(options))
+        started.append(s)
+        return s
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.stop()

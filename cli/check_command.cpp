@@ -1,0 +1,144 @@
+#include "cli/check_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/check_report.h"
+#include "cli/client_session.h"
+#include "cli/deployment_check.h"
+#include "cli/exit_status.h"
+#include "cli/redact_url.h"
+#include "cli/redis_target.h"
+#include "core/config.h"
+#include "core/filter.h"
+#include "core/queue.h"
+#include "core/subscriber.h"
+
+namespace keywatch::cli {
+namespace {
+
+struct CheckArgs {
+    ClientArgs client;
+    std::string events = "expired,evicted";
+    std::string key;
+    bool json = false;
+};
+
+void bad_input(const std::string &text) {
+    std::fprintf(stderr, "keywatch check: %s\n", text.c_str());
+}
+
+// The library's configuration from --redis, --namespace and --conf, by the library's own
+// rules. False (message printed) for a refused option.
+bool build_config(const ClientArgs &a, Config *cfg) {
+    std::vector<std::pair<std::string, std::string>> items;
+    std::string err, url;
+    if (!split_conf(a.conf, &items, &err) || !resolve_redis_url(a.redis, &items, &url, &err)) {
+        bad_input(err);
+        return false;
+    }
+    items.insert(items.begin(), {"redis.url", url.empty() ? kDefaultRedisUrl : url});
+    if (!a.ns.empty()) items.insert(items.begin() + 1, {"namespace", a.ns});
+    for (auto &[name, value] : items) {
+        if (cfg->set(name, value, &err) != 0) {
+            const std::string option = name == "redis.url"   ? "--redis"
+                                       : name == "namespace" ? "--namespace"
+                                                             : "--conf " + name;
+            if (err.rfind(name + ": ", 0) == 0) err.erase(0, name.size() + 2);
+            bad_input(option + ": " + cli_words(err));
+            return false;
+        }
+    }
+    if (cfg->validate(&err) != 0) {
+        bad_input(cli_words(err));
+        return false;
+    }
+    return true;
+}
+
+// The events the engine will subscribe to: --events, plus what tracking needs.
+bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
+    std::string text = a.events + (track ? ",del,rename_from" : "");
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string e = text.substr(start, comma - start);
+        start = comma + 1;
+        if (e.empty() || e == "task") continue;  // tasks come from the queues, not events
+        if (e == "*") {                          // what watch and the filters mean by it
+            for (size_t i = 0; i < kDefaultEventCount; i++)
+                if (std::find(out->begin(), out->end(), kDefaultEvents[i]) == out->end())
+                    out->push_back(kDefaultEvents[i]);
+            continue;
+        }
+        if (!notify_flag_for_event(e)) {
+            bad_input("--events: unknown event '" + e +
+                      "': give Redis keyevent names such as expired,evicted,del (or task for "
+                      "handlers of task queues only)");
+            return false;
+        }
+        if (std::find(out->begin(), out->end(), e) == out->end()) out->push_back(e);
+    }
+    return true;
+}
+
+int run_check(const CheckArgs &a) {
+    Config cfg;
+    if (!build_config(a.client, &cfg)) return kExitBadInput;
+    DeploymentCheck check;
+    check.seeds = cfg.effective_seeds();
+    check.mode = cfg.mode;
+    check.timeout_ms = cfg.connect_timeout_ms;
+    check.needs.ns = cfg.ns;
+    if (cfg.track_enable) check.needs.queues.push_back(kKeysQueue);
+    check.needs.queues.insert(check.needs.queues.end(), cfg.queues.begin(), cfg.queues.end());
+    check.needs.dedupe = cfg.dedupe_enable;
+    check.needs.sample_key = a.key;
+    if (!events_of(a, cfg.track_enable, &check.needs.events)) return kExitBadInput;
+
+    CheckReport report;
+    // Every seed of a comma-separated redis.url, each password hidden.
+    for (size_t at = 0; at <= cfg.url_text.size();) {
+        const size_t comma = std::min(cfg.url_text.find(',', at), cfg.url_text.size());
+        report.target += (at ? "," : "") + redact_url(cfg.url_text.substr(at, comma - at));
+        at = comma + 1;
+    }
+    check_deployment(check, &report);
+    const std::string text = a.json ? render_json(report) : render_text(report);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return report.passed() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App &app, Runner *selected) {
+    auto args = std::make_shared<CheckArgs>();
+    CLI::App *cmd = app.add_subcommand(
+        "check", "Check that a Redis deployment is ready for keywatch (changes nothing)");
+    cmd->footer(
+        "Prints one line per check with a verdict (ok, warn, fail) and a fix for each problem: "
+        "version, role, CONFIG, notify-keyspace-events (replicas too), persistence, "
+        "maxmemory-policy, the ACL user's permissions for every command keywatch sends "
+        "(probed as that user; writes inside a MULTI that is discarded), cluster state and "
+        "slot coverage, clocks. Exit status 0: nothing blocks keywatch (warnings allowed); 1: "
+        "something does, or nothing answered; 2: bad options. See docs/production.md.");
+    add_client_options(cmd, &args->client);
+    cmd->add_option(
+           "--events", args->events,
+           "the keyevents your handlers take (comma-separated, or * as in watch; task "
+           "for task queues only); del,rename_from are added while tracked keys are served "
+           "(track.enable)")
+        ->capture_default_str();
+    cmd->add_option("--key", args->key,
+                    "a key your application tracks: checks that the ACL user may read it");
+    cmd->add_flag("--json", args->json, "print the checklist as one JSON document");
+    cmd->callback([args, selected] { *selected = [args] { return run_check(*args); }; });
+}
+
+}  // namespace keywatch::cli

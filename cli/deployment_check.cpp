@@ -1,0 +1,245 @@
+#include "cli/deployment_check.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "cli/client_session.h"
+#include "cli/server_checks.h"
+#include "core/blocking_redis.h"
+#include "core/queue.h"
+#include "core/slots.h"
+#include "core/subscriber.h"
+#include "core/topology.h"
+#include "keywatch.h"
+
+namespace keywatch::cli {
+namespace {
+
+std::string user_of(const RedisUrl &url) {
+    return url.user.empty() ? "default" : url.user;
+}
+
+// "E" plus the flag of each event; in a cluster with sweepers also what their keyspace
+// notifications of due keys need (as the engine asks, core/engine.cpp).
+std::string needed_flags(const DeploymentCheck &c, bool cluster) {
+    if (c.needs.events.empty() && !(cluster && c.needs.sweeps())) return "";
+    std::string need = "E";
+    for (auto &e : c.needs.events) {
+        const char f = notify_flag_for_event(e);
+        if (f && need.find(f) == std::string::npos) need += f;
+    }
+    if (cluster && c.needs.sweeps())
+        for (char f : std::string("Kzg"))
+            if (need.find(f) == std::string::npos) need += f;
+    return need;
+}
+
+void check_cluster_state(const RedisUrl &seed, const Topology &t, int64_t timeout_ms,
+                         CheckReport *report) {
+    BlockingRedis c(seed, "check", false);
+    ReplyPtr r =
+        c.connect(timeout_ms) == KW_OK ? c.command({"CLUSTER", "INFO"}, timeout_ms) : nullptr;
+    std::string state = "unknown";
+    if (r && r->type == REDIS_REPLY_STRING) {
+        const std::string info(r->str, r->len), mark = "cluster_state:";
+        const size_t at = info.find(mark);
+        if (at != std::string::npos)
+            state = info.substr(at + mark.size(), info.find('\r', at) - at - mark.size());
+    }
+    if (state == "ok")
+        report->add("cluster state", seed.endpoint(), Verdict::Ok, "cluster_state:ok");
+    else
+        report->add("cluster state", seed.endpoint(), Verdict::Fail,
+                    "cluster_state:" + state + ": the cluster refuses key commands",
+                    "see CLUSTER INFO and CLUSTER NODES; fail over or replace the failed masters");
+    const size_t uncovered = t.uncovered();
+    if (uncovered == 0) {
+        report->add("cluster coverage", "", Verdict::Ok,
+                    "all 16384 slots served by " + std::to_string(t.masters.size()) + " masters");
+        return;
+    }
+    std::string down;
+    for (auto &d : t.down) down += " " + d.master.endpoint();
+    report->add(
+        "cluster coverage", "", Verdict::Fail,
+        std::to_string(uncovered) + " of 16384 slots have no master" +
+            (down.empty() ? "" : " (failed:" + down + ")") +
+            ": keys and keywatch's queues in them cannot be reached",
+        "assign the slots or fail the shards over: redis-cli --cluster fix " + seed.endpoint());
+}
+
+// A hash tag in a slot that master `index` serves, so its probes stay on it.
+std::string tag_for_master(const Topology &t, int index) {
+    for (int slot = 0; slot < kSlotCount; slot++)
+        if (t.slot_owner[static_cast<size_t>(slot)] == index) return SlotTags::instance().tag(slot);
+    return kStandaloneTag;
+}
+
+void check_clocks(const std::vector<std::pair<std::string, ServerFacts>> &clocks,
+                  CheckReport *report) {
+    std::vector<std::pair<std::string, ServerFacts>> read;
+    for (auto &c : clocks)
+        if (c.second.clock_read) read.push_back(c);
+    if (read.empty()) {
+        report->add("clock", "", Verdict::Warn, "cannot read TIME",
+                    "ACL SETUSER <user> +time (keywatch's scripts call TIME)");
+        return;
+    }
+    auto by_offset = [](auto &a, auto &b) {
+        return a.second.clock_offset_ms < b.second.clock_offset_ms;
+    };
+    const auto [lo, hi] = std::minmax_element(read.begin(), read.end(), by_offset);
+    const std::string host =
+        "offset from this host " + std::to_string(read.front().second.clock_offset_ms) + " ms";
+    if (read.size() == 1) {
+        report->add("clock", "", Verdict::Ok,
+                    "one server: keywatch takes every time from Redis's clock (TIME); " + host);
+        return;
+    }
+    const int64_t skew = hi->second.clock_offset_ms - lo->second.clock_offset_ms;
+    const std::string what = "skew between masters " + std::to_string(skew) + " ms (" + lo->first +
+                             " behind " + hi->first + ")";
+    if (skew <= kMaxClockSkewMs)
+        report->add("clock", "", Verdict::Ok, what);
+    else
+        report->add("clock", "", Verdict::Warn,
+                    what +
+                        ": deadlines fire early or late by that much after a failover or "
+                        "reshard moves a queue",
+                    "synchronise the hosts' clocks (chrony or systemd-timesyncd)");
+}
+
+// "host:port" of every replica: CLUSTER NODES on a cluster, the master's INFO replication
+// (slaveN:ip=...,port=...) otherwise. Empty when refused.
+std::vector<std::string> replicas(BlockingRedis &c, bool cluster, int64_t timeout_ms) {
+    std::vector<std::string> out;
+    ReplyPtr r = cluster ? c.command({"CLUSTER", "NODES"}, timeout_ms)
+                         : c.command({"INFO", "replication"}, timeout_ms);
+    if (!r || r->type != REDIS_REPLY_STRING) return out;
+    std::istringstream text(std::string(r->str, r->len));
+    for (std::string line; std::getline(text, line);) {
+        if (cluster) {
+            // <id> <host:port@cport[,hostname]> <flags> ...
+            std::istringstream fields(line);
+            std::string id, addr, flags;
+            fields >> id >> addr >> flags;
+            if (flags.find("slave") == std::string::npos || flags.find("fail") != std::string::npos)
+                continue;
+            out.push_back(addr.substr(0, addr.find('@')));
+        } else if (line.rfind("slave", 0) == 0 && line.find(":ip=") != std::string::npos) {
+            const size_t ip = line.find("ip=") + 3, port = line.find(",port=") + 6;
+            out.push_back(line.substr(ip, line.find(',', ip) - ip) + ":" +
+                          line.substr(port, line.find(',', port) - port));
+        }
+    }
+    return out;
+}
+
+void check_replicas(const RedisUrl &seed, bool cluster, const std::string &need, int64_t timeout_ms,
+                    CheckReport *report) {
+    if (need.empty()) return;
+    BlockingRedis c(seed, "check", false);
+    if (c.connect(timeout_ms) != KW_OK) return;  // the connection line says why
+    for (const std::string &endpoint : replicas(c, cluster, timeout_ms)) {
+        RedisUrl u = seed;  // same credentials and TLS settings
+        const size_t colon = endpoint.rfind(':');
+        u.host = endpoint.substr(0, colon);
+        u.port = std::atoi(endpoint.c_str() + colon + 1);
+        BlockingRedis r(u, "check", false);
+        if (r.connect(timeout_ms) != KW_OK) {
+            report->add("replica notifications", endpoint, Verdict::Warn,
+                        "cannot connect: " + r.error(),
+                        "check notify-keyspace-events on it yourself (it needs '" + need + "')");
+            continue;
+        }
+        check_replica(r, need, timeout_ms, report);
+    }
+}
+
+// The servers keywatch writes to, each with a hash tag in a slot it serves: the seed, or
+// every master of the cluster (with the seed's credentials and TLS settings).
+std::vector<std::pair<RedisUrl, std::string>> masters(const RedisUrl &seed, bool cluster,
+                                                      const Topology &topo) {
+    if (!cluster) return {{seed, kStandaloneTag}};
+    std::vector<std::pair<RedisUrl, std::string>> out;
+    for (size_t i = 0; i < topo.masters.size(); i++) {
+        RedisUrl u = seed;
+        u.host = topo.masters[i].host;
+        u.port = topo.masters[i].port;
+        out.push_back({u, tag_for_master(topo, static_cast<int>(i))});
+    }
+    return out;
+}
+
+std::string connection_fix(int status) {
+    switch (status) {
+        case KW_ERR_AUTH:
+            return "give the user and password keywatch will use: in the URL "
+                   "(redis://user:password@host:port) or -c redis.user=... -c redis.password=...";
+        case KW_ERR_TIMEOUT:
+            return "is the server paused or overloaded? for a slow link raise -c "
+                   "redis.connect_timeout=DURATION";
+        case KW_ERR_URL:
+        case KW_ERR_INVALID_ARG:
+            return "fix --redis or -c redis.mode as the message says";
+        default:
+            return "start the server, or give the URL of a running one (--redis)";
+    }
+}
+
+}  // namespace
+
+void check_deployment(DeploymentCheck check, CheckReport *report) {
+    RedisUrl seed;
+    bool cluster = false;
+    Topology topo;
+    std::string err;
+    int rc =
+        probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
+    // The topology probe asks CLUSTER SHARDS unless told standalone; a unix socket is
+    // taken as standalone without asking (core/topology.cpp).
+    check.needs.discovery =
+        check.mode != "standalone" && !(check.seeds.empty() || check.seeds.front().is_unix());
+    check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
+    report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
+    if (rc != KW_OK && check.mode == "auto" && err.find("NOPERM") != std::string::npos) {
+        // The user may not read the topology: the permission probes say so; the rest is
+        // checked on the seed as a standalone server.
+        rc = probe_seeds(check.seeds, check.timeout_ms, "standalone", &seed, &cluster, &topo, &err,
+                         false);
+    }
+    if (rc != KW_OK) {
+        report->add("connection", "", Verdict::Fail, cli_words(err) + " (" + kw_err_name(rc) + ")",
+                    connection_fix(rc));
+        return;
+    }
+    report->mode = cluster ? "cluster" : "standalone";
+    report->add("connection", seed.endpoint(), Verdict::Ok,
+                "connected as user '" + user_of(seed) + "'");
+    check.needs.cluster = cluster;
+    check.needs.db = seed.db;
+    if (cluster && check.needs.sweeps())
+        check.needs.keyspace.push_back(check.needs.due_keyspace_pattern());
+    report->acl_rule = acl_rule(check.needs);
+    if (cluster) check_cluster_state(seed, topo, check.timeout_ms, report);
+    const std::string need = needed_flags(check, cluster);
+    std::vector<std::pair<std::string, ServerFacts>> clocks;
+    for (auto &[url, tag] : masters(seed, cluster, topo)) {
+        BlockingRedis c(url, "check", !cluster);
+        if (c.connect(check.timeout_ms) != KW_OK) {
+            report->add("connection", url.endpoint(), Verdict::Fail, cli_words(c.error()),
+                        "every master must be reachable from keywatch's hosts: bring it back, "
+                        "or fail its shard over to a replica");
+            continue;
+        }
+        clocks.push_back(
+            {url.endpoint(), check_server(c, need, !cluster, check.timeout_ms, report)});
+        c.close();
+        probe_acl(url, tag, check.needs, check.timeout_ms, report);
+    }
+    check_replicas(seed, cluster, need, check.timeout_ms, report);
+    check_clocks(clocks, report);
+}
+
+}  // namespace keywatch::cli

@@ -1,0 +1,32 @@
+// `keywatch check`'s inspection of a Redis deployment: connects to the seed, finds out
+// whether it is a cluster (and then checks its state and slot coverage), runs the
+// per-server checks (server_checks.h) and the ACL probes (acl_probe.h) on the server or on
+// every master, and compares the masters' clocks. Changes nothing on any server.
+// Not thread-safe: one caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/acl_probe.h"
+#include "cli/check_report.h"
+#include "core/url.h"
+
+namespace keywatch::cli {
+
+struct DeploymentCheck {
+    std::vector<RedisUrl> seeds;  // redis.url (with redis.user/password and tls.* applied)
+    std::string mode = "auto";    // redis.mode
+    int64_t timeout_ms = 5000;    // redis.connect_timeout: per connection and per reply
+    AclNeeds needs;               // what keywatch will run (cluster is filled in here)
+};
+
+// Largest clock difference between masters that passes.
+inline constexpr int64_t kMaxClockSkewMs = 1000;
+
+// Runs every check and sets report->mode and report->acl_rule. report->target must be set
+// by the caller.
+void check_deployment(DeploymentCheck check, CheckReport *report);
+
+}  // namespace keywatch::cli
