@@ -88,6 +88,16 @@ static int fail(const char *what, int rc, const char *detail) {
     return 1;
 }
 
+/* Structured log lines (name, value, ..., NULL) to stderr. */
+static void on_log(kw_log_level level, const char *message, const char *const *fields,
+                   void *opaque) {
+    size_t i;
+    (void)opaque;
+    fprintf(stderr, "log %d: %s", (int)level, message);
+    for (i = 0; fields[i]; i += 2) fprintf(stderr, " %s=%s", fields[i], fields[i + 1]);
+    fputc('\n', stderr);
+}
+
 static void sleep_ms(long ms) {
     struct timespec ts;
     ts.tv_sec = ms / 1000;
@@ -152,6 +162,11 @@ int main(int argc, char **argv) {
         return rc;
     }
     kw_filter_free(filter);
+    if ((rc = kw_engine_set_log_fields_cb(engine, on_log, NULL)) != KW_OK) {
+        rc = fail("kw_engine_set_log_fields_cb", rc, kw_engine_last_error(engine));
+        kw_engine_free(engine);
+        return rc;
+    }
     if ((rc = kw_engine_start(engine)) != KW_OK) {
         /* The engine is freed on this path too (LeakSanitizer checks the program). */
         rc = fail("kw_engine_start", rc, kw_engine_last_error(engine));
