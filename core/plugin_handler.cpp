@@ -3,7 +3,6 @@
 #include <set>
 
 namespace keywatch {
-namespace {
 
 bool valid_instance_name(const std::string &name) {
     if (name.empty() || name.size() > 64) return false;
@@ -11,6 +10,8 @@ bool valid_instance_name(const std::string &name) {
         if (!isalnum(c) && c != '_' && c != '-') return false;
     return true;
 }
+
+namespace {
 
 std::string describe(const kw_plugin_descriptor_t *d, const std::string &instance,
                      const std::string &path) {
@@ -113,7 +114,7 @@ int PluginSet::add(Engine &engine, const PluginSpec &spec, std::string *err) {
     std::string instance = spec.instance.empty() ? d->name : spec.instance;
     if (!valid_instance_name(instance)) {
         *err = "plugin \"" + lib->path() + "\": instance name \"" + instance +
-               "\" is not valid: use 1 to 64 letters, digits, '_' or '-'";
+               "\" is not valid: use " + kInstanceNameRule;
         return KW_ERR_INVALID_ARG;
     }
     {

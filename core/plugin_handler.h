@@ -24,6 +24,11 @@
 
 namespace keywatch {
 
+// The names an instance may have (they name its statistics and log lines), and the rule in
+// words for messages.
+bool valid_instance_name(const std::string &name);
+inline constexpr const char *kInstanceNameRule = "1 to 64 letters, digits, '_' or '-'";
+
 class PluginHandler : public Handler {
   public:
     PluginHandler(std::shared_ptr<PluginLibrary> library, std::shared_ptr<PluginContext> context,

@@ -167,7 +167,7 @@ void Subscriber::check_scripts() {
         if (classify(r) != ReplyError::NoPerm) return false;
         lost({permission_message(url_, "run keywatch's queue scripts on its keys",
                                  reply_to_string(r),
-                                 "+@scripting +@read +@write ~" + opts_.ns +
+                                 "+@scripting +@read +@write +time ~" + opts_.ns +
                                      ":* (and read access to the keys you track, e.g. %R~PATTERN)"),
               true, KW_ERR_AUTH});
         return true;

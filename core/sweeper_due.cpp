@@ -187,8 +187,8 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
         case ReplyError::NoPerm:
             hint =
                 "the ACL user lacks a permission keywatch needs: grant it the queue scripts "
-                "and keys, e.g. ACL SETUSER <user> +@scripting +@read +@write ~" +
-                opts_.ns + ":* ~<your tracked keys>";
+                "and keys, e.g. ACL SETUSER <user> +@scripting +@read +@write +time ~" +
+                opts_.ns + ":* ~<your tracked keys> (keywatch check prints the exact rule)";
             break;
         case ReplyError::Loading:
         case ReplyError::Busy:

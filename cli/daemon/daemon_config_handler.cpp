@@ -7,6 +7,7 @@
 #include "cli/closest_name.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/event_names.h"
+#include "core/plugin_handler.h"
 
 namespace keywatch::cli {
 namespace {
@@ -125,8 +126,6 @@ bool read_options(const toml::node &node, const std::string &key, ConfigReader *
     return true;
 }
 
-const std::vector<std::string> kHandlerKeys = {"db",      "events", "glob",   "name",
-                                               "options", "plugin", "prefix", "queue"};
 const std::vector<std::string> kFilterKeys = {"events", "queue", "db", "prefix", "glob"};
 
 // One [[handler]] table; n is its number (1 for the first) for messages.
@@ -149,6 +148,10 @@ bool read_handler(const toml::table &table, size_t n, ConfigReader *reader, Hand
         if (out->name.empty())
             return reader->fail(name->source(), head + " name",
                                 "empty: give a name, or leave name out to use the plugin's");
+        if (!valid_instance_name(out->name))
+            return reader->fail(
+                name->source(), head + " name",
+                "'" + out->name + "' is not a valid name: use " + kInstanceNameRule);
     }
     FilterPtr filter(kw_filter_new(), kw_filter_free);
     std::vector<std::pair<toml::source_position, std::pair<std::string, std::string>>> found;

@@ -571,6 +571,12 @@ TEST(DaemonConfigErrors, TwoHandlersWithTheSameNameAreRefused) {
               "the plugin's");
 }
 
+TEST(DaemonConfigErrors, HandlerNameOutsideThePluginInstanceRuleIsRefused) {
+    EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nname = \"to stream\"\n"),
+              "kw.toml:3:8: [[handler]] #1 name: 'to stream' is not a valid name: use 1 to 64 "
+              "letters, digits, '_' or '-'");
+}
+
 // ---- The shipped example and the reference ---------------------------------------------
 
 TEST(DaemonConfigExample, ShippedExampleParses) {
