@@ -110,6 +110,11 @@ std::string number(double v) {
     if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
     if (std::isnan(v)) return "NaN";
     char buf[40];
+    // Whole numbers as integers ("10", not the shorter "1e+01"), as Prometheus writes them.
+    if (v == std::floor(v) && std::fabs(v) < 1e15) {
+        snprintf(buf, sizeof buf, "%.0f", v);
+        return buf;
+    }
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, sizeof buf, "%.*g", precision, v);
         if (std::strtod(buf, nullptr) == v) break;
