@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "cli/conn_state.h"
 #include "cli/redis_target.h"
 
 namespace keywatch::cli {
@@ -96,20 +97,6 @@ const char *start_hint(int status) {
         default:
             return nullptr;
     }
-}
-
-const char *state_name(kw_conn_state state) {
-    switch (state) {
-        case KW_CONN_DISCONNECTED:
-            return "disconnected";
-        case KW_CONN_CONNECTING:
-            return "connecting";
-        case KW_CONN_READY:
-            return "ready";
-        case KW_CONN_BROKEN:
-            return "broken";
-    }
-    return "unknown";
 }
 
 }  // namespace
@@ -227,7 +214,7 @@ void Watcher::on_state(const char *node, kw_conn_state state, const char *detail
             self->was_broken_ = false;
             self->printer_->note("reconnected to " + where + " and subscribed again");
         } else if (self->verbosity_ >= 1) {
-            self->printer_->note(where + ": " + state_name(state) + why);
+            self->printer_->note(where + ": " + conn_state_name(state) + why);
         }
     } catch (...) {
         // Never let an exception reach the engine's loop thread.

@@ -5,22 +5,10 @@
 #include <map>
 #include <memory>
 
+#include "cli/conn_state.h"
+
 namespace keywatch::cli {
 namespace {
-
-const char *state_name(int64_t state) {
-    switch (state) {
-        case KW_CONN_DISCONNECTED:
-            return "disconnected";
-        case KW_CONN_CONNECTING:
-            return "connecting";
-        case KW_CONN_READY:
-            return "ready";
-        case KW_CONN_BROKEN:
-            return "broken";
-    }
-    return "unknown";
-}
 
 struct NodeView {
     int64_t state = KW_CONN_DISCONNECTED;
@@ -49,11 +37,11 @@ Readiness check_readiness(kw_engine_t *engine) {
     }
     nlohmann::json not_ready = nlohmann::json::array(), listed = nlohmann::json::array();
     for (const auto &[node, view] : nodes) {
-        nlohmann::json n = {{"node", node}, {"state", state_name(view.state)}};
+        nlohmann::json n = {{"node", node}, {"state", conn_state_name(view.state)}};
         if (view.sweeping >= 0) n["sweeping"] = view.sweeping == 1;
         listed.push_back(n);
         if (view.state != KW_CONN_READY)
-            not_ready.push_back("node " + node + ": subscriber " + state_name(view.state));
+            not_ready.push_back("node " + node + ": subscriber " + conn_state_name(view.state));
         if (view.sweeping == 0) not_ready.push_back("node " + node + ": sweeper not running");
     }
     if (nodes.empty())
