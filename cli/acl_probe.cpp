@@ -35,7 +35,7 @@ struct Outcome {
 // A script not in any cache: EVALSHA answers -NOSCRIPT once the ACL let it through.
 constexpr const char *kUnknownSha = "0000000000000000000000000000000000000000";
 // The channel keywatch's heartbeat would use (the ACL rule covers every one of them).
-constexpr const char *kHeartbeat = "__keywatch:heartbeat:keywatch-check";
+const std::string kHeartbeat = std::string(kHeartbeatChannelPrefix) + "keywatch-check";
 // The line of the topology commands (kw_engine_start sends them unless redis.mode=standalone).
 const std::string kDiscovery = "acl: cluster discovery";
 const std::string kChannels = "acl: channels";
@@ -366,10 +366,8 @@ std::string acl_rule(const AclNeeds &needs) {
     std::string rule = "on >PASSWORD -@all";
     for (auto &c : cmds)
         if (seen.insert(c).second) rule += " +" + c;
-    rule += " ~" + needs.ns + ":* %R~* resetchannels";
-    for (auto &e : needs.events) rule += " &" + keyevent_pattern(e);
-    for (auto &p : needs.keyspace) rule += " &" + p;
-    return rule + " &__keywatch:heartbeat:*";
+    return rule + " ~" + needs.ns + ":* %R~* resetchannels " +
+           channel_acl_rules(needs.events, needs.keyspace);
 }
 
 void probe_acl(const RedisUrl &url, const std::string &tag, const AclNeeds &needs,

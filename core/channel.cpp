@@ -38,4 +38,12 @@ std::string keyevent_pattern(std::string_view event) {
     return p;
 }
 
+std::string channel_acl_rules(const std::vector<std::string> &events,
+                              const std::vector<std::string> &keyspace_patterns) {
+    std::string rules;
+    for (auto &e : events) rules += "&" + keyevent_pattern(e) + " ";
+    for (auto &p : keyspace_patterns) rules += "&" + p + " ";
+    return rules + "&" + kHeartbeatChannelPrefix + "*";
+}
+
 }  // namespace keywatch

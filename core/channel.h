@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace keywatch {
 
@@ -24,5 +25,16 @@ bool parse_channel(std::string_view channel, ParsedChannel *out);
 
 // "__keyevent@*__:<event>": the pattern keywatch PSUBSCRIBEs to for one event name.
 std::string keyevent_pattern(std::string_view event);
+
+// The prefix of the channel each subscriber publishes its heartbeats on (then its id).
+inline constexpr const char *kHeartbeatChannelPrefix = "__keywatch:heartbeat:";
+
+// The channel rules (after an ACL user's "resetchannels") that allow what a subscriber
+// does: "&<pattern>" for each keyevent pattern of events, each keyspace pattern, and the
+// heartbeat channels. Redis 7.0 compares a PSUBSCRIBE pattern literally with these rules,
+// so the patterns are listed exactly; the heartbeat channel is a plain channel, which its
+// pattern rule covers.
+std::string channel_acl_rules(const std::vector<std::string> &events,
+                              const std::vector<std::string> &keyspace_patterns);
 
 }  // namespace keywatch

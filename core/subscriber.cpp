@@ -81,7 +81,7 @@ Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSi
       rng_(std::random_device{}()) {
     char id[17];
     snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(rng_()));
-    hb_channel_ = std::string("__keywatch:heartbeat:") + id;
+    hb_channel_ = std::string(kHeartbeatChannelPrefix) + id;
 }
 
 void Subscriber::start() {
@@ -139,13 +139,9 @@ void Subscriber::check_permissions() {
 }
 
 std::string Subscriber::channel_grant() const {
-    // Redis 7.0 compares a PSUBSCRIBE pattern literally with the user's channel rules
-    // (&pattern), so the rule lists keywatch's patterns exactly; the heartbeat channel is a
-    // plain channel, which a pattern rule covers.
-    std::string grant = "+publish +psubscribe +subscribe";
-    for (auto &e : opts_.events) grant += " &" + keyevent_pattern(e);
-    for (auto &p : opts_.keyspace_patterns) grant += " &" + p;
-    return grant + " &__keywatch:heartbeat:* (or allchannels for all of them)";
+    return "+publish +psubscribe +subscribe " +
+           channel_acl_rules(opts_.events, opts_.keyspace_patterns) +
+           " (or allchannels for all of them)";
 }
 
 void Subscriber::check_scripts() {
