@@ -368,6 +368,11 @@ int kw_engine_start(kw_engine_t *engine) {
     return guarded([&] { return engine->engine.start(); });
 }
 
+int kw_engine_check(kw_engine_t *engine) {
+    if (!engine) return KW_ERR_INVALID_ARG;
+    return guarded([&] { return engine->engine.check(); });
+}
+
 int kw_engine_stop(kw_engine_t *engine, int64_t timeout_ms) {
     if (!engine) return KW_ERR_INVALID_ARG;
     return guarded([&] { return engine->engine.stop(timeout_ms); });

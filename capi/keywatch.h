@@ -364,6 +364,14 @@ KW_API int kw_engine_set_log_fields_cb(kw_engine_t *engine, kw_log_fields_fn fn,
  * background with capped exponential backoff, whatever the cause. Not concurrently with
  * stop/free. */
 KW_API int kw_engine_start(kw_engine_t *engine);
+/* A dry run of kw_engine_start, for a setup check: connects and subscribes to the server
+ * or every master of a cluster with the same checks (credentials, db, the ACL user's
+ * commands, channels and keys), returning what kw_engine_start would, then disconnects.
+ * No handler is called and no tracked key or task is claimed (events read meanwhile are
+ * dropped). Plugins have been loaded and initialised by kw_engine_add_plugin already.
+ * The engine's node statistics stay in its snapshot; it cannot be started afterwards
+ * (KW_ERR_STATE): create another. Not concurrently with other calls on the engine. */
+KW_API int kw_engine_check(kw_engine_t *engine);
 /* Stop receiving, let in-flight and queued handlers finish and held events complete for
  * up to timeout_ms (negative: stop.timeout), then stop every thread. Events not yet
  * handled by then are dropped and counted ("events.abandoned"); items still held go back
@@ -436,6 +444,10 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   topology.refreshes          counter   refreshes   cluster topology reads that succeeded
  *                                                     (periodic, and after a lost connection or
  *                                                     MOVED)
+ *   conn.slots_uncovered        gauge     slots       cluster slots the last topology read gives no
+ *                                                     working master (a master down, its replica
+ *                                                     not promoted yet): their events cannot
+ *                                                     arrive; 0 when standalone
  *   dispatch.queued             gauge     events      events waiting for a worker now
  *   items.claimed               counter   items       tracked keys and tasks claimed by this engine
  *   items.acked                 counter   items       of those, acknowledged

@@ -107,6 +107,14 @@ int Engine::plan_queues(Sweeper::Options *opts, std::string *err) const {
 }
 
 int Engine::start() {
+    return start_or_check(false);
+}
+
+int Engine::check() {
+    return start_or_check(true);
+}
+
+int Engine::start_or_check(bool check_only) {
     if (started_) {
         set_error(running_ ? "the engine is already running"
                            : "an engine can be started only once: create a new one");
@@ -177,7 +185,9 @@ int Engine::start() {
             for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
                 opts.script_keys.push_back(k);
     }
-    fo.sweepers = need_sweeper;
+    // A check subscribes (its handshake checks the scripts' commands and keys) but makes no
+    // sweeper and starts no worker: what it reads waits in the dispatcher and is dropped.
+    fo.sweepers = need_sweeper && !check_only;
     fo.dispatcher = dispatcher_.get();
     fo.events = &counters_;
     fo.counters = &sweeper_counters_;
@@ -187,11 +197,12 @@ int Engine::start() {
     stats_.set_handlers(handlers_.size());
     if (sweep.track_keys) stats_.set_queues({kKeysQueue});
     stats_.set_queues(sweep.task_queues);
+    labelled_fixed_.store(true, std::memory_order_release);
     started_ = true;
 
     try {
         fanout_ = std::make_unique<Fanout>(*loop_, fo, static_cast<SubscriberSink *>(this));
-        dispatcher_->start();
+        if (!check_only) dispatcher_->start();
         loop_->start();
     } catch (const std::exception &e) {
         teardown();
@@ -210,9 +221,9 @@ int Engine::start() {
         done ? start_message_
              : "timed out starting: no answer from " + config_.effective_url().endpoint();
     lock.unlock();
-    if (status != KW_OK) {
+    if (status != KW_OK || check_only) {
         teardown();
-        set_error(message);
+        if (status != KW_OK) set_error(message);
         return status;
     }
     if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
@@ -490,6 +501,8 @@ int64_t Engine::stat_value(StatId id) const {
             return stats_.node_count();
         case StatId::TOPOLOGY_REFRESHES:
             return load(counters_.topology_refreshes);
+        case StatId::CONN_SLOTS_UNCOVERED:
+            return load(counters_.slots_uncovered);
         case StatId::DISPATCH_QUEUED:
             return static_cast<int64_t>(dispatcher_->queued());
         case StatId::ITEMS_CLAIMED:
@@ -539,12 +552,14 @@ int64_t Engine::stat_value(StatId id) const {
 
 std::vector<StatSample> Engine::stats_snapshot() const {
     std::vector<StatSample> out, labelled;
-    stats_.append(&labelled);
+    const bool fixed = labelled_fixed_.load(std::memory_order_acquire);
+    stats_.append(&labelled, fixed);
     for (size_t i = 0; i < stat_table().size(); i++) {
         const auto id = static_cast<StatId>(i);
         if (stat_info(id).label[0] == '\0') {
             out.push_back({id, "", stat_value(id), {}});
         } else if (id == StatId::EVENTS_RECEIVED_BY_NAME) {
+            if (!fixed) continue;
             for (auto &kv : counters_.per_event)
                 out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
         } else {

@@ -53,6 +53,10 @@ class Engine : private SubscriberSink, private HoldOwner {
     void log(kw_log_level level, const std::string &message, const LogFields &fields) override;
 
     int start();
+    // Everything start() does up to being subscribed to every node (the same checks, the
+    // same statuses and messages), then disconnects: no worker runs, no sweeper claims, so
+    // no handler is called and no item is taken. The engine cannot start afterwards.
+    int check();
     int stop(int64_t timeout_ms);
 
     // A statistic by name (core/stats.h: a histogram gives its count). Any thread.
@@ -111,6 +115,9 @@ class Engine : private SubscriberSink, private HoldOwner {
     EventPtr completion_ev_;
     EngineCounters counters_;
     EngineStats stats_;  // labelled: per node, queue and handler; conn.nodes, conn.state
+    // Set once start() has fixed the per-event, queue and handler records: until then a
+    // snapshot taken on another thread (an HTTP scrape) reads none of them.
+    std::atomic<bool> labelled_fixed_{false};
     SweeperCounters sweeper_counters_;
 
     std::mutex completion_mu_;  // workers -> loop
@@ -121,6 +128,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     std::condition_variable start_cv_;
     bool start_done_ = false;
     int start_status_ = 0;
+    int start_or_check(bool check_only);
     std::string start_message_;
 
     mutable std::mutex err_mu_;

@@ -12,7 +12,8 @@ namespace keywatch {
 
 struct EngineCounters {
     std::atomic<int64_t> received{0}, delivered{0}, dropped{0}, abandoned{0}, handler_errors{0},
-        handler_retries{0}, unhandled{0}, lateness_max{0}, topology_refreshes{0};
+        handler_retries{0}, unhandled{0}, lateness_max{0}, topology_refreshes{0},
+        slots_uncovered{0};  // cluster: slots of the last topology without a master
     std::map<std::string, std::atomic<int64_t>> per_event;  // fixed keys after start
 };
 

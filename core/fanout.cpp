@@ -78,6 +78,8 @@ void Fanout::start() {
     }
     for (auto &m : opts_.topology.masters) add(m.host, m.port);
     index_sweepers();
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(opts_.topology.uncovered()),
+                                        std::memory_order_relaxed);
     if (opts_.topology.uncovered() > 0)
         log(KW_LOG_WARN,
             std::to_string(opts_.topology.uncovered()) +
@@ -344,6 +346,8 @@ void Fanout::refresh() {
 void Fanout::apply(const Topology &t) {
     if (t.masters.empty()) return;  // a node that knows nothing (yet): keep what we have
     opts_.topology = t;
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
+                                        std::memory_order_relaxed);
     // Masters that are gone or demoted: drop their subscribers.
     for (auto it = nodes_by_endpoint_.begin(); it != nodes_by_endpoint_.end();) {
         if (t.find(it->first) >= 0) {

@@ -272,7 +272,7 @@ int64_t EngineStats::worst_state() const {
     return worst;
 }
 
-void EngineStats::append(std::vector<StatSample> *out) const {
+void EngineStats::append(std::vector<StatSample> *out, bool fixed) const {
     auto load = [](const std::atomic<int64_t> &a) { return a.load(std::memory_order_relaxed); };
     {
         std::lock_guard<std::mutex> lock(node_mu_);
@@ -285,6 +285,7 @@ void EngineStats::append(std::vector<StatSample> *out) const {
                 out->push_back({StatId::NODE_SWEEPING, kv.first, load(n.sweeping), {}});
         }
     }
+    if (!fixed) return;
     for (auto &kv : queues_) {
         const QueueStats &q = *kv.second;
         out->push_back({StatId::QUEUE_ACKED, kv.first, load(q.acked), {}});

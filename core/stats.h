@@ -69,6 +69,9 @@
       "engine serves queues)")                                                                     \
     X(TOPOLOGY_REFRESHES, "topology.refreshes", COUNTER, "refreshes",                              \
       "cluster topology reads that succeeded (periodic, and after a lost connection or MOVED)")    \
+    X(CONN_SLOTS_UNCOVERED, "conn.slots_uncovered", GAUGE, "slots",                                \
+      "cluster slots the last topology read gives no working master (a master down, its "          \
+      "replica not promoted yet): their events cannot arrive; 0 when standalone")                  \
     X(DISPATCH_QUEUED, "dispatch.queued", GAUGE, "events", "events waiting for a worker now")      \
     X(ITEMS_CLAIMED, "items.claimed", COUNTER, "items",                                            \
       "tracked keys and tasks claimed by this engine")                                             \
@@ -213,7 +216,9 @@ class EngineStats {
     int64_t node_count() const;
     int64_t worst_state() const;
 
-    void append(std::vector<StatSample> *out) const;
+    // The samples: nodes always; queues and handlers only with `fixed` (set_handlers and
+    // set_queues are done: before that another thread must not walk their containers).
+    void append(std::vector<StatSample> *out, bool fixed) const;
 
   private:
     struct PerHandler {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -271,6 +272,62 @@ TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
     ASSERT_EQ(kw_engine_stop(e, 5000), KW_OK) << engine.last_error();
     EXPECT_EQ(engine.stat("node.sweeping." + node), 0);
     kw_client_free(c);
+}
+
+// kw_engine_check: subscribed to the node like a start, then gone; nothing was handled or
+// claimed meanwhile (a due task and live events arrive), and the engine does not start.
+TEST_F(CApiStatsTest, CheckSubscribesButHandlesAndClaimsNothing) {
+    kw_client_t *c = new_client();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(kw_client_schedule(c, "jobs", "due", 3, "p", 1, 0, 0, 0, nullptr), KW_OK)
+        << kw_client_last_error(c);
+    EventSink checked;
+    Engine engine(redis().url());
+    engine.set("queues", "jobs");
+    engine.add(&checked, {{"events", "task"}, {"queue", "jobs"}});
+    engine.add(&checked, {{"events", "set"}});
+    auto raw = client();
+    std::atomic<bool> writing{true};
+    std::thread writer([&] {  // live events all along the check
+        for (int i = 0; writing; i++) {
+            raw->command({"SET", "live:" + std::to_string(i % 10), "v"});
+            std::this_thread::sleep_for(milliseconds(2));
+        }
+    });
+    const int rc = kw_engine_check(engine.get());
+    writing = false;
+    writer.join();
+    ASSERT_EQ(rc, KW_OK) << engine.last_error();
+    const std::string node = redis().host() + ":" + std::to_string(redis().port());
+    EXPECT_TRUE(sample(engine.get(), "node.state.<node>", node).found);
+    EXPECT_EQ(engine.stat("items.claimed"), 0);
+    EXPECT_EQ(kw_engine_start(engine.get()), KW_ERR_STATE);
+    EXPECT_NE(engine.last_error().find("only once"), std::string::npos) << engine.last_error();
+    EXPECT_EQ(kw_engine_stop(engine.get(), 1000), KW_OK);
+    EXPECT_EQ(checked.size(), 0u) << checked.describe();
+    // The task is still due, never claimed: a started engine gets it at its first attempt.
+    EventSink served;
+    Engine next(redis().url());
+    next.set("queues", "jobs");
+    next.add(&served, {{"events", "task"}, {"queue", "jobs"}});
+    ASSERT_EQ(next.start(), KW_OK) << next.last_error();
+    ASSERT_TRUE(served.wait_for("task", "due")) << served.describe();
+    EXPECT_EQ(served.events().at(0).attempt, 1);
+    EXPECT_EQ(checked.size(), 0u) << checked.describe();
+    kw_client_free(c);
+}
+
+// kw_engine_check fails as kw_engine_start would: the same status and message.
+TEST_F(CApiStatsTest, CheckFailsLikeStart) {
+    Engine checked(redis().url() + "/99"), started(redis().url() + "/99");
+    EventSink sink;
+    checked.add(&sink, {{"events", "set"}});
+    started.add(&sink, {{"events", "set"}});
+    const int rc = kw_engine_check(checked.get());
+    EXPECT_NE(rc, KW_OK);
+    EXPECT_EQ(started.start(), rc);
+    EXPECT_EQ(checked.last_error(), started.last_error());
+    EXPECT_NE(checked.last_error(), "");
 }
 
 TEST_F(CApiStatsTest, JsonGettersReportFailuresAsStatuses) {

@@ -141,10 +141,16 @@ int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
 
 bool DaemonEngine::start(std::string *err) {
     const int rc = kw_engine_start(engine_.get());
-    if (rc == KW_OK) {
-        started_ = true;
-        return true;
-    }
+    started_ = rc == KW_OK;
+    return started_ || start_failed(rc, err);
+}
+
+bool DaemonEngine::check(std::string *err) {
+    const int rc = kw_engine_check(engine_.get());
+    return rc == KW_OK || start_failed(rc, err);
+}
+
+bool DaemonEngine::start_failed(int rc, std::string *err) const {
     std::string detail = kw_engine_last_error(engine_.get());
     if (detail.empty()) detail = kw_strerror(rc);
     *err = "cannot start on " + conf_value(conf_.get(), "redis.url") + ": " + detail + " (" +

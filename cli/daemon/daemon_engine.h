@@ -35,6 +35,10 @@ class DaemonEngine {
     int build(const DaemonConfig &config, const Options &opts, std::string *err);
     // Connects and subscribes. False with *err (what failed and what to do).
     bool start(std::string *err);
+    // For --check: connects and subscribes as start() would, with the same checks and
+    // errors, then disconnects; no handler runs and nothing is claimed (kw_engine_check).
+    // The engine cannot start afterwards.
+    bool check(std::string *err);
     // Stops with stop.timeout. False when handlers were still running at the deadline.
     // Idempotent.
     bool stop();
@@ -47,11 +51,13 @@ class DaemonEngine {
     // What the engine will do, one line each: Redis target (password hidden), mode,
     // handlers with their filters and option names. For --check and the start-up log.
     std::vector<std::string> describe() const;
-    // The nodes the engine subscribed to (after start).
+    // The nodes the engine subscribed to (after start or check).
     std::vector<std::string> nodes() const;
 
   private:
     int add_handler(const HandlerConfig &handler, std::string *err);
+    // *err for kw_engine_start's or kw_engine_check's failure rc; false.
+    bool start_failed(int rc, std::string *err) const;
     static void on_state(const char *node, kw_conn_state state, const char *detail, void *opaque);
 
     struct EngineFree {

@@ -58,6 +58,7 @@ const std::vector<MetricMapping> kMetricMap = {
     {"node.received.<node>", "keywatch_node_notifications_received_total", "", "", "", T::None},
     {"node.sweeping.<node>", "keywatch_node_sweeping", "", "", "", T::None},
     {"topology.refreshes", "keywatch_topology_refreshes_total", "", "", "", T::None},
+    {"conn.slots_uncovered", "keywatch_cluster_slots_uncovered", "", "", "", T::None},
     {"dispatch.queued", "keywatch_dispatch_queued", "", "", "", T::None},
     {"items.claimed", "keywatch_items_claimed_total", "", "", "", T::None},
     {"items.acked", "keywatch_items_acked_total", "", "", "claimed items acknowledged", T::None},

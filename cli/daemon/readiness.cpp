@@ -26,11 +26,12 @@ Readiness check_readiness(kw_engine_t *engine) {
     }
     std::unique_ptr<kw_stats_t, void (*)(kw_stats_t *)> s(raw, &kw_stats_free);
     std::map<std::string, NodeView> nodes;  // sorted: a stable body
-    int64_t expected = 0;
+    int64_t expected = 0, uncovered = 0;
     for (size_t i = 0; i < kw_stats_count(s.get()); i++) {
         const std::string name = kw_stats_name(s.get(), i);
         const int64_t v = kw_stats_value(s.get(), i);
         if (name == "conn.nodes") expected = v;
+        if (name == "conn.slots_uncovered") uncovered = v;
         if (name == "node.state.<node>") nodes[kw_stats_label_value(s.get(), i)].state = v;
         if (name == "node.sweeping.<node>")
             nodes[kw_stats_label_value(s.get(), i)].sweeping = v != 0;
@@ -49,6 +50,12 @@ Readiness check_readiness(kw_engine_t *engine) {
     else if (expected != static_cast<int64_t>(nodes.size()))
         not_ready.push_back("the engine serves " + std::to_string(expected) +
                             " nodes but reports the state of " + std::to_string(nodes.size()));
+    // A cluster master down and not yet replaced leaves the node list (no subscriber is
+    // owed to it), but its slots' events cannot arrive: not ready until a master serves them.
+    if (uncovered > 0)
+        not_ready.push_back(std::to_string(uncovered) +
+                            " of 16384 cluster slots have no working master (a master is down "
+                            "and no replica has taken over yet)");
     r.ready = not_ready.empty();
     nlohmann::json body = {{"ready", r.ready}};
     if (!r.ready) body["not_ready"] = not_ready;

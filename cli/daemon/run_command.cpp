@@ -85,10 +85,11 @@ int fail(const RunArgs &args, const DaemonConfig &config, DaemonLog *log, int st
     return status;
 }
 
-// --check: connect, say what the daemon would do, stop.
+// --check: connect and subscribe as the daemon would (no handler runs, nothing is
+// claimed), say what it would do.
 int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine, DaemonLog *log) {
     std::string err;
-    if (!engine->start(&err)) return fail(args, config, log, kExitFailure, err);
+    if (!engine->check(&err)) return fail(args, config, log, kExitFailure, err);
     std::string out = "config " + (config.path.empty() ? "(none: --embedded)" : config.path) +
                       " is valid; every plugin loaded\n";
     for (const std::string &line : engine->describe()) out += "  " + line + "\n";
@@ -103,7 +104,6 @@ int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
     out += "  log: " + std::string(config.log.format == LogFormat::Json ? "json" : "text") +
            ", level " + DaemonLog::level_name(config.log.level) + ", to " +
            (config.log.file.empty() ? "stderr" : config.log.file) + "\n";
-    engine->stop();
     std::fputs(out.c_str(), stdout);
     std::fflush(stdout);
     return kExitOk;

@@ -9,9 +9,11 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+import redis as redis_py
 
 from conftest import (ROOT, _Starter, base_config, free_port, http_get, toml_str, wait_for)
 
@@ -87,6 +89,36 @@ def test_check_reports_what_it_would_do_and_hides_the_password(keywatch):
                      out.stdout), out.stdout
     assert "stream=audit-log" in out.stdout
     assert f"connected and subscribed to: 127.0.0.1:{port}" in out.stdout
+
+
+def test_check_runs_no_handler_and_claims_nothing(keywatch, redis):
+    # A tracked key past its deadline and live events while --check runs: a dry run must
+    # neither print them (the print plugin) nor take the key from its queue.
+    track(keywatch, redis.url, "due:1", "v", "100ms")
+    wait_for(lambda: redis.client.exists("due:1") == 0, 10, "due:1 to expire")
+    config = base_config(redis.url, "[[handler]]\nplugin = \"print\"\n"
+                                    "events = [\"expired\", \"set\"]\n")
+    writing = threading.Event()
+    writing.set()
+
+    def write() -> None:  # live `set` events all along the checks
+        with redis_py.Redis(host="127.0.0.1", port=redis.port) as c:
+            i = 0
+            while writing.is_set():
+                c.set(f"live:{i % 100}", "v")
+                i += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for _ in range(3):
+            out = keywatch("run", "--check", config=config)
+            assert out.returncode == 0, out.stderr
+            assert not [l for l in out.stdout.splitlines() if l.startswith("{")], out.stdout
+            assert queue_counts(redis.client) == (1, 0)
+    finally:
+        writing.clear()
+        writer.join()
 
 
 def test_check_of_an_unreachable_server_exits_1(keywatch):
@@ -265,7 +297,6 @@ def test_embedded_prints_events_and_stops_its_server(daemon):
     port = int(re.search(r"redis://127\.0\.0\.1:(\d+)", started["msg"]).group(1))
     server_pid = int(re.search(r"\(pid (\d+)", started["msg"]).group(1))
     d.wait_running()
-    import redis as redis_py
     client = redis_py.Redis(host="127.0.0.1", port=port)
     client.set("greeting", "hello", px=50)
     line = wait_for(lambda: d.stdout().strip(), 30, "the printed event")
