@@ -181,9 +181,12 @@ std::string joined(const std::vector<std::string> &items, const char *sep = ", "
 }
 
 // What to grant for a refusal, from the server's words: the command, a key or a channel.
+// Redis 7.0 says "...to run the 'x' command" / "...one of the channels (keys) used as
+// arguments"; 7.2 and later "...to access a channel" / "...a key".
 std::string grant_for(const Outcome &o, const AclNeeds &needs, bool tracked_key) {
-    if (o.words.find("channels") != std::string::npos) return "&" + o.probe.args.back();
-    if (o.words.find("keys") != std::string::npos)
+    if (o.words.find("to run the") != std::string::npos) return "+" + o.probe.name;
+    if (o.words.find("channel") != std::string::npos) return "&" + o.probe.args.back();
+    if (o.words.find("key") != std::string::npos)
         return tracked_key ? "%R~<your tracked keys>" : "~" + needs.ns + ":*";
     return "+" + o.probe.name;
 }
@@ -359,6 +362,8 @@ std::string acl_rule(const AclNeeds &needs) {
     if (needs.db != 0) cmds.push_back("select");
     if (needs.discovery || needs.cluster)
         cmds.insert(cmds.end(), {"cluster|shards", "cluster|slots"});
+    // ASKING: a command routed by key (plugins' commands) during a slot migration.
+    if (needs.cluster) cmds.push_back("asking");
     cmds.push_back("scan");
     for (auto &c : script_commands()) cmds.push_back(lower(c));
     if (needs.dedupe) cmds.push_back("set");
