@@ -78,11 +78,11 @@ void Fanout::start() {
     }
     for (auto &m : opts_.topology.masters) add(m.host, m.port);
     index_sweepers();
-    opts_.events->slots_uncovered.store(static_cast<int64_t>(opts_.topology.uncovered()),
-                                        std::memory_order_relaxed);
-    if (opts_.topology.uncovered() > 0)
+    const size_t uncovered = opts_.topology.uncovered();
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(uncovered), std::memory_order_relaxed);
+    if (uncovered > 0)
         log(KW_LOG_WARN,
-            std::to_string(opts_.topology.uncovered()) +
+            std::to_string(uncovered) +
                 " of 16384 slots have no master now: events of keys in them "
                 "cannot arrive until a master serves them, and under "
                 "cluster-require-full-coverage yes (Redis's default) every node "
