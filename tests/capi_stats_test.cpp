@@ -237,8 +237,11 @@ TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
     // Handler 1 holds three live events; the holds complete ACK, REJECT and never.
     auto raw = client();
     for (const char *k : {"h1", "h2", "h3"}) raw->command({"SET", k, "v"});
-    ASSERT_TRUE(wait_until([&] { return holder.size() == 3; })) << holder.size();
-    EXPECT_EQ(engine.stat("handler.pending.1"), 3);
+    // The handler records its hold before it returns; the engine counts the call after.
+    ASSERT_TRUE(wait_until([&] {
+        return holder.size() == 3 && engine.stat("handler.pending.1") == 3;
+    })) << holder.size();
+    EXPECT_EQ(engine.stat("handler.calls.1"), 3);
     EXPECT_EQ(engine.stat("handler.acked.1"), 0);
     {
         std::lock_guard<std::mutex> lock(holder.mu);

@@ -267,13 +267,14 @@ TEST_F(QueueTest, TtlChangesOutsideKeywatchAreHonoured) {
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
     auto raw = client();
-    ASSERT_EQ(c.track("extended", "v", 200), KW_OK);
-    ASSERT_EQ(c.track("persisted", "v", 200), KW_OK);
-    ASSERT_EQ(c.track("deleted", "v", 200), KW_OK);
-    EXPECT_EQ(raw->command({"PEXPIRE", "extended", "1500"}), "1");
+    // 1 s: the three changes below must reach the keys alive, even on a stalled machine.
+    ASSERT_EQ(c.track("extended", "v", 1000), KW_OK);
+    ASSERT_EQ(c.track("persisted", "v", 1000), KW_OK);
+    ASSERT_EQ(c.track("deleted", "v", 1000), KW_OK);
+    EXPECT_EQ(raw->command({"PEXPIRE", "extended", "4000"}), "1");
     EXPECT_EQ(raw->command({"PERSIST", "persisted"}), "1");
     EXPECT_EQ(raw->command({"DEL", "deleted"}), "1");
-    std::this_thread::sleep_for(milliseconds(700));
+    std::this_thread::sleep_for(milliseconds(1500));
     EXPECT_EQ(sink.count("expired", "extended"), 0u) << "a later TTL must reschedule";
     EXPECT_EQ(sink.count("expired", "persisted"), 0u) << "no TTL untracks";
     EXPECT_EQ(sink.count("expired", "deleted"), 0u) << "a deleted key never expires";
@@ -424,13 +425,15 @@ TEST_F(QueueTest, DelayedTasksArriveInOrderAndCancelAndRescheduleWork) {
     e->add(&sink, {{"events", "task"}, {"queue", "emails"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
-    ASSERT_EQ(c.schedule("emails", "third", "p3", 600), KW_OK);
-    ASSERT_EQ(c.schedule("emails", "first", "p1", 200), KW_OK);
-    ASSERT_EQ(c.schedule("emails", "second", "p2", 400), KW_OK);
-    ASSERT_EQ(c.schedule("emails", "cancelled", "px", 300), KW_OK);
-    ASSERT_EQ(c.schedule("emails", "moved", "pm", 300), KW_OK);
+    // Half a second apart, and cancelled or moved long before they are due, even on a
+    // stalled, sanitized run.
+    ASSERT_EQ(c.schedule("emails", "third", "p3", 1500), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "first", "p1", 500), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "second", "p2", 1000), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "cancelled", "px", 750), KW_OK);
+    ASSERT_EQ(c.schedule("emails", "moved", "pm", 750), KW_OK);
     ASSERT_EQ(kw_client_cancel(c.get(), "emails", "cancelled", 9), KW_OK) << c.error();
-    ASSERT_EQ(kw_client_reschedule(c.get(), "emails", "moved", 5, 0, 900, nullptr), KW_OK)
+    ASSERT_EQ(kw_client_reschedule(c.get(), "emails", "moved", 5, 0, 2000, nullptr), KW_OK)
         << c.error();
     EXPECT_EQ(kw_client_cancel(c.get(), "emails", "nosuch", 6), KW_ERR_NOT_FOUND);
     ASSERT_TRUE(sink.wait_count(4)) << sink.describe();
@@ -654,13 +657,14 @@ TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
 }
 
 TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
-    // 2000 tasks claimed at once, four workers at 1 ms each: the last wait about half a
-    // second, over three 150 ms leases, so renewals (every 50 ms) must keep them ours
-    // while the workers start and finish others around them (the reads renewals make of
-    // the workers' takes are what the TSan runs of this test exercise).
+    // 2000 tasks claimed at once, four workers at 2 ms each: the last wait a second or
+    // more, over two and a half 400 ms leases, so renewals (every ~133 ms) must keep them
+    // ours while the workers start and finish others around them (the reads renewals make
+    // of the workers' takes are what the TSan runs of this test exercise). A lease this
+    // long still holds through a loop-thread stall of a sanitized build.
     EventSink sink;
-    sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(1)); };
-    auto e = task_engine(&sink, "busy", "4", "150ms", "5ms");
+    sink.hook = [](const Event &) { std::this_thread::sleep_for(milliseconds(2)); };
+    auto e = task_engine(&sink, "busy", "4", "400ms", "5ms");
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     Client c(redis().url());
     ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
@@ -671,7 +675,7 @@ TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
     ASSERT_TRUE(sink.wait_count(2000, milliseconds(30000))) << sink.size();
     EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 2000; }))
         << e->stat("items.acked");
-    std::this_thread::sleep_for(milliseconds(300));  // a redelivery would come by now
+    std::this_thread::sleep_for(milliseconds(800));  // a redelivery would come by now
     EXPECT_EQ(sink.size(), 2000u) << "no item delivered twice";
     EXPECT_EQ(e->stat("items.lease_expired"), 0);
 }

@@ -217,7 +217,8 @@ TEST_F(CliTest, TrackUntrackAdoptThenWatchDeliversBySweepWithBinarySnapshot) {
     EXPECT_GT(tb.at("deadline_ms").get<int64_t>(), before);
 
     ASSERT_EQ(kw({"track", "t:c", "v", "--ttl", "1s", "-q"}).status, 0);
-    ASSERT_EQ(server_.command({"SET", "t:d", "adopted", "PX", "1000"}), "OK");
+    // 3 s: adopt must find the key alive, however slowly a sanitized CLI starts.
+    ASSERT_EQ(server_.command({"SET", "t:d", "adopted", "PX", "3000"}), "OK");
     r = kw({"adopt", "t:d", "--json"});
     ASSERT_EQ(r.status, 0) << describe(r);
     EXPECT_EQ(Json::parse(r.out).at("key"), "t:d");
@@ -855,9 +856,11 @@ TEST_F(CliTest, WatchHelpSaysWhatItPromises) {
 }
 
 TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {
-    ASSERT_EQ(kw({"track", "t:o", "v", "--ttl", "600ms", "-q"}).status, 0);
+    // Subscribed before the key is tracked: Redis's active expiry may publish `expired`
+    // as soon as the TTL runs out, before a slow (sanitized) watch would have subscribed.
     auto watch = kw_background({"watch", "--observe", "--duration", "10s"});
     ASSERT_TRUE(watch->wait_stderr("keywatch: watching", 15s));
+    ASSERT_EQ(kw({"track", "t:o", "v", "--ttl", "600ms", "-q"}).status, 0);
     wait_due_now("keys", 1);
     server_.command({"EXISTS", "t:o"});  // Redis expires it and publishes `expired` now
     const auto deadline = std::chrono::steady_clock::now() + 10s;
