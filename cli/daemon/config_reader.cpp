@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sstream>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -35,6 +37,26 @@ std::string toml_type_name(toml::node_type type) {
         default:
             return "nothing";
     }
+}
+
+bool secret_key(const std::string &name) {
+    for (const char *word : {"secret", "password", "token", "auth"})
+        if (name.find(word) != std::string::npos) return true;
+    return false;
+}
+
+std::string got_text(const toml::node &node, const std::string &key) {
+    std::string text = toml_type_name(node.type());
+    if (node.is_table() || node.is_array() || secret_key(key)) return text;
+    std::ostringstream shown;
+    node.visit([&](auto &&value) { shown << value; });  // as TOML writes it: "yes", 1.5
+    std::string value = shown.str();
+    if (value.size() > 60) {
+        size_t cut = 57;
+        while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) cut--;
+        value = value.substr(0, cut) + "...";  // not inside a UTF-8 sequence
+    }
+    return text + " (" + value + ")";
 }
 
 std::string key_path(const std::string &table, const std::string &key) {
@@ -106,17 +128,15 @@ bool ConfigReader::scalar_text(const toml::node &node, const std::string &key, s
     } else if (auto b = node.as_boolean()) {
         *out = b->get() ? "true" : "false";
     } else {
-        return fail(
-            node.source(), key,
-            "expected a string, an integer or a boolean, got " + toml_type_name(node.type()));
+        return fail(node.source(), key,
+                    "expected a string, an integer or a boolean, got " + got_text(node, key));
     }
     return true;
 }
 
 bool ConfigReader::bytes_value(const toml::node &node, const std::string &key, std::string *out) {
     auto s = node.as_string();
-    if (!s)
-        return fail(node.source(), key, "expected a string, got " + toml_type_name(node.type()));
+    if (!s) return fail(node.source(), key, "expected a string, got " + got_text(node, key));
     *out = s->get();
     return true;
 }
@@ -132,7 +152,7 @@ bool ConfigReader::bool_value(const toml::node &node, const std::string &key, bo
     auto b = node.as_boolean();
     if (!b)
         return fail(node.source(), key,
-                    "expected a boolean (true or false), got " + toml_type_name(node.type()));
+                    "expected a boolean (true or false), got " + got_text(node, key));
     *out = b->get();
     return true;
 }
@@ -143,7 +163,7 @@ bool ConfigReader::duration_value(const toml::node &node, const std::string &key
         return fail(node.source(), key,
                     "expected a duration (a string such as \"30s\", or an integer of "
                     "milliseconds), got " +
-                        toml_type_name(node.type()));
+                        got_text(node, key));
     std::string text;
     scalar_text(node, key, &text);
     std::string why;

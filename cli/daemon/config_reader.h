@@ -64,6 +64,11 @@ class ConfigReader {
 bool read_whole_file(const std::string &path, std::string *out, std::string *why);
 // "a string", "an array", ... for "expected X, got Y".
 std::string toml_type_name(toml::node_type type);
+// "a floating-point number (1.5)": the type and, for a scalar, its value as written in TOML
+// (cut at 60 characters), unless key names a secret (secret_key).
+std::string got_text(const toml::node &node, const std::string &key);
+// Keys whose values are never printed: those naming a secret, password, token or auth.
+bool secret_key(const std::string &name);
 // "[sweep] interval", "[a.b] c", or "lease" at the top level.
 std::string key_path(const std::string &table, const std::string &key);
 // The keys of the daemon's own sections.

@@ -133,7 +133,7 @@ bool EngineReader::read_table(const toml::table &table, const std::string &prefi
             return reader_->fail(node.source(), key_path(prefix, std::string(key.str())),
                                  "expected a table ([" + name + "] holding " +
                                      joined(names_.children(name)) + "), got " +
-                                     toml_type_name(node.type()));
+                                     got_text(node, name));
         } else if (!read_table(*node.as_table(), name)) {
             return false;
         }

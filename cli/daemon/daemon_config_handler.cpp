@@ -61,9 +61,8 @@ bool read_events(const toml::node &node, const std::string &key, ConfigReader *r
         for (const toml::node &n : *array)
             if (!add(n)) return false;
     } else if (!node.is_string()) {
-        return reader->fail(
-            node.source(), key,
-            "expected a string or an array of strings, got " + toml_type_name(node.type()));
+        return reader->fail(node.source(), key,
+                            "expected a string or an array of strings, got " + got_text(node, key));
     } else if (!add(node)) {
         return false;
     }
@@ -90,7 +89,7 @@ bool read_filter_value(const std::string &name, const toml::node &node, const st
     } else if (name == "db") {
         if (!node.is_integer() && !node.is_string())
             return reader->fail(node.source(), key,
-                                "expected an integer or \"*\", got " + toml_type_name(node.type()));
+                                "expected an integer or \"*\", got " + got_text(node, key));
         reader->scalar_text(node, key, text);
     } else if (name == "prefix" || name == "glob") {
         if (!reader->bytes_value(node, key, text)) return false;
@@ -113,7 +112,7 @@ bool read_options(const toml::node &node, const std::string &key, ConfigReader *
     if (!table)
         return reader->fail(node.source(), key,
                             "expected a table ([handler.options] below its [[handler]]), got " +
-                                toml_type_name(node.type()));
+                                got_text(node, key));
     std::vector<std::pair<toml::source_position, std::pair<std::string, std::string>>> found;
     for (auto &&[name, value] : *table) {
         std::string text;
@@ -206,14 +205,14 @@ bool read_handler_sections(const toml::node &node, ConfigReader *reader,
         return reader->fail(node.source(), "handler",
                             "expected an array of tables (one [[handler]] per plugin instance), "
                             "got " +
-                                toml_type_name(node.type()) + ": write [[handler]]");
+                                got_text(node, "handler") + ": write [[handler]]");
     std::vector<const toml::table *> tables;
     for (const toml::node &element : *array) {
         const toml::table *table = element.as_table();
         if (!table)
-            return reader->fail(element.source(), "handler",
-                                "expected a table per handler ([[handler]]), got " +
-                                    toml_type_name(element.type()));
+            return reader->fail(
+                element.source(), "handler",
+                "expected a table per handler ([[handler]]), got " + got_text(element, "handler"));
         HandlerConfig handler;
         if (!read_handler(*table, tables.size() + 1, reader, &handler)) return false;
         tables.push_back(table);

@@ -12,7 +12,7 @@ const toml::table *section_table(const toml::node &node, const std::string &name
     const toml::table *table = node.as_table();
     if (!table)
         reader->fail(node.source(), name,
-                     "expected a table ([" + name + "]), got " + toml_type_name(node.type()));
+                     "expected a table ([" + name + "]), got " + got_text(node, name));
     return table;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/daemon/config_reader.h"
 #include "cli/exit_status.h"
 
 namespace keywatch::cli {
@@ -28,13 +29,6 @@ std::string instance_name(const HandlerConfig &h) {
 // "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
 std::string where(const HandlerConfig &h, const std::string &name) {
     return (h.place.text.empty() ? "" : h.place.text + ": ") + "[[handler]] \"" + name + "\": ";
-}
-
-// Options whose values are never printed.
-bool secret_option(const std::string &name) {
-    for (const char *word : {"secret", "password", "token", "auth"})
-        if (name.find(word) != std::string::npos) return true;
-    return false;
 }
 
 std::string conf_value(const kw_conf_t *conf, const char *name) {
@@ -181,7 +175,7 @@ std::vector<std::string> DaemonEngine::describe() const {
         if (!events) line += ", events expired (the default)";
         std::string opts;
         for (const auto &[key, value] : h.options)
-            opts += (opts.empty() ? "" : ", ") + key + "=" + (secret_option(key) ? "***" : value);
+            opts += (opts.empty() ? "" : ", ") + key + "=" + (secret_key(key) ? "***" : value);
         if (!opts.empty()) line += "; options " + opts;
         lines.push_back(line);
     }

@@ -334,27 +334,40 @@ TEST(DaemonConfigErrors, KeyWrittenInTheWrongTableSaysWhereItBelongs) {
 TEST(DaemonConfigErrors, WrongTypesAreNamed) {
     EXPECT_EQ(error_of("lease = 1.5\n"),
               "kw.toml:1:9: lease: expected a string, an integer or a boolean, got a "
-              "floating-point number");
+              "floating-point number (1.5)");
     EXPECT_EQ(error_of("[redis]\nmode = [\"auto\"]\n"),
               "kw.toml:2:8: [redis] mode: expected a string, an integer or a boolean, got an "
               "array");
     EXPECT_EQ(error_of("redis = \"redis://h:1\"\n"),
               "kw.toml:1:9: redis: expected a table ([redis] holding command_timeout, "
-              "connect_timeout, mode, password, password_file, url, user), got a string");
+              "connect_timeout, mode, password, password_file, url, user), got a string "
+              "('redis://h:1')");
     EXPECT_EQ(error_of("[sweep.interval]\nx = 1\n"),
               "kw.toml:1:1: [sweep] interval: expected a string, an integer or a boolean, got a "
               "table");
     EXPECT_EQ(error_of("[redis]\nurl = [\"redis://h:1\", 2]\n"),
-              "kw.toml:2:23: [redis] url: expected a string, got an integer");
+              "kw.toml:2:23: [redis] url: expected a string, got an integer (2)");
     EXPECT_EQ(error_of("[http]\nenabled = \"yes\"\n"),
-              "kw.toml:2:11: [http] enabled: expected a boolean (true or false), got a string");
+              "kw.toml:2:11: [http] enabled: expected a boolean (true or false), got a string "
+              "('yes')");
     EXPECT_EQ(error_of("[http]\nlisten = 9464\n"),
-              "kw.toml:2:10: [http] listen: expected a string, got an integer");
+              "kw.toml:2:10: [http] listen: expected a string, got an integer (9464)");
     EXPECT_EQ(error_of("http = 1\n"),
-              "kw.toml:1:8: http: expected a table ([http]), got an integer");
+              "kw.toml:1:8: http: expected a table ([http]), got an integer (1)");
     EXPECT_EQ(error_of("[metrics]\nqueue_interval = true\n"),
               "kw.toml:2:18: [metrics] queue_interval: expected a duration (a string such as "
-              "\"30s\", or an integer of milliseconds), got a boolean");
+              "\"30s\", or an integer of milliseconds), got a boolean (true)");
+    // A long value is cut, never inside a UTF-8 sequence.
+    EXPECT_EQ(error_of("[http]\nenabled = \"" + std::string(55, 'x') + "\u00e9\u00e9\"\n"),
+              "kw.toml:2:11: [http] enabled: expected a boolean (true or false), got a string "
+              "('" +
+                  std::string(55, 'x') + "...)");
+    // A secret's value is never shown, not even when its type is wrong.
+    EXPECT_EQ(error_of("[redis]\nurl = \"redis://h:1\"\npassword = 1234.5678\n"),
+              "kw.toml:3:12: [redis] password: expected a string, an integer or a boolean, got "
+              "a floating-point number");
+    EXPECT_EQ(error_of("[http]\ntoken = 123456\n"),
+              "kw.toml:2:9: [http] token: expected a string, got an integer");
 }
 
 TEST(DaemonConfigErrors, WrongTypesInHandlers) {
@@ -362,20 +375,21 @@ TEST(DaemonConfigErrors, WrongTypesInHandlers) {
               "kw.toml:1:1: handler: expected an array of tables (one [[handler]] per plugin "
               "instance), got a table: write [[handler]]");
     EXPECT_EQ(error_of("handler = [1]\n"),
-              "kw.toml:1:12: handler: expected a table per handler ([[handler]]), got an integer");
+              "kw.toml:1:12: handler: expected a table per handler ([[handler]]), got an integer "
+              "(1)");
     EXPECT_EQ(error_of("[[handler]]\nplugin = 1\n"),
-              "kw.toml:2:10: [[handler]] #1 plugin: expected a string, got an integer");
+              "kw.toml:2:10: [[handler]] #1 plugin: expected a string, got an integer (1)");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nevents = [\"expired\", 1]\n"),
-              "kw.toml:3:22: [[handler]] #1 events: expected a string, got an integer");
+              "kw.toml:3:22: [[handler]] #1 events: expected a string, got an integer (1)");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nevents = { expired = true }\n"),
               "kw.toml:3:10: [[handler]] #1 events: expected a string or an array of strings, "
               "got a table");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\ndb = 1.0\n"),
               "kw.toml:3:6: [[handler]] #1 db: expected an integer or \"*\", got a "
-              "floating-point number");
+              "floating-point number (1.0)");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\noptions = \"stream=x\"\n"),
               "kw.toml:3:11: [[handler]] #1 options: expected a table ([handler.options] below "
-              "its [[handler]]), got a string");
+              "its [[handler]]), got a string ('stream=x')");
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\n[handler.options]\nmaxlen = [1]\n"),
               "kw.toml:4:10: [[handler]] #1 options.maxlen: expected a string, an integer or a "
               "boolean, got an array");
