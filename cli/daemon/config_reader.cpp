@@ -14,6 +14,8 @@
 
 namespace keywatch::cli {
 
+namespace {
+
 std::string toml_type_name(toml::node_type type) {
     switch (type) {
         case toml::node_type::table:
@@ -38,6 +40,8 @@ std::string toml_type_name(toml::node_type type) {
             return "nothing";
     }
 }
+
+}  // namespace
 
 bool secret_key(const std::string &name) {
     for (const char *word : {"secret", "password", "token", "auth"})

@@ -62,10 +62,8 @@ class ConfigReader {
 
 // The whole file; false with *why ("cannot read PATH: <strerror>") otherwise.
 bool read_whole_file(const std::string &path, std::string *out, std::string *why);
-// "a string", "an array", ... for "expected X, got Y".
-std::string toml_type_name(toml::node_type type);
-// "a floating-point number (1.5)": the type and, for a scalar, its value as written in TOML
-// (cut at 60 characters), unless key names a secret (secret_key).
+// "a floating-point number (1.5)", "an array", ... for "expected X, got Y": the type and, for
+// a scalar, its value as written in TOML (cut at 60 bytes), unless key names a secret.
 std::string got_text(const toml::node &node, const std::string &key);
 // Keys whose values are never printed: those naming a secret, password, token or auth.
 bool secret_key(const std::string &name);
