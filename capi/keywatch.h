@@ -73,7 +73,8 @@ KW_API const char *kw_err_name(int status);
  * must end (now + the duration) by KW_MAX_TIME_MS (see the client section);
  * booleans accept true/false, yes/no, on/off, 1/0.
  *
- *  redis.url              redis://[user:password@]host:port[/db], rediss://... (TLS, see
+ *  redis.url              redis://[user:password@]host:port[/db][?db=N] (a ?db= query
+ *                         wins over the /db path, as in redis-py), rediss://... (TLS, see
  *                         tls.*) or unix:///path/to.sock[?db=N]
  *                         (default redis://127.0.0.1:6379). For a Redis Cluster:
  *                         any node (the seed), or several comma-separated seeds tried in

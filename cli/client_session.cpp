@@ -26,7 +26,7 @@ void replace_all(std::string *text, const std::string &from, const std::string &
 
 void add_client_options(CLI::App *cmd, ClientArgs *a) {
     cmd->add_option("--redis", a->redis,
-                    "redis://[user:password@]host:port[/db] or unix:///path/to.sock[?db=N]")
+                    "redis://[user:password@]host:port[/db][?db=N] or unix:///path/to.sock[?db=N]")
         ->envname("KEYWATCH_REDIS_URL")
         ->default_str(kDefaultRedisUrl);
     cmd->add_option(

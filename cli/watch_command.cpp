@@ -115,7 +115,7 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
         "stream handler plugins are planned. Use --observe to print live events without "
         "claiming anything, beside the engines that do the work.");
     cmd->add_option("--redis", a->redis,
-                    "redis://[user:password@]host:port[/db] or unix:///path/to.sock "
+                    "redis://[user:password@]host:port[/db][?db=N] or unix:///path/to.sock "
                     "(default: start a private redis-server)")
         ->envname("KEYWATCH_REDIS_URL");
     cmd->add_option("--events", a->events,

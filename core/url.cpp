@@ -6,7 +6,7 @@ namespace keywatch {
 namespace {
 
 const char *kForms =
-    "use redis://[user:password@]host[:port][/db] (rediss:// for TLS) or "
+    "use redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS) or "
     "unix:///path/to.sock[?db=N]";
 
 bool fail(std::string *err, const std::string &text, const std::string &what) {
@@ -46,6 +46,15 @@ bool parse_int(const std::string &s, long min, long max, long *out) {
     }
     if (v < min || v > max) return false;
     *out = v;
+    return true;
+}
+
+// The query after '?': only db=N is accepted (what redis-py and most clients write).
+bool parse_query(const std::string &text, const std::string &query, RedisUrl *u, std::string *err) {
+    long db;
+    if (query.rfind("db=", 0) != 0 || !parse_int(query.substr(3), 0, 1000000, &db))
+        return fail(err, text, "the only query accepted is ?db=N with N >= 0");
+    u->db = static_cast<int>(db);
     return true;
 }
 
@@ -134,22 +143,21 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
         rest = rest.substr(at + 1);
     }
 
+    // A query names the db (?db=N); it wins over a /db path, as in redis-py. An empty
+    // query is none.
+    std::string query;
+    const size_t q = rest.find('?');
+    if (q != std::string::npos) {
+        query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+    }
+    const bool has_query = !query.empty();
+
     if (is_unix) {
-        std::string query;
-        size_t q = rest.find('?');
-        if (q != std::string::npos) {
-            query = rest.substr(q + 1);
-            rest = rest.substr(0, q);
-        }
         if (rest.empty() || rest[0] != '/')
             return fail(err, text, "a unix socket path must be absolute (unix:///path)");
         u.unix_path = rest;
-        if (!query.empty()) {
-            long db;
-            if (query.rfind("db=", 0) != 0 || !parse_int(query.substr(3), 0, 1000000, &db))
-                return fail(err, text, "the only query accepted is ?db=N with N >= 0");
-            u.db = static_cast<int>(db);
-        }
+        if (has_query && !parse_query(text, query, &u, err)) return false;
         *out = u;
         return true;
     }
@@ -197,6 +205,7 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
             return fail(err, text, "database '" + dbpart + "' is not a number >= 0");
         u.db = static_cast<int>(db);
     }
+    if (has_query && !parse_query(text, query, &u, err)) return false;
     *out = u;
     return true;
 }

@@ -31,10 +31,11 @@ struct RedisUrl {
     std::string endpoint() const;
 };
 
-// Parses redis://[user:password@]host[:port][/db] (also [::1] for IPv6), the same with
-// rediss:// (TLS, settings from the tls.* options) and
-// unix:///path/to.sock[?db=N] (also unix://[user:password@]/path). Percent-escapes in the
-// user and password are decoded. On failure returns false with a message in *err that
+// Parses redis://[user:password@]host[:port][/db][?db=N] (also [::1] for IPv6), the same
+// with rediss:// (TLS, settings from the tls.* options) and
+// unix:///path/to.sock[?db=N] (also unix://[user:password@]/path). A ?db=N query wins over
+// a /db path (as in redis-py); db=N is the only query. Percent-escapes in the user and
+// password are decoded. On failure returns false with a message in *err that
 // names the problem and shows the accepted forms.
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err);
 

@@ -81,6 +81,34 @@ TEST(ParseRedisUrl, UnixSocketWithDbQuery) {
     EXPECT_EQ(u.endpoint(), "/var/run/redis/redis.sock");
 }
 
+TEST(ParseRedisUrl, DbFromQueryAsRedisPyWritesIt) {
+    RedisUrl u = parse_ok("redis://h:7961?db=4");
+    EXPECT_EQ(u.host, "h");
+    EXPECT_EQ(u.port, 7961);
+    EXPECT_EQ(u.db, 4);
+    EXPECT_EQ(parse_ok("redis://h?db=3").port, 6379);
+    EXPECT_EQ(parse_ok("redis://h?db=3").db, 3);
+    EXPECT_EQ(parse_ok("rediss://:p%3Fw@h:1/?db=2").db, 2);
+    EXPECT_EQ(parse_ok("rediss://:p%3Fw@h:1/?db=2").password, "p?w");
+    RedisUrl v6 = parse_ok("redis://[::1]:6380?db=1");
+    EXPECT_EQ(v6.host, "::1");
+    EXPECT_EQ(v6.port, 6380);
+    EXPECT_EQ(v6.db, 1);
+}
+
+TEST(ParseRedisUrl, DbQueryWinsOverTheDbPath) {
+    EXPECT_EQ(parse_ok("redis://h:1/2?db=5").db, 5);
+    EXPECT_EQ(parse_ok("redis://h:1/2?db=0").db, 0);
+}
+
+TEST(ParseRedisUrl, RefusesAQueryOtherThanDb) {
+    expect_refused("redis://h:1?foo=1", "the only query accepted is ?db=N");
+    expect_refused("redis://h:1?db=", "?db=N");
+    expect_refused("redis://h:1?db=-1", "?db=N");
+    expect_refused("redis://h:1/2?db=x", "?db=N");
+    expect_refused("redis://h:1?db=1&db=2", "?db=N");
+}
+
 TEST(ParseRedisUrl, UnixSocketWithoutDb) {
     RedisUrl u = parse_ok("unix:///tmp/r.sock");
     EXPECT_TRUE(u.is_unix());

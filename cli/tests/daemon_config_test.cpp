@@ -427,8 +427,9 @@ TEST(DaemonConfigErrors, UrlErrorsNeverShowThePassword) {
     std::string err = error_of("[redis]\nurl = \"redis://app:hunter2@db:99999\"\n");
     EXPECT_EQ(err,
               "kw.toml:2:7: [redis] url: bad Redis URL 'redis://app:***@db:99999': port '99999' "
-              "is not a number from 1 to 65535; use redis://[user:password@]host[:port][/db] "
-              "(rediss:// for TLS) or unix:///path/to.sock[?db=N]");
+              "is not a number from 1 to 65535; use "
+              "redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS) or "
+              "unix:///path/to.sock[?db=N]");
     err = error_of("[redis]\nurl = [\"redis://a:1\", \"redis://app:hunter2@b:0\"]\n");
     EXPECT_EQ(err.rfind("kw.toml:2:23: [redis] url: bad Redis URL 'redis://app:***@b:0': ", 0), 0u)
         << err;
