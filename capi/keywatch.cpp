@@ -41,7 +41,8 @@ struct kw_filter_s {
 struct kw_client_s {
     explicit kw_client_s(const keywatch::Config &c) : client(c) {}
     keywatch::Client client;
-    std::string error;  // copy handed out by kw_client_last_error
+    std::string error;                         // copy handed out by kw_client_last_error
+    std::vector<std::string> pipeline_errors;  // of the last kw_client_pipeline_end
 };
 
 struct kw_engine_s {
@@ -659,11 +660,17 @@ int kw_client_pipeline_begin(kw_client_t *client) {
 int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count) {
     return client_call(client, true, "kw_client_pipeline_end", [&](auto &c) {
         std::vector<int> all;
-        int rc = c.pipeline_end(&all);
+        client->pipeline_errors.clear();
+        int rc = c.pipeline_end(&all, &client->pipeline_errors);
         for (size_t i = 0; statuses && i < all.size() && i < cap; i++) statuses[i] = all[i];
         if (count) *count = all.size();
         return rc;
     });
+}
+
+const char *kw_client_pipeline_error(kw_client_t *client, size_t index) {
+    if (!client || index >= client->pipeline_errors.size()) return "";
+    return client->pipeline_errors[index].c_str();
 }
 
 int kw_client_inspect_json(kw_client_t *client, char **out) {

@@ -621,6 +621,13 @@ KW_API int kw_client_reschedule(kw_client_t *client, const char *queue, const vo
  * calls in *count. It returns KW_OK if every call succeeded, else the first failure. */
 KW_API int kw_client_pipeline_begin(kw_client_t *client);
 KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap, size_t *count);
+/* The message of call `index` (0-based, in the order of the statuses) of the last
+ * kw_client_pipeline_end: why it failed, as kw_client_last_error would have said had it
+ * been made alone; "" for a call that succeeded, an index past the calls or a NULL client.
+ * (A call refused while it was queued was not sent: its message is kw_client_last_error
+ * right after it.) Never NULL; valid until the next kw_client_pipeline_end or
+ * kw_client_free. */
+KW_API const char *kw_client_pipeline_error(kw_client_t *client, size_t index);
 
 /* Queue figures as one JSON object into *out (allocated; release with kw_free). Returns
  * KW_OK, or a status with *out NULL and kw_client_last_error saying why (KW_ERR_CONNECT,

@@ -573,7 +573,7 @@ int Client::pipeline_begin() {
     return KW_OK;
 }
 
-int Client::pipeline_end(std::vector<int> *statuses) {
+int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *errors) {
     if (!pipelining_)
         return fail(KW_ERR_STATE, "no pipeline is open: call kw_client_pipeline_begin");
     pipelining_ = false;
@@ -582,8 +582,10 @@ int Client::pipeline_end(std::vector<int> *statuses) {
     int first = KW_OK;
     std::string first_error;
     statuses->assign(calls.size(), KW_OK);
+    if (errors) errors->assign(calls.size(), std::string());
     auto note = [&](size_t i, int rc) {
         (*statuses)[i] = rc;
+        if (rc != KW_OK && errors) (*errors)[i] = error_;
         if (rc != KW_OK && first == KW_OK) {
             first = rc;
             first_error = error_;

@@ -96,7 +96,9 @@ class Client {
                    int64_t *at_out);
 
     int pipeline_begin();
-    int pipeline_end(std::vector<int> *statuses);
+    // Sends the queued calls: each one's status into *statuses and, when errors is not
+    // null, each one's message into *errors ("" for a call that succeeded).
+    int pipeline_end(std::vector<int> *statuses, std::vector<std::string> *errors = nullptr);
 
     // Producer results are outputs of the calls above; admin results are these structs
     // (JSON is made at the C API's edge, capi/keywatch.cpp).

@@ -636,6 +636,36 @@ TEST_F(QueueTest, FullDispatchQueueLosesNoTrackedItem) {
     EXPECT_EQ(keys.size(), 500u);
 }
 
+TEST_F(QueueTest, PipelinedFailuresKeepEachCallsOwnMessage) {
+    // Three calls fail for three reasons once sent; each keeps the message it would have
+    // had alone (kw_client_pipeline_error), not only the first.
+    Client c(redis().url());
+    ASSERT_EQ(c.track("exists", "v", 60000), KW_OK) << c.error();
+    ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
+    ASSERT_EQ(c.track("exists", "v", 60000, KW_TRACK_NX), KW_OK);
+    ASSERT_EQ(kw_client_untrack(c.get(), "never", 5, 0), KW_OK);
+    ASSERT_EQ(c.track("fine", "v", 60000), KW_OK);
+    ASSERT_EQ(kw_client_cancel(c.get(), "jobs", "none", 4), KW_OK);
+    int statuses[4] = {};
+    size_t n = 0;
+    EXPECT_EQ(kw_client_pipeline_end(c.get(), statuses, 4, &n), KW_ERR_CONDITION);
+    ASSERT_EQ(n, 4u);
+    EXPECT_EQ(statuses[0], KW_ERR_CONDITION);
+    EXPECT_EQ(statuses[1], KW_ERR_NOT_FOUND);
+    EXPECT_EQ(statuses[2], KW_OK);
+    EXPECT_EQ(statuses[3], KW_ERR_NOT_FOUND);
+    const std::string first = kw_client_pipeline_error(c.get(), 0);
+    EXPECT_NE(first.find("the key exists"), std::string::npos) << first;
+    EXPECT_EQ(c.error(), first);  // the first failure, as before
+    const std::string second = kw_client_pipeline_error(c.get(), 1);
+    EXPECT_NE(second.find("was not tracked"), std::string::npos) << second;
+    EXPECT_STREQ(kw_client_pipeline_error(c.get(), 2), "");
+    const std::string fourth = kw_client_pipeline_error(c.get(), 3);
+    EXPECT_NE(fourth.find("no such task"), std::string::npos) << fourth;
+    EXPECT_STREQ(kw_client_pipeline_error(c.get(), 4), "");
+    EXPECT_STREQ(kw_client_pipeline_error(nullptr, 0), "");
+}
+
 TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
     // One worker, 300 ms per task, a 600 ms lease: the last of six tasks waits about 1.5 s
     // for the worker, far beyond its first lease. Renewals keep it ours; without them
