@@ -338,7 +338,7 @@ void Engine::handle(Event &ev) {
             combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
         }
     }
-    if (tracked && !matched) counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    if (tracked && !matched) note_unhandled(ev);
     if (delivery.held()) {
         delivery.finish(combined, std::move(ev.error));
         return;
@@ -347,6 +347,21 @@ void Engine::handle(Event &ev) {
     if (tracked)
         push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
                          ev.slot, ev.ts_ms});
+}
+
+void Engine::note_unhandled(const Event &ev) {
+    counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    {
+        std::lock_guard<std::mutex> lock(unhandled_mu_);
+        if (!unhandled_queues_.insert(ev.queue).second) return;
+    }
+    log(KW_LOG_WARN,
+        "queue '" + ev.queue + "': item " + event_id(ev) +
+            " matched no handler's filter and was acked without a handler (items.unhandled "
+            "counts them; said once per queue). An engine takes every due item of the queues "
+            "it serves: give it a handler whose filter takes all of this queue's items, or "
+            "keep the items of services that share this Redis in their own namespace",
+        {{"queue", ev.queue}, {"event_id", event_id(ev)}});
 }
 
 int Engine::call(size_t index, Event &ev, Delivery &delivery) {

@@ -82,6 +82,9 @@ class Engine : private SubscriberSink, private HoldOwner {
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
     void count_result(int rc);  // handler.errors / handler.retries
+    // A claimed item no handler's filter took (acked unseen): counted, and said once per
+    // queue with what to do. Worker thread.
+    void note_unhandled(const Event &ev);
     // A tracked item's combined result goes to the sweepers. Any thread.
     void push_completion(Completion &&c);
     // HoldOwner (any thread)
@@ -133,6 +136,9 @@ class Engine : private SubscriberSink, private HoldOwner {
 
     mutable std::mutex err_mu_;
     std::string last_error_;
+
+    std::mutex unhandled_mu_;
+    std::set<std::string> unhandled_queues_;  // queues whose unhandled items were said
 };
 
 }  // namespace keywatch

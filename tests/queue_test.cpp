@@ -666,6 +666,40 @@ TEST_F(QueueTest, PipelinedFailuresKeepEachCallsOwnMessage) {
     EXPECT_STREQ(kw_client_pipeline_error(nullptr, 0), "");
 }
 
+TEST_F(QueueTest, ItemsNoFilterTakesAreCountedAndSaidOncePerQueue) {
+    // The handler takes session:* only; two other tracked keys are acked unseen, counted,
+    // and the queue is named once in the log with what to do.
+    EventSink sink;
+    LogSink logs;
+    auto e = std::make_unique<Engine>(redis().url());
+    e->set("sweep.interval", "20ms");
+    e->watch_logs(&logs);
+    e->add(&sink, {{"events", "expired"}, {"prefix", "session:"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    for (const char *key : {"cart:1", "cart:2", "session:1"})
+        ASSERT_EQ(c.track(key, "v", 50), KW_OK);
+    ASSERT_TRUE(sink.wait_for("expired", "session:1")) << sink.describe();
+    auto said_once = [&] {
+        return !logs.find(KW_LOG_WARN,
+                          [](const std::string &m) {
+                              return m.find("items.unhandled") != std::string::npos;
+                          })
+                    .empty();
+    };
+    ASSERT_TRUE(wait_until([&] { return e->stat("items.unhandled") == 2 && said_once(); }))
+        << e->stat("items.unhandled") << "\n"
+        << logs.describe();
+    size_t said = 0;
+    for (const auto &line : logs.lines())
+        if (line.message.find("items.unhandled") != std::string::npos) {
+            said++;
+            EXPECT_EQ(line.level, KW_LOG_WARN);
+            EXPECT_EQ(line.message.rfind("queue 'keys': item q:keys:", 0), 0u) << line.message;
+        }
+    EXPECT_EQ(said, 1u) << logs.describe();
+}
+
 TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
     // One worker, 300 ms per task, a 600 ms lease: the last of six tasks waits about 1.5 s
     // for the worker, far beyond its first lease. Renewals keep it ours; without them
