@@ -6,15 +6,16 @@
 - Errors are :class:`Error` subclasses, one per status of the library (``ConnectionError``,
   ``ConditionFailed``, ``NotFound``, ...), each with the library's message.
 
-Keys and values are ``bytes`` (``str`` is accepted and encoded as UTF-8); durations are a
-``datetime.timedelta`` or seconds; times are aware ``datetime`` objects.
+Keys and values are ``bytes`` (``str`` is accepted and encoded as UTF-8); durations are
+seconds (int or float), a ``datetime.timedelta``, or the library's text (``"250ms"``);
+times are aware ``datetime`` objects.
 """
 
 from . import _keywatch
 from ._errors import (AuthenticationError, BadOptionValue, ConditionFailed, ConnectionError,
                       Error, EventCompleted, ForkError, InFlight, InternalError, InvalidArgument,
-                      InvalidURL, NotFound, OutOfMemory, RedisError, StateError, TimeoutError,
-                      TooLarge, UnknownOption)
+                      InvalidType, InvalidURL, NotFound, OutOfMemory, RedisError, StateError,
+                      TimeoutError, TooLarge, UnknownOption)
 from .client import Client, Pipeline
 from .engine import Engine, Event, Reject, Retry
 from .stats import Histogram, Sample, Stats
@@ -31,8 +32,8 @@ def library_version() -> str:
 __all__ = [
     "AuthenticationError", "BadOptionValue", "Client", "ConditionFailed", "ConnectionError",
     "Engine", "Error", "Event", "EventCompleted", "ForkError", "Histogram", "InFlight",
-    "InternalError", "InvalidArgument", "InvalidURL", "NotFound", "OutOfMemory", "Pipeline",
-    "RedisError", "Reject", "Retry", "Sample", "StateError", "Stats", "TimeoutError",
-    "TooLarge", "UnknownOption",
+    "InternalError", "InvalidArgument", "InvalidType", "InvalidURL", "NotFound", "OutOfMemory",
+    "Pipeline", "RedisError", "Reject", "Retry", "Sample", "StateError", "Stats",
+    "TimeoutError", "TooLarge", "UnknownOption",
     "__version__", "library_version",
 ]

@@ -4,14 +4,18 @@ snapshot (kw_engine_stats) without parsing text.
 Example::
 
     stats = engine.stats()
-    stats["items.acked"]                     # a counter: int
+    stats["items.acked"] + 1                 # a counter or gauge: int
     stats["queue.acked.keys"]                # one sample of a labelled family
     stats.family("queue.acked")              # {"keys": 12, "emails": 3}: by label value
-    lateness = stats["expiry.lateness.keys"]  # a Histogram
+    stats["expiry.lateness.keys"]            # a histogram's entry: its count (int)
+    lateness = stats.histograms["expiry.lateness.keys"]  # the Histogram itself
     lateness.count, lateness.sum             # observations, their sum in seconds
     lateness.buckets                         # ((0.001, 0), ..., (inf, count)): cumulative
     for s in stats.samples:                  # every sample with its type, unit and help
         print(s.name, s.type, s.unit, s.label, s.label_value, s.value)
+
+Every entry of the dict is an ``int`` (as ``Engine.stat(name)`` gives it), so arithmetic on
+``stats[name]`` type-checks; histograms are typed apart, in ``stats.histograms``.
 
 A labelled family (a row such as ``queue.acked.<queue>``) has one sample per label value,
 named with the value in place of ``<queue>``; its samples appear once their label is known
@@ -66,17 +70,27 @@ def _sample(raw: Tuple[Any, ...]) -> Sample:
     return Sample(name, row, _TYPES[kind], unit, help_text, label, label_value, value)
 
 
-class Stats(Dict[str, Value]):
-    """Every sample by name (a dict: ``stats["items.acked"]``), plus ``samples`` (each
+def _count(value: Value) -> int:
+    return value.count if isinstance(value, Histogram) else value
+
+
+class Stats(Dict[str, int]):
+    """Every sample by name as an ``int`` (a dict: ``stats["items.acked"]``; a histogram's
+    entry is its count), plus ``histograms`` (each histogram by name), ``samples`` (each
     with its type, unit, help and label) and ``family()`` (a labelled family by label)."""
 
     def __init__(self, raw: Sequence[Tuple[Any, ...]]) -> None:
+        #: Every sample, in the table's order.
         self.samples: List[Sample] = [_sample(r) for r in raw]
-        super().__init__((s.name, s.value) for s in self.samples)
+        #: Each histogram sample by name (``"expiry.lateness.keys"``).
+        self.histograms: Dict[str, Histogram] = {
+            s.name: s.value for s in self.samples if isinstance(s.value, Histogram)}
+        super().__init__((s.name, _count(s.value)) for s in self.samples)
 
-    def family(self, name: str) -> Dict[str, Value]:
+    def family(self, name: str) -> Dict[str, int]:
         """The samples of a labelled family by label value: ``family("queue.acked")`` (or
-        ``"queue.acked.<queue>"``) is ``{"keys": 12, ...}``; ``{}`` while no label value is
-        known (e.g. ``events.received.<event>`` before the first event)."""
-        return {s.label_value: s.value for s in self.samples
+        ``"queue.acked.<queue>"``) is ``{"keys": 12, ...}`` (a histogram family: counts);
+        ``{}`` while no label value is known (e.g. ``events.received.<event>`` before the
+        first event)."""
+        return {s.label_value: _count(s.value) for s in self.samples
                 if s.label and (s.row == name or s.row == f"{name}.<{s.label}>")}

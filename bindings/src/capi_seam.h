@@ -46,6 +46,12 @@ inline void conf_free(kw_conf_t *c) {
 inline int conf_set(kw_conf_t *c, const char *name, const char *value, char *err, size_t n) {
     return kw_conf_set(c, name, value, err, n);
 }
+inline int conf_get(const kw_conf_t *c, const char *name, char *buf, size_t n) {
+    return kw_conf_get(c, name, buf, n);
+}
+inline int conf_dump(const kw_conf_t *c, kw_conf_dump_fn fn, void *opaque) {
+    return kw_conf_dump(c, fn, opaque);
+}
 inline kw_filter_t *filter_new() {
     return kw_filter_new();
 }
@@ -242,6 +248,9 @@ inline int client_pipeline_begin(kw_client_t *c) {
 }
 inline int client_pipeline_end(kw_client_t *c, int *statuses, size_t cap, size_t *count) {
     return kw_client_pipeline_end(c, statuses, cap, count);
+}
+inline const char *client_pipeline_error(kw_client_t *c, size_t index) {
+    return kw_client_pipeline_error(c, index);
 }
 // The JSON getters return a status and the text through an out-parameter (kw_free).
 // `get` is called first and the text read after it: passing both as arguments of one call

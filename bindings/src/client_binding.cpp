@@ -11,6 +11,7 @@ namespace keywatch::python {
 
 Client::Client(const std::map<std::string, std::string> &options) {
     Conf conf(options);
+    options_ = conf.values();
     char err[512] = "";
     int rc;
     {
@@ -133,26 +134,33 @@ int Client::queue_call(const PipelineCall &p) {
     return KW_ERR_INVALID_ARG;
 }
 
-std::vector<int> Client::run_pipeline(const std::vector<PipelineCall> &calls) {
-    std::vector<int> statuses(calls.size(), KW_OK);
+std::vector<std::pair<int, std::string>> Client::run_pipeline(
+    const std::vector<PipelineCall> &calls) {
+    std::vector<std::pair<int, std::string>> out(calls.size(), {KW_OK, std::string()});
     call("pipeline", [&](kw_client_t *c) {
         int rc = capi::client_pipeline_begin(c);
         if (rc != KW_OK) return rc;
-        // A call refused by its argument checks is not queued: its status is kept here and
-        // the queued ones' statuses fill the other places.
+        // A call refused by its argument checks is not queued: its status and message are
+        // kept here, and the queued ones' fill the other places.
         std::vector<size_t> queued;
         for (size_t i = 0; i < calls.size(); i++) {
-            statuses[i] = queue_call(calls[i]);
-            if (statuses[i] == KW_OK) queued.push_back(i);
+            out[i].first = queue_call(calls[i]);
+            if (out[i].first == KW_OK)
+                queued.push_back(i);
+            else
+                out[i].second = capi::client_last_error(c);
         }
         std::vector<int> sent(queued.size(), KW_OK);
         size_t count = 0;
         rc = capi::client_pipeline_end(c, sent.data(), sent.size(), &count);
-        for (size_t i = 0; i < queued.size() && i < count; i++) statuses[queued[i]] = sent[i];
+        for (size_t i = 0; i < queued.size() && i < count; i++) {
+            out[queued[i]].first = sent[i];
+            if (sent[i] != KW_OK) out[queued[i]].second = capi::client_pipeline_error(c, i);
+        }
         // Per-call failures are reported through the statuses, not as one exception.
         return count == queued.size() ? KW_OK : rc;
     });
-    return statuses;
+    return out;
 }
 
 void bind_client(py::module_ &m) {
@@ -179,6 +187,7 @@ void bind_client(py::module_ &m) {
              py::arg("limit"))
         .def("dead_purge", &Client::dead_purge, py::arg("queue"), py::arg("entry"))
         .def("run_pipeline", &Client::run_pipeline, py::arg("calls"))
+        .def("options", &Client::options)
         .def("close", &Client::close);
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <pybind11/pybind11.h>
@@ -45,10 +46,14 @@ class Client {
     std::string dead_list_json(const std::string &queue, size_t limit);
     int64_t dead_replay(const std::string &queue, std::optional<std::string> entry, size_t limit);
     int64_t dead_purge(const std::string &queue, std::optional<std::string> entry);
-    // Sends the calls as one pipeline; the status of each call, in order.
-    std::vector<int> run_pipeline(const std::vector<PipelineCall> &calls);
+    // Sends the calls as one pipeline: each call's status and, when it failed, the
+    // library's message for it (a call refused while queued: kw_client_last_error then;
+    // one that failed once sent: kw_client_pipeline_error), in order.
+    std::vector<std::pair<int, std::string>> run_pipeline(const std::vector<PipelineCall> &calls);
     // Frees the connection; later calls raise keywatch.StateError. Idempotent.
     void close();
+    // The options the client was made with, as text (passwords as "***").
+    const std::map<std::string, std::string> &options() const { return options_; }
 
   private:
     // Runs f(kw_client_t*) with the GIL released and raises its failure with the client's
@@ -59,6 +64,7 @@ class Client {
     int queue_call(const PipelineCall &call);
 
     kw_client_t *client_ = nullptr;
+    std::map<std::string, std::string> options_;
     ProcessGuard guard_;
 };
 

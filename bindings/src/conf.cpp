@@ -6,36 +6,72 @@
 #include "bindings/src/status_error.h"
 
 namespace keywatch::python {
+namespace {
 
-Conf::Conf(const std::map<std::string, std::string> &options) : conf_(capi::conf_new()) {
-    if (!conf_) throw std::bad_alloc();
-    try {
-        for (const auto &[name, value] : options) set(name, value);
-    } catch (...) {
-        capi::conf_free(conf_);
-        throw;
+using ConfPtr = std::unique_ptr<kw_conf_t, void (*)(kw_conf_t *)>;
+
+ConfPtr new_conf() {
+    ConfPtr conf(capi::conf_new(), capi::conf_free);
+    if (!conf) throw std::bad_alloc();
+    return conf;
+}
+
+// Reads every option of `conf` through kw_conf_dump: its value, or its default.
+std::map<std::string, std::string> dump(const kw_conf_t *conf, bool defaults) {
+    struct Out {
+        std::map<std::string, std::string> options;
+        bool defaults;
+    } out{{}, defaults};
+    capi::conf_dump(
+        conf,
+        [](const char *name, const char *value, const char *default_value, void *opaque) {
+            auto *o = static_cast<Out *>(opaque);
+            o->options[name] = o->defaults ? default_value : value;
+        },
+        &out);
+    return out.options;
+}
+
+}  // namespace
+
+Conf::Conf(const std::map<std::string, std::string> &options) {
+    ConfPtr conf = new_conf();
+    for (const auto &[name, value] : options) {
+        char err[512] = "";
+        // The status first: as arguments of one call, err could be read before it is written.
+        const int rc = capi::conf_set(conf.get(), name.c_str(), value.c_str(), err, sizeof err);
+        check(rc, err);
     }
+    conf_ = conf.release();
 }
 
 Conf::~Conf() {
     capi::conf_free(conf_);
 }
 
-void Conf::set(const std::string &name, const std::string &value) {
+std::map<std::string, std::string> Conf::values() const {
+    return dump(conf_, false);
+}
+
+std::map<std::string, std::string> option_defaults() {
+    return dump(new_conf().get(), true);
+}
+
+int64_t duration_ms(const std::string &text) {
+    // stop.timeout takes every duration from 0 to the latest keywatch accepts.
+    static const char kScratch[] = "stop.timeout";
+    ConfPtr conf = new_conf();
     char err[512] = "";
-    int rc = capi::conf_set(conf_, name.c_str(), value.c_str(), err, sizeof err);
-    const size_t underscore = name.find('_');
-    if (rc == KW_ERR_UNKNOWN_CONF && underscore != std::string::npos) {
-        std::string dotted = name;
-        dotted[underscore] = '.';
-        char err2[512] = "";
-        int rc2 = capi::conf_set(conf_, dotted.c_str(), value.c_str(), err2, sizeof err2);
-        if (rc2 != KW_ERR_UNKNOWN_CONF) {
-            check(rc2, err2);
-            return;
-        }
+    const int rc = capi::conf_set(conf.get(), kScratch, text.c_str(), err, sizeof err);
+    if (rc != KW_OK) {
+        std::string message = err;
+        const std::string prefix = std::string(kScratch) + ": ";
+        if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+        throw StatusError(rc, message);
     }
-    check(rc, err);
+    char buf[64] = "";
+    check(capi::conf_get(conf.get(), kScratch, buf, sizeof buf), "kw_conf_get failed");
+    return std::stoll(buf);  // "<n>ms"
 }
 
 }  // namespace keywatch::python

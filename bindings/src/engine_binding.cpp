@@ -118,8 +118,11 @@ void log_trampoline(kw_log_level level, const char *message, void *opaque) {
 
 Engine::Engine(const std::map<std::string, std::string> &options) {
     Conf conf(options);
+    options_ = conf.values();
     char err[512] = "";
-    check(capi::engine_new(conf.get(), &engine_, err, sizeof err), err);
+    // The status first: as arguments of one call, err could be read before it is written.
+    const int rc = capi::engine_new(conf.get(), &engine_, err, sizeof err);
+    check(rc, err);
 }
 
 Engine::~Engine() {
@@ -145,17 +148,26 @@ Engine::FilterPtr Engine::make_filter(const std::string &events,
                                       const std::optional<std::string> &queue) {
     FilterPtr filter(capi::filter_new(), capi::filter_free);
     if (!filter) throw std::bad_alloc();
-    char err[512] = "";
-    check(capi::filter_set(filter.get(), "events", events.c_str(), err, sizeof err), err);
-    if (prefix)
-        check(capi::filter_set_bytes(filter.get(), "prefix", *prefix, err, sizeof err), err);
-    if (glob) check(capi::filter_set_bytes(filter.get(), "glob", *glob, err, sizeof err), err);
-    if (db) {
-        const std::string text = std::to_string(*db);
-        check(capi::filter_set(filter.get(), "db", text.c_str(), err, sizeof err), err);
-    }
-    if (queue) check(capi::filter_set(filter.get(), "queue", queue->c_str(), err, sizeof err), err);
+    // The filter's values are the handler's arguments: a refused one is a bad argument
+    // (keywatch.InvalidArgument), named by the library's message.
+    auto set = [&](const char *name, const std::string &value, bool bytes) {
+        char err[512] = "";
+        const int rc = bytes ? capi::filter_set_bytes(filter.get(), name, value, err, sizeof err)
+                             : capi::filter_set(filter.get(), name, value.c_str(), err, sizeof err);
+        check(rc == KW_ERR_BAD_VALUE ? KW_ERR_INVALID_ARG : rc, err);
+    };
+    set("events", events, false);
+    if (prefix) set("prefix", *prefix, true);
+    if (glob) set("glob", *glob, true);
+    if (db) set("db", std::to_string(*db), false);
+    if (queue) set("queue", *queue, false);
     return filter;
+}
+
+void Engine::check_filter(const std::string &events, const std::optional<std::string> &prefix,
+                          const std::optional<std::string> &glob, std::optional<int> db,
+                          const std::optional<std::string> &queue) {
+    make_filter(events, prefix, glob, db, queue);
 }
 
 void Engine::add(const std::string &events, std::optional<std::string> prefix,
@@ -294,11 +306,14 @@ void bind_engine(py::module_ &m) {
         .def("stat", &Engine::stat, py::arg("name"))
         .def("stats", &Engine::stats)
         .def("close", &Engine::close)
+        .def("options", &Engine::options)
         .def("add_async_handler", &Engine::add_async_handler, py::arg("events"), py::arg("prefix"),
              py::arg("glob"), py::arg("db"), py::arg("queue"), py::arg("id"), py::arg("limit"))
         .def("add_plugin", &Engine::add_plugin, py::arg("plugin"), py::arg("instance"),
              py::arg("events"), py::arg("prefix"), py::arg("glob"), py::arg("db"), py::arg("queue"),
              py::arg("options"))
+        .def_static("check_filter", &Engine::check_filter, py::arg("events"), py::arg("prefix"),
+                    py::arg("glob"), py::arg("db"), py::arg("queue"))
         .def("held_fd", &Engine::held_fd)
         .def("take_holds", &Engine::take_holds);
 }

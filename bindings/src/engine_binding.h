@@ -67,6 +67,14 @@ class Engine {
     pybind11::list stats();
     // Stops (if running) and frees the engine. Idempotent.
     void close();
+    // The options the engine was made with, as text (passwords as "***").
+    const std::map<std::string, std::string> &options() const { return options_; }
+
+    // Refuses a filter the library would refuse (the message of kw_filter_set), without
+    // an engine: the decorator keywatch.Engine.on checks its filter when it is made.
+    static void check_filter(const std::string &events, const std::optional<std::string> &prefix,
+                             const std::optional<std::string> &glob, std::optional<int> db,
+                             const std::optional<std::string> &queue);
 
   private:
     kw_engine_t *handle();
@@ -81,6 +89,7 @@ class Engine {
              std::optional<std::string> queue, HandlerSlot slot, kw_handler_fn fn);
 
     kw_engine_t *engine_ = nullptr;
+    std::map<std::string, std::string> options_;
     std::list<HandlerSlot> slots_;  // stable addresses: the engine holds pointers to them
     pybind11::object log_;
     ProcessGuard guard_;

@@ -112,7 +112,7 @@ void bind_event(py::module_ &m) {
         .def_property_readonly("name", &Event::name, "event name: expired, del, task, ...")
         .def_property_readonly("key", &Event::key, "the key (task: its id), bytes")
         .def_property_readonly("value", &Event::value, "value snapshot or task payload, or None")
-        .def_property_readonly("db", &Event::db)
+        .def_property_readonly("db", &Event::db, "the database number of the key")
         .def_property_readonly("ts_ms", &Event::ts_ms, "when keywatch received it (ms)")
         .def_property_readonly("deadline_ms", &Event::deadline_ms, "deadline (ms), 0 if unknown")
         .def_property_readonly("attempt", &Event::attempt, "delivery attempt, 1 for the first")
@@ -129,10 +129,13 @@ void bind_event(py::module_ &m) {
         .def_property_readonly("last_error", &Event::last_error,
                                "the previous attempt's error (a Retry's or Reject's reason, "
                                "an exception's text), None if none")
-        .def_property_readonly("completed", &Event::completed)
+        .def_property_readonly("completed", &Event::completed,
+                               "True once its handler returned (the fields are gone then)")
         .def("__repr__", &Event::repr)
         .def("json_line", &Event::json_line, "the line keywatch watch prints for it")
-        .def("set_error", &Event::set_error, py::arg("reason"));
+        .def("set_error", &Event::set_error, py::arg("reason"),
+             "records why the handler retries or rejects the event (the next attempt's "
+             "last_error, the dead letter's error); raising Retry or Reject does it for you");
 }
 
 }  // namespace keywatch::python

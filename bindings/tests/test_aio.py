@@ -4,6 +4,7 @@ client."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 
 import pytest
@@ -279,3 +280,189 @@ def test_event_of_a_failed_async_for_body_is_retried(redis, client):
     assert asyncio.run(main()) == (1, 0)
     due = next(q for q in client.inspect()["queues"] if q["queue"] == "pull")
     assert due["due"] == 1 and due["inflight"] == 0  # back in its queue for a retry
+
+
+# ---- issue 21: coroutines returned, streams that end, stop inside a handler ----
+
+def test_aio_engine_awaits_what_plain_handlers_return(redis, client):
+    # A lambda that calls a coroutine function and an object with `async def __call__`:
+    # both are awaited on the loop, and their events acked only once they ran.
+    from keywatch import aio
+
+    ran = []
+
+    async def notify(event):
+        await asyncio.sleep(0.01)
+        ran.append(("lambda", event.key))
+
+    class Notifier:
+        async def __call__(self, event):
+            ran.append(("object", event.key))
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        engine.on("task", queue="a")(lambda ev: notify(ev))
+        engine.add_handler(Notifier(), "task", queue="b")
+        async with engine:
+            client.schedule("a", b"1")
+            client.schedule("b", b"2")
+            await until(lambda: engine.stat("items.acked") == 2, what="two acks")
+        return engine
+
+    engine = asyncio.run(main())
+    assert sorted(ran) == [("lambda", b"1"), ("object", b"2")]
+    assert engine.stat("items.retried") == 0
+
+
+def test_stop_ends_an_async_for_waiting_for_its_next_event(redis, client):
+    # The consumer waits for the next event when the engine stops: the iteration ends
+    # (StopAsyncIteration), it does not wait for ever.
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        got = []
+
+        async def consume():
+            async for event in stream:
+                got.append(event.key)
+
+        async with engine:
+            consumer = asyncio.create_task(consume())
+            client.schedule("pull", b"t")
+            # Acked once the consumer asked for the next event: it waits for it now.
+            await until(lambda: got and engine.stat("items.acked") == 1,
+                        what="the event, and the consumer waiting for the next")
+            stopped = await engine.stop()
+            await asyncio.wait_for(consumer, 5)  # ended, not blocked
+        return stopped, got, engine
+
+    stopped, got, engine = asyncio.run(main())
+    assert stopped is True and got == [b"t"]
+
+
+def test_stop_gives_back_events_the_stream_had_not_handed_out(redis, client):
+    # The consumer holds one event and is not asking for more; a second waits in the
+    # stream. Stopping retries the current one and releases the other (not an attempt).
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        stream = engine.events("task", queue="pull")
+        release = asyncio.Event()
+
+        async def consume():
+            async for event in stream:
+                await release.wait()
+
+        async with engine:
+            consumer = asyncio.create_task(consume())
+            client.schedule("pull", b"t1")
+            client.schedule("pull", b"t2")
+            await until(lambda: len(stream._ready) == 1 and stream._current is not None,
+                        what="one event taken and one waiting")
+            await engine.stop()
+            release.set()
+            await asyncio.wait_for(consumer, 5)
+        return engine
+
+    engine = asyncio.run(main())
+    assert engine.stat("items.retried") == 1 and engine.stat("items.released") == 1
+    assert engine.stat("items.acked") == 0
+    due = next(q for q in client.inspect()["queues"] if q["queue"] == "pull")
+    assert due["due"] == 2 and due["inflight"] == 0
+
+
+def test_stop_awaited_inside_an_async_handler_is_refused_at_once(redis, client):
+    # It would wait for itself until stop_timeout (10 s by default): refused, as
+    # keywatch.Engine.stop() is inside a handler; a stop started as its own task works.
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url, **FAST)
+        outcome = []
+        stopper = []
+
+        @engine.task("q")
+        async def handler(event):
+            try:
+                await engine.stop()
+            except keywatch.StateError as e:
+                outcome.append(str(e))
+            stopper.append(asyncio.get_running_loop().create_task(engine.stop()))
+
+        loop = asyncio.get_running_loop()
+        await engine.start()
+        began = loop.time()
+        client.schedule("q", b"t")
+        await until(lambda: stopper, what="the handler")
+        assert await asyncio.wait_for(stopper[0], 5) is True
+        return outcome, loop.time() - began, engine
+
+    outcome, took, engine = asyncio.run(main())
+    assert "create_task(engine.stop())" in outcome[0]
+    assert took < 5 and not engine.running
+    assert engine.stat("items.acked") == 1
+
+
+def test_aio_close_and_repr(redis):
+    from keywatch import aio
+
+    async def main():
+        engine = aio.Engine(redis.url)
+        engine.add_handler(lambda ev: None, "del")
+        assert repr(engine) == f"<keywatch.aio.Engine redis://127.0.0.1:{redis.port} new>"
+        await engine.start()
+        assert repr(engine).endswith(" running>")
+        await engine.close()
+        await engine.close()
+        assert repr(engine).endswith(" closed>")
+        with pytest.raises(keywatch.StateError):
+            engine.stats()
+        async with aio.Client(redis.url) as client:
+            assert repr(client) == f"<keywatch.aio.Client redis://127.0.0.1:{redis.port} open>"
+        assert repr(client).endswith(" closed>")
+
+    asyncio.run(main())
+
+
+async def outcome_of(coro):
+    try:
+        await coro
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        return type(e), str(e)
+    return None
+
+
+def test_async_client_gives_the_same_outcome_alone_and_gathered(redis):
+    # Every call below fails; alone (one by one) or gathered (pipelined by the worker)
+    # it must raise the same class with the same message.
+    from keywatch import aio
+
+    def calls(c):
+        return [
+            c.track("k", "v", ttl=-1),
+            c.track("", "v", ttl=1),
+            c.track("k", "v", ttl=1, nx=True, xx=True),
+            c.schedule(b"b q", b"t"),
+            c.schedule("keys", b"t"),
+            c.cancel("q", b"none"),
+            c.untrack("never"),
+            c.track(42, "v", ttl=1),  # type: ignore[arg-type]
+            c.schedule("q", "t", at=dt.datetime(2030, 1, 1)),
+        ]
+
+    async def main():
+        async with aio.Client(redis.url) as c:
+            alone = [await outcome_of(call) for call in calls(c)]
+            gathered = await asyncio.gather(*[outcome_of(call) for call in calls(c)])
+            return alone, gathered
+
+    alone, gathered = asyncio.run(main())
+    assert alone == list(gathered)
+    assert all(o is not None and issubclass(o[0], keywatch.Error) for o in alone), alone
+    assert "pipelined" not in str(alone)
+    assert alone[1] == (keywatch.InvalidArgument, "the key is empty: give a key of 1 byte or more")
+    assert alone[3][0] is keywatch.InvalidArgument and "queue name 'b q'" in alone[3][1]
+    assert alone[5] == (keywatch.NotFound, "cancel: no such task")

@@ -81,7 +81,7 @@ def test_bad_arguments_raise_invalid_argument_and_write_nothing(client, r):
     with pytest.raises(TypeError, match="key must be bytes or str"):
         client.track(42, b"v", ttl=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ttl must be"):
-        client.track(b"k", b"v", ttl="10s")  # type: ignore[arg-type]
+        client.track(b"k", b"v", ttl=[10])  # type: ignore[arg-type]
     assert r.exists(b"k") == 0
 
 
@@ -260,3 +260,154 @@ def test_client_used_after_fork_raises_fork_error(client):
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     client.track(b"parent-still-works", b"v", ttl=60)
+
+
+# ---- issue 21: durations, URLs, one error family in the library's words ----
+
+def test_numbers_are_seconds_for_every_duration_argument(redis, client, r):
+    # ttl= and delay= as an int, a float, a timedelta and the library's text all mean the
+    # same duration; options too (redis_command_timeout=5 is five seconds).
+    with keywatch.Client(redis.url, redis_command_timeout=5) as c:
+        assert c.options["redis.command_timeout"] == "5000ms"
+        for key, ttl in [(b"i", 30), (b"f", 30.0), (b"td", dt.timedelta(seconds=30)),
+                         (b"s", "30s"), (b"ms", "30000ms")]:
+            c.track(key, b"v", ttl=ttl)
+            # The deadline is taken on the server's clock from the client's offset to it.
+            assert 29_000 < r.pttl(key) <= 30_050, (key, r.pttl(key))
+        due = c.schedule("q", b"t", delay=0.5)
+        later = c.reschedule("q", b"t", delay="1500ms")
+        assert dt.timedelta(milliseconds=900) < later - due < dt.timedelta(milliseconds=1100)
+
+
+def test_url_with_a_db_query_as_redis_py_writes_it(redis, r):
+    with keywatch.Client(f"{redis.url}?db=4") as c:
+        c.track(b"in-db-4", b"v", ttl=60)
+        assert c.options["redis.url"] == f"{redis.url}?db=4"
+    assert redispy.Redis(port=redis.port, db=4).get(b"in-db-4") == b"v"
+    assert r.exists(b"in-db-4") == 0
+    with keywatch.Client(f"{redis.url}/2?db=5") as c:  # the query wins, as in redis-py
+        c.track(b"in-db-5", b"v", ttl=60)
+    assert redispy.Redis(port=redis.port, db=5).get(b"in-db-5") == b"v"
+    with pytest.raises(keywatch.InvalidURL, match=r"the only query accepted is \?db=N"):
+        keywatch.Client(f"{redis.url}?socket_timeout=5")
+
+
+BAD_ARGUMENTS = [
+    (lambda c: c.track(b"k", b"v", ttl=10**20), "ttl=100000000000000000000 from now ends after"),
+    (lambda c: c.track(b"k", b"v", ttl=float("inf")), "ttl=inf is not a finite duration"),
+    (lambda c: c.track(b"k", b"v", ttl=float("nan")), "ttl=nan is not a finite duration"),
+    (lambda c: c.track(b"k", b"v", ttl=-1), "ttl=-1 is negative"),
+    (lambda c: c.track(b"k", b"v", ttl=0), "ttl 0ms is not positive"),
+    (lambda c: c.track(b"k", b"v", ttl="soon"), "ttl='soon': 'soon' is not a duration"),
+    (lambda c: c.dead_letters("q", limit=-1), "limit=-1 is out of range: give 1 to"),
+    (lambda c: c.replay("q", limit=-1), "limit=-1 is out of range: give 1 to"),
+    (lambda c: c.replay("q", limit=2**64), "limit=18446744073709551616 is out of range"),
+    (lambda c: c.schedule("q", b"t", delay=-1), "delay=-1 is negative"),
+    (lambda c: c.schedule("q", b"t", at=dt.datetime(2030, 1, 1)), "naive datetime"),
+    (lambda c: c.schedule("q", b"t", at=dt.datetime.now(UTC), delay=1), "at= or delay=, not both"),
+    (lambda c: c.schedule("q", b"t", at=dt.datetime(1900, 1, 1, tzinfo=UTC)),
+     "at=1900-01-01T00:00:00+00:00 is out of range: give a time after 1970"),
+    (lambda c: c.schedule("q\0x", b"t"), "contains a NUL character"),
+    (lambda c: c.schedule("keys", b"t"), "'keys' is the key-tracking queue: use track() for keys"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_ARGUMENTS, ids=[m for _, m in BAD_ARGUMENTS])
+def test_every_bad_argument_is_an_invalid_argument_and_writes_nothing(client, r, call, message):
+    with pytest.raises(keywatch.InvalidArgument) as alone:
+        call(client)
+    assert message in str(alone.value) and isinstance(alone.value, ValueError)
+    assert "kw_" not in str(alone.value) and "KW_" not in str(alone.value)
+    assert "incompatible" not in str(alone.value)
+    assert r.keys("*") == []  # nothing written
+
+
+def test_pipelined_refusals_are_the_same_errors_in_the_library_words(client, r):
+    for ttl in (-1, 0, float("inf"), 10**20):
+        with pytest.raises(keywatch.InvalidArgument):
+            with client.pipeline() as p:
+                p.track(b"k", b"v", ttl=ttl)
+    with pytest.raises(keywatch.InvalidArgument) as e:
+        with client.pipeline() as p:
+            p.track(b"ok", b"v", ttl=60)
+            p.track(b"", b"v", ttl=60)
+            p.schedule("a b", b"task-a", b"")
+            p.track(b"k", b"v", ttl=60, nx=True, xx=True)
+            p.schedule(b"bq", b"t", b"")
+    assert str(e.value) == ("pipelined call 2 of 5 (track key b''): the key is empty: give a "
+                            "key of 1 byte or more")
+    assert p.results[0] is None and p.results[4] is None
+    assert "(schedule queue 'a b' id b'task-a'): queue name 'a b' is not valid" in str(
+        p.results[2])
+    assert str(p.results[3]) == ("pipelined call 4 of 5 (track key b'k'): nx=True and xx=True "
+                                 "exclude each other")
+    assert r.exists(b"ok") == 1
+
+
+def test_pipelined_failures_once_sent_keep_the_library_message(client, r):
+    client.track(b"exists", b"v", ttl=60)
+    with pytest.raises(keywatch.ConditionFailed) as e:
+        with client.pipeline() as p:
+            p.track(b"exists", b"v", ttl=60, nx=True)
+            p.untrack(b"never")
+            p.cancel("jobs", b"none")
+    assert str(e.value).startswith("pipelined call 1 of 3 (track key b'exists'): track NX: "
+                                   "the key exists")
+    assert isinstance(p.results[1], keywatch.NotFound)
+    assert str(p.results[1]) == "pipelined call 2 of 3 (untrack key b'never'): the key was not tracked"
+    assert str(p.results[2]) == ("pipelined call 3 of 3 (cancel queue 'jobs' id b'none'): "
+                                 "cancel: no such task")
+
+
+def test_library_messages_name_python_calls_not_c_functions(client, r):
+    with pytest.raises(keywatch.InvalidArgument) as e:
+        client.track(b"k", b"v", ttl=0)
+    assert "untrack(key, delete=True)" in str(e.value) and "kw_" not in str(e.value)
+    with pytest.raises(keywatch.InvalidArgument, match="nx=True and xx=True exclude each other"):
+        client.track(b"k", b"v", ttl=1, nx=True, xx=True)
+    r.set(b"forever", b"x")
+    with pytest.raises(keywatch.InvalidArgument, match=r"or track it with track\(\)"):
+        client.adopt(b"forever")
+    r.hset(b"hash", b"f", b"v")
+    r.expire(b"hash", 60)
+    with pytest.raises(keywatch.InvalidArgument, match="without snapshot=True"):
+        client.adopt(b"hash", snapshot=True)
+
+
+def test_engine_without_handlers_names_python_calls(redis):
+    engine = keywatch.Engine(redis.url)
+    with pytest.raises(keywatch.StateError) as e:
+        engine.start()
+    assert "engine.on(...)" in str(e.value) and "kw_" not in str(e.value)
+    engine.close()
+
+
+def test_every_refusal_is_a_keywatch_error(client):
+    refusals = [
+        lambda: client.track(42, b"v", ttl=1),
+        lambda: client.track(b"k", b"v", ttl=[1]),
+        lambda: client.schedule(3, b"t"),
+        lambda: client.dead_letters("q", limit="10"),
+        lambda: client.replay("q", entry=5),
+        lambda: keywatch.Retry("r", delay=-1),
+        lambda: keywatch.Client(5),
+        lambda: keywatch.Client("redis://127.0.0.1:1", lease=object()),
+    ]
+    for refuse in refusals:
+        with pytest.raises(keywatch.Error):
+            refuse()
+    with pytest.raises(keywatch.InvalidType) as e:  # a TypeError too
+        client.track(42, b"v", ttl=1)
+    assert isinstance(e.value, TypeError) and isinstance(e.value, keywatch.InvalidArgument)
+
+
+def test_refused_password_is_also_a_connection_error_and_a_missing_db_names_it(redis):
+    redis.command("CONFIG", "SET", "requirepass", "right")
+    with pytest.raises(keywatch.AuthenticationError) as auth:
+        keywatch.Client(redis.url.replace("redis://", "redis://:wrong@"))
+    assert isinstance(auth.value, keywatch.ConnectionError)
+    assert isinstance(auth.value, ConnectionError)
+    with pytest.raises(keywatch.ConnectionError) as db:
+        keywatch.Client(redis.url.replace("redis://", "redis://:right@") + "/99")
+    assert "SELECT 99" in str(db.value) and "out of range" in str(db.value)
+    assert not isinstance(db.value, keywatch.RedisError)

@@ -244,7 +244,7 @@ def test_handlers_only_before_start_and_coroutines_refused(redis):
     async def coro(event):
         pass
 
-    with pytest.raises(TypeError, match="coroutine"):
+    with pytest.raises(keywatch.InvalidType, match="coroutine"):
         engine.add_handler(coro)
     engine.add_handler(lambda ev: None)
     engine.start()
@@ -258,7 +258,7 @@ def test_handlers_only_before_start_and_coroutines_refused(redis):
 
 def test_bad_filter_and_option_name_the_problem(redis):
     engine = keywatch.Engine(redis.url)
-    with pytest.raises(keywatch.BadOptionValue):
+    with pytest.raises(keywatch.InvalidArgument, match="filter db '-5'"):
         engine.add_handler(lambda ev: None, "expired", db=-5)
     with pytest.raises(keywatch.UnknownOption, match="bogus"):
         keywatch.Engine(redis.url, bogus=True)
@@ -310,13 +310,15 @@ def test_stats_after_real_events_have_labelled_samples_and_histograms(redis, cli
     assert stats.family("handler.errors") == {"0": 0, "1": 1}
     assert stats.family("no.such") == {}
 
-    duration = stats["handler.duration.1"]
+    duration = stats.histograms["handler.duration.1"]
     assert isinstance(duration, keywatch.Histogram) and duration.count == 2
+    assert stats["handler.duration.1"] == 2  # the dict's entry: its count
     bounds, counts = [b for b, _ in duration.buckets], [c for _, c in duration.buckets]
     assert bounds == sorted(bounds) and bounds[-1] == math.inf and len(bounds) > 2
     assert counts == sorted(counts) and counts[-1] == 2 and duration.sum >= 0
-    lateness = stats.family("expiry.lateness")  # first deliveries only
-    assert lateness["keys"].count == 3 and lateness["emails"].count == 1
+    lateness = stats.family("expiry.lateness")  # first deliveries only (counts)
+    assert lateness == {"keys": 3, "emails": 1}
+    assert stats.histograms["expiry.lateness.keys"].count == 3
 
     sample = next(s for s in stats.samples if s.name == "queue.acked.keys")
     assert (sample.row, sample.type, sample.unit, sample.label, sample.label_value) == (
@@ -432,3 +434,113 @@ def test_stop_inside_a_handler_is_refused_with_what_to_do(redis, client):
     finally:
         engine.stop()
     assert "another thread" in errors[0]
+
+
+# ---- issue 21: what a sync Engine does with coroutines, registration, logs ----
+
+def test_a_handler_returning_a_coroutine_is_never_acked_unrun(redis, client, caplog):
+    # A lambda calling a coroutine function passes as a plain function; what it returns
+    # cannot be awaited on a worker thread, so the call fails (logged naming the handler)
+    # and the task is retried, then dead-lettered: never acked with the coroutine unrun.
+    ran = []
+
+    async def notify(event):
+        ran.append(event.key)
+
+    class AsyncCallable:
+        async def __call__(self, event):
+            ran.append(event.key)
+
+    engine = keywatch.Engine(redis.url, max_attempts=2, **FAST)
+    with pytest.raises(keywatch.InvalidArgument, match="coroutine function") as refused:
+        engine.add_handler(AsyncCallable(), "task", queue="q")
+    assert isinstance(refused.value, TypeError)
+    engine.on("task", queue="q")(lambda ev: notify(ev))
+    caplog.set_level(logging.ERROR, logger="keywatch")
+    with engine:
+        client.schedule("q", b"t")
+        wait_for(lambda: client.dead_letters("q"), what="the dead letter")
+        wait_for(lambda: engine.stat("items.dead") == 1, what="items.dead")
+        assert engine.stat("items.acked") == 0
+    assert ran == []
+    dead = client.dead_letters("q")
+    assert "returned coroutine" in dead[0]["error"] and "keywatch.aio.Engine" in dead[0]["error"]
+    assert any("<lambda>" in r.getMessage() for r in caplog.records)
+
+
+def test_registration_refuses_bad_handlers_and_filters_naming_the_argument(redis):
+    engine = keywatch.Engine(redis.url)
+    with pytest.raises(keywatch.InvalidType, match="not callable"):
+        engine.add_handler("not a function")  # type: ignore[arg-type]
+    with pytest.raises(keywatch.InvalidType, match="events must be"):
+        engine.on(5)  # type: ignore[arg-type]
+    with pytest.raises(keywatch.InvalidArgument, match="queue name 'a b' is not valid"):
+        engine.on("task", queue="a b")
+    with pytest.raises(keywatch.InvalidArgument, match="filter db '-5'.*or None for any"):
+        engine.on(db=-5)
+    with pytest.raises(keywatch.InvalidType, match="db must be an int"):
+        engine.on(db="1")  # type: ignore[arg-type]
+    with pytest.raises(keywatch.InvalidArgument, match="'exp ired' is not an event name"):
+        engine.on(["del", "exp ired"])
+    with pytest.raises(keywatch.InvalidType, match="prefix must be bytes or str"):
+        engine.on(prefix=3)  # type: ignore[arg-type]
+
+
+def test_with_engine_starts_and_closes_it_and_repr_names_server_and_state(redis, client):
+    seen = []
+    engine = keywatch.Engine(redis.url.replace("redis://", "redis://:s3cret@"), **FAST)
+    redis.command("CONFIG", "SET", "requirepass", "s3cret")
+    engine.add_handler(seen.append, "task", queue="q")
+    assert repr(engine) == f"<keywatch.Engine redis://:***@127.0.0.1:{redis.port} new>"
+    with keywatch.Client(redis.url, redis_password="s3cret") as c:
+        assert repr(c) == f"<keywatch.Client redis://127.0.0.1:{redis.port} open>"
+        assert "s3cret" not in repr(c) and c.options["redis.password"] == "***"
+        with engine as started:
+            assert started is engine and engine.running
+            assert repr(engine).endswith(" running>") and "s3cret" not in repr(engine)
+            c.schedule("q", b"t")
+            wait_for(lambda: seen, what="the task")
+    assert repr(c).endswith(" closed>")
+    assert repr(engine).endswith(" closed>") and not engine.running
+
+
+def test_failure_log_says_retried_then_dead_lettered(redis, client, caplog):
+    def setup(engine):
+        @engine.task("jobs")
+        def job(event):
+            raise ValueError("boom")
+
+    caplog.set_level(logging.ERROR, logger="keywatch")
+    engine = started(redis, setup, max_attempts=2)
+    try:
+        client.schedule("jobs", b"j")
+        wait_for(lambda: client.dead_letters("jobs"), what="the dead letter")
+    finally:
+        engine.stop()
+    lines = [r.getMessage() for r in caplog.records if "raised on task" in r.getMessage()]
+    assert len(lines) == 2, lines
+    assert lines[0].endswith("attempt 1 of 2: it will be retried")
+    assert "it will be retried" not in lines[1] and lines[1].endswith(
+        "attempt 2 of 2 (max_attempts): it is dead-lettered to queue 'jobs''s dead-letter stream")
+
+
+def test_items_no_filter_takes_are_counted_and_said_once_per_queue(redis, client, caplog):
+    seen = []
+
+    def setup(engine):
+        engine.add_handler(seen.append, "expired", prefix="session:")
+
+    caplog.set_level(logging.WARNING, logger="keywatch")
+    engine = started(redis, setup)
+    try:
+        for key in (b"cart:1", b"cart:2", b"session:1"):
+            client.track(key, b"v", ttl=0.05)
+        wait_for(lambda: engine.stat("items.unhandled") == 2 and seen,
+                 what="two unhandled items and the session")
+        wait_for(lambda: engine.stat("items.acked") == 3, what="three acks")
+    finally:
+        engine.stop()
+    said = [r.getMessage() for r in caplog.records if "items.unhandled" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("queue 'keys': item q:keys:")
+    assert "matched no handler's filter" in said[0] and "own namespace" in said[0]

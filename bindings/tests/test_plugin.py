@@ -48,8 +48,7 @@ def test_session_index_plugin_by_path_removes_expired_sessions_from_the_index(
             client.track(f"session:{session}", user, ttl=0.2, snapshot=True)
         client.track("other:s4", "alice", ttl=0.2, snapshot=True)  # not the filter's
         r.sadd("user:alice:sessions", "s4")
-    with engine:
-        engine.start()
+    with engine:  # starts it
         wait_for(lambda: engine.stat("plugin.sessions.removed") == 3,
                  what="the plugin removing three sessions")
         assert engine.stat("plugin.sessions.absent") == 0
@@ -74,8 +73,7 @@ def test_a_bad_plugin_path_raises_with_the_library_message_and_the_engine_stays_
         engine.add_plugin("no_such_plugin_x")
     seen = []
     engine.add_handler(seen.append, "expired", prefix="k:")  # unchanged and usable
-    with engine:
-        engine.start()
+    with engine:  # starts it
         with keywatch.Client(redis.url) as client:
             client.track("k:1", "v", ttl=0.1)
         wait_for(lambda: seen, what="the handler added after the refusals")
@@ -90,8 +88,7 @@ def test_plugin_refusals_name_the_option_and_the_state(redis, session_index):
     engine.add_plugin(session_index, instance="a", options=OPTIONS)
     with pytest.raises(keywatch.Error, match='instance named "a" is already loaded'):
         engine.add_plugin(session_index, instance="a", options=OPTIONS)
-    with engine:
-        engine.start()
+    with engine:  # starts it
         with pytest.raises(keywatch.StateError):
             engine.add_plugin(session_index, instance="b", options=OPTIONS)
 

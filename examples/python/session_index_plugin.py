@@ -56,8 +56,7 @@ def main() -> int:
                              snapshot=True)
     print("indexed:", {u: sorted(s.decode() for s in r.smembers(f"user:{u}:sessions"))
                        for u in users})
-    with engine:
-        engine.start()
+    with engine:  # starts it
         deadline = time.monotonic() + 30
         count = sum(len(sessions) for sessions in users.values())
         removed = absent = 0
