@@ -331,9 +331,11 @@ KW_API void kw_engine_free(kw_engine_t *engine);
 KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
                                  void *opaque, void (*free_opaque)(void *));
 /* Load a handler plugin (docs/plugins.md) and register an instance of it for the events the
- * filter selects (NULL: every "expired" event). plugin: a path (containing '/'), or a name
- * looked up as <name>.so in $KEYWATCH_PLUGIN_PATH's directories, then in the installed
- * plugin directory. instance: a name for this instance (NULL: the plugin's own name);
+ * filter selects (NULL: every "expired" event). plugin: a path (containing '/' or ending in
+ * ".so"), or a name looked up as <name>.so in $KEYWATCH_PLUGIN_PATH's directories, then in
+ * the plugin directory beside this library as installed (<libdir>/keywatch/plugins; from a
+ * build tree, the plugins built there), then in the plugin directory configured when it was
+ * built. instance: a name for this instance (NULL: the plugin's own name);
  * several instances of one plugin need different names; its counters are the statistics
  * "plugin.<instance>.<counter>". options: name, value, name, value, ..., NULL (NULL: none),
  * passed to the plugin's init; an option it does not read is refused. A refused plugin

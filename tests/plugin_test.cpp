@@ -226,6 +226,25 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
     }));
 }
 
+// The built-ins are found beside the library that runs (here: in the build tree, the
+// plugins built there) with no KEYWATCH_PLUGIN_PATH; a value ending in .so is a file,
+// relative to the working directory, never "<value>.so" on the search path.
+TEST_F(PluginTest, BuiltInsAreFoundBesideTheLibraryAndAValueEndingInSoIsAFile) {
+    unsetenv("KEYWATCH_PLUGIN_PATH");
+    load("stream", "out", {{"stream", "audit"}});
+    char cwd[4096];
+    ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+    ASSERT_EQ(chdir(KW_TEST_PLUGIN_DIR), 0);
+    std::string err;
+    const int rc = add_plugin(engine_->get(), "probe.so", "relative", {}, &err);
+    ASSERT_EQ(chdir(cwd), 0);
+    EXPECT_EQ(rc, KW_OK) << err;
+    refused("absent.so", nullptr, {}, {"\"./absent.so\" cannot be opened", "check the path"});
+    std::string tried;
+    EXPECT_NE(add_plugin(engine_->get(), "absent", nullptr, {}, &tried), KW_OK);
+    EXPECT_TRUE(contains(tried, std::string(KW_HANDLERS_DIR) + "/absent.so")) << tried;
+}
+
 TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
     load(test_plugin("probe"), "probe", {{"record", "calls"}, {"retry_first", "1"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
-from conftest import (ROOT, _Starter, base_config, free_port, http_get, toml_str, wait_for)
+from conftest import (ROOT, _Starter, _daemon_env, _env_path, base_config, free_port, http_get,
+                      toml_str, wait_for)
 
 
 def track(keywatch, url: str, key: str, value: str, ttl: str = "100ms", *flags: str) -> None:
@@ -170,6 +171,61 @@ def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     masters = [f"{n['host']}:{n['port']}" for n in cluster.nodes if n["role"] == "master"]
     line = next(l for l in out.stdout.splitlines() if "connected and subscribed to:" in l)
     assert sorted(line.split(": ", 1)[1].split(", ")) == sorted(masters)
+
+
+# ---- the built-in plugins, found with no KEYWATCH_PLUGIN_PATH ----------------------------
+
+STREAM_HANDLER = "[[handler]]\nplugin = \"stream\"\n[handler.options]\nstream = \"out\"\n"
+
+
+def loaded_from(stderr: str, plugin: str) -> str:
+    """The file the log says `plugin` was loaded from."""
+    found = re.search(rf"loaded {plugin} \S+ from (\S+\.so)", stderr)
+    assert found, stderr
+    return found.group(1)
+
+
+def embedded_runs(daemon, **how) -> str:
+    """`run --embedded` (its print plugin found by itself) until running, then stopped;
+    the file print was loaded from."""
+    d = daemon(None, "--embedded", **how)
+    d.wait_running()
+    assert d.stop() == 0
+    return loaded_from(d.stderr(), "print")
+
+
+def test_built_ins_are_found_from_the_build_tree(daemon, keywatch, redis):
+    assert "KEYWATCH_PLUGIN_PATH" not in _daemon_env()
+    out = keywatch("run", "--check", config=base_config(redis.url, STREAM_HANDLER))
+    assert out.returncode == 0, out.stderr
+    handlers = Path(os.environ["KW_HANDLERS_DIR"]).resolve()
+    assert Path(loaded_from(out.stderr, "stream")).parent.resolve() == handlers
+    assert Path(embedded_runs(daemon)).parent.resolve() == handlers
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[str, dict]:
+    """`cmake --install` of the build to a fresh prefix: its keywatch binary and the
+    environment to run it (the prefix's lib on LD_LIBRARY_PATH, no KEYWATCH_PLUGIN_PATH)."""
+    prefix = tmp_path_factory.mktemp("prefix")
+    subprocess.run([_env_path("KW_CMAKE"), "--install", _env_path("KW_BUILD_DIR"),
+                    "--prefix", str(prefix)], check=True, capture_output=True, timeout=120)
+    library = next(prefix.rglob("libkeywatch.so"))
+    env = _daemon_env()
+    env["LD_LIBRARY_PATH"] = str(library.parent)
+    return str(prefix / "bin" / "keywatch"), env
+
+
+def test_an_install_finds_its_built_ins(daemon, installed, redis, tmp_path):
+    cli, env = installed
+    config = tmp_path / "keywatch.toml"
+    config.write_text(base_config(redis.url, STREAM_HANDLER))
+    out = subprocess.run([cli, "run", "--check", "--config", str(config)], capture_output=True,
+                         text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    prefix = Path(cli).parent.parent
+    assert Path(loaded_from(out.stderr, "stream")).is_relative_to(prefix), out.stderr
+    assert Path(embedded_runs(daemon, cli=cli, env=env)).is_relative_to(prefix)
 
 
 # ---- running: plugins end to end ------------------------------------------------------
