@@ -482,6 +482,10 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   sweep.calls                 counter   calls       claim_due script calls
  *   lateness.max_ms             gauge     ms          largest handler start minus deadline seen
  *                                                     (tracked keys and tasks)
+ *   plugin.<counter>            counter   count       a plugin instance's own counter (host
+ *                                                     counter_add); <counter> is the instance's
+ *                                                     name, a dot and the counter's:
+ *                                                     plugin.stream.appended
  * KW_STATS_LIST_END
  * Samples of a labelled family appear once their label is known (queues and handlers at
  * kw_engine_start); before kw_engine_start only unlabelled statistics exist.
@@ -495,6 +499,9 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  * deliver has every node.state READY and, when serving queues, every node.sweeping 1.
  * Per handler, handler.acked + retried + rejected count each event's result once (a held
  * event when its hold completes); handler.pending counts the calls that held.
+ * plugin.<counter> has a sample per counter a plugin instance added to (host counter_add),
+ * named plugin.<instance>.<name> like the statistic kw_engine_stat reads; its label value
+ * is "<instance>.<name>" (an instance's name holds no dot, so the first dot splits them).
  */
 /* One statistic by name (a sample's name for a labelled family; for a histogram its
  * count). KW_ERR_INVALID_ARG for a name that matches no row; a labelled sample whose label

@@ -545,6 +545,7 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::QUEUE_DEAD:
         case StatId::QUEUE_LEASE_EXPIRED:
         case StatId::EXPIRY_LATENESS:
+        case StatId::PLUGIN_COUNTER:  // from its stat source
             break;
     }
     return 0;
@@ -562,12 +563,18 @@ std::vector<StatSample> Engine::stats_snapshot() const {
             if (!fixed) continue;
             for (auto &kv : counters_.per_event)
                 out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
+        } else if (auto source = stat_sources_.find(id); source != stat_sources_.end()) {
+            source->second(&out);
         } else {
             for (auto &s : labelled)
                 if (s.id == id) out.push_back(s);
         }
     }
     return out;
+}
+
+void Engine::set_stat_source(StatId row, StatSource source) {
+    stat_sources_[row] = std::move(source);
 }
 
 int Engine::stat(const std::string &name, int64_t *value) const {

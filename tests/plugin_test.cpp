@@ -245,6 +245,34 @@ TEST_F(PluginTest, BuiltInsAreFoundBesideTheLibraryAndAValueEndingInSoIsAFile) {
     EXPECT_TRUE(contains(tried, std::string(KW_HANDLERS_DIR) + "/absent.so")) << tried;
 }
 
+// A plugin's counters are in the statistics snapshot (row plugin.<counter>, label
+// "<instance>.<counter>") and the JSON, not only behind kw_engine_stat.
+TEST_F(PluginTest, CountersAreInTheSnapshotAndTheJson) {
+    load(test_plugin("probe"), "probe-a", {});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("job:1", "v");
+    auto sample = [&](std::string *row) {
+        kw_stats_t *s = nullptr;
+        int64_t v = -1;
+        if (kw_engine_stats(engine_->get(), &s) != KW_OK) return v;
+        for (size_t i = 0; i < kw_stats_count(s); i++)
+            if (std::string(kw_stats_label_value(s, i)) == "probe-a.handled") {
+                v = kw_stats_value(s, i);
+                *row = std::string(kw_stats_name(s, i)) + " " + kw_stats_label_name(s, i) + " " +
+                       (kw_stats_type(s, i) == KW_STAT_COUNTER ? "counter" : "?");
+            }
+        kw_stats_free(s);
+        return v;
+    };
+    std::string row;
+    ASSERT_TRUE(wait_until([&] { return sample(&row) == 1; })) << row;
+    EXPECT_EQ(row, "plugin.<counter> counter counter");
+    char *json = nullptr;
+    ASSERT_EQ(kw_engine_stats_json(engine_->get(), &json), KW_OK);
+    EXPECT_EQ(nlohmann::json::parse(json)["plugin.probe-a.handled"], 1) << json;
+    kw_free(json);
+}
+
 TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
     load(test_plugin("probe"), "probe", {{"record", "calls"}, {"retry_first", "1"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
