@@ -370,7 +370,10 @@ KW_API int kw_engine_start(kw_engine_t *engine);
  * or every master of a cluster with the same checks (credentials, db, the ACL user's
  * commands, channels and keys), returning what kw_engine_start would, then disconnects.
  * No handler is called and no tracked key or task is claimed (events read meanwhile are
- * dropped). Plugins have been loaded and initialised by kw_engine_add_plugin already.
+ * dropped), and nothing is written to the server: with notify.enable, the CONFIG SET of
+ * notify-keyspace-events that start would run is not run but logged (INFO, "... start
+ * would set it to '<flags>'"). Plugins have been loaded and initialised by
+ * kw_engine_add_plugin already.
  * The engine's node statistics stay in its snapshot; it cannot be started afterwards
  * (KW_ERR_STATE): create another. Not concurrently with other calls on the engine. */
 KW_API int kw_engine_check(kw_engine_t *engine);

@@ -175,6 +175,7 @@ int Engine::start_or_check(bool check_only) {
     // without the commands, channels or keys keywatch needs.
     opts.select_db = !fo.cluster;
     opts.check_scripts = need_sweeper;
+    opts.dry_run = check_only;
     if (need_sweeper && !fo.cluster) {
         // In a cluster the queue keys live in every slot, each on its master: the check
         // then covers the commands only.

@@ -85,7 +85,7 @@ int DaemonEngine::build(const DaemonConfig &config, const Options &opts, std::st
         return kExitBadInput;
     }
     engine_.reset(engine);
-    kw_engine_set_log_fields_cb(engine, &DaemonLog::on_engine_log, log_);
+    kw_engine_set_log_fields_cb(engine, &DaemonEngine::on_log, this);
     kw_engine_set_state_cb(engine, &DaemonEngine::on_state, this);
 
     handlers_ = config.handlers;
@@ -140,8 +140,32 @@ bool DaemonEngine::start(std::string *err) {
 }
 
 bool DaemonEngine::check(std::string *err) {
+    {
+        std::lock_guard<std::mutex> lock(notes_mu_);
+        checking_ = true;
+    }
     const int rc = kw_engine_check(engine_.get());
+    {
+        std::lock_guard<std::mutex> lock(notes_mu_);
+        checking_ = false;
+    }
     return rc == KW_OK || start_failed(rc, err);
+}
+
+std::vector<std::string> DaemonEngine::check_notes() const {
+    std::lock_guard<std::mutex> lock(notes_mu_);
+    return notes_;
+}
+
+void DaemonEngine::on_log(kw_log_level level, const char *message, const char *const *fields,
+                          void *opaque) {
+    auto *self = static_cast<DaemonEngine *>(opaque);
+    DaemonLog::on_engine_log(level, message, fields, self->log_);
+    try {  // nothing may reach the engine's threads
+        std::lock_guard<std::mutex> lock(self->notes_mu_);
+        if (self->checking_ && level >= KW_LOG_INFO && message) self->notes_.push_back(message);
+    } catch (...) {
+    }
 }
 
 bool DaemonEngine::start_failed(int rc, std::string *err) const {

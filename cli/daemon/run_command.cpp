@@ -86,7 +86,8 @@ int fail(const RunArgs &args, const DaemonConfig &config, DaemonLog *log, int st
 }
 
 // --check: connect and subscribe as the daemon would (no handler runs, nothing is
-// claimed), say what it would do.
+// claimed, nothing written), say what it would do and what the engine noted meanwhile (the
+// notify-keyspace-events flags start would set).
 int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine, DaemonLog *log) {
     std::string err;
     if (!engine->check(&err)) return fail(args, config, log, kExitFailure, err);
@@ -96,6 +97,7 @@ int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
     std::string nodes;
     for (const std::string &node : engine->nodes()) nodes += (nodes.empty() ? "" : ", ") + node;
     out += "  connected and subscribed to: " + nodes + "\n";
+    for (const std::string &note : engine->check_notes()) out += "  note: " + note + "\n";
     out += "  http: " +
            (config.http.enabled
                 ? config.http.listen + (config.http.token.empty() ? " (no token)" : " (token set)")

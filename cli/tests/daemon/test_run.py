@@ -164,6 +164,21 @@ def test_readme_config_passes_check_against_a_real_server(keywatch, redis):
     assert 'handler "audit": plugin stream' in out.stdout
 
 
+def test_check_with_notify_enable_writes_nothing_and_says_what_start_would_set(keywatch,
+                                                                               redis):
+    redis.client.config_set("notify-keyspace-events", "")
+    config = base_config(redis.url, "[notify]\nenable = true\n"
+                                    "[[handler]]\nplugin = \"print\"\n")
+    out = keywatch("run", "--check", config=config)
+    assert out.returncode == 0, out.stderr
+    assert redis.client.config_get("notify-keyspace-events")["notify-keyspace-events"] == ""
+    note = re.search(rf"note: notify-keyspace-events on 127\.0\.0\.1:{redis.port} is '' and "
+                     r"lacks '(\w+)': start would set it to '(\w+)' \(notify\.enable\)",
+                     out.stdout)
+    assert note, out.stdout
+    assert set(note.group(2)) >= set("Ex"), note.group(0)
+
+
 def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     out = keywatch("run", "--check", config=base_config(cluster.seed,
                                                         "[[handler]]\nplugin = \"print\"\n"))
