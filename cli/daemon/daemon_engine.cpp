@@ -1,5 +1,8 @@
 #include "cli/daemon/daemon_engine.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,19 +19,27 @@ struct FilterFree {
 };
 using FilterPtr = std::unique_ptr<kw_filter_t, FilterFree>;
 
-// The name a [[handler]] without `name` gets: the built-in's name, or the file's name
-// without its directory and ".so" for a path. The metrics label handlers by it.
-std::string instance_name(const HandlerConfig &h) {
-    if (!h.name.empty()) return h.name;
-    std::string base = h.plugin.substr(h.plugin.rfind('/') + 1);
-    if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0)
-        base.resize(base.size() - 3);
-    return base;
+// "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
+std::string where(const ConfigPlace &place, const std::string &name) {
+    return (place.text.empty() ? "" : place.text + ": ") + "[[handler]] \"" + name + "\": ";
 }
 
-// "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
-std::string where(const HandlerConfig &h, const std::string &name) {
-    return (h.place.text.empty() ? "" : h.place.text + ": ") + "[[handler]] \"" + name + "\": ";
+// Where a plugin's refusal points: the line of the option it names (quoted, as the host's
+// "unknown option \"x\"" and the built-ins' "option \"x\": ..." do; the first named after
+// the "plugin instance \"name\" (...): " the host begins with), else the [[handler]]
+// header (an option that is missing has no line).
+const ConfigPlace &refusal_place(const HandlerConfig &h, const std::string &message) {
+    const ConfigPlace *best = &h.place;
+    const size_t from = std::min(message.find("): "), message.size());
+    size_t first = std::string::npos;
+    for (size_t i = 0; i < h.options.size() && i < h.option_places.size(); i++) {
+        const size_t at = message.find("\"" + h.options[i].first + "\"", from);
+        if (at < first) {
+            first = at;
+            best = &h.option_places[i];
+        }
+    }
+    return *best;
 }
 
 std::string conf_value(const kw_conf_t *conf, const char *name) {
@@ -114,7 +125,7 @@ int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
                                         errstr, sizeof errstr)
                   : kw_filter_set(filter.get(), key.c_str(), value.c_str(), errstr, sizeof errstr);
         if (rc != KW_OK) {
-            *err = where(h, name) + key + ": " + errstr;
+            *err = where(h.place, name) + key + ": " + errstr;
             return kExitBadInput;
         }
     }
@@ -126,7 +137,7 @@ int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
     options.push_back(nullptr);
     if (kw_engine_add_plugin(engine_.get(), h.plugin.c_str(), name.c_str(), filter.get(),
                              options.data(), errstr, sizeof errstr) != KW_OK) {
-        *err = where(h, name) + errstr;
+        *err = where(refusal_place(h, errstr), name) + errstr;
         return kExitFailure;
     }
     names_.push_back(name);

@@ -179,6 +179,34 @@ def test_check_with_notify_enable_writes_nothing_and_says_what_start_would_set(k
     assert set(note.group(2)) >= set("Ex"), note.group(0)
 
 
+def test_a_refused_plugin_option_points_at_its_own_line(keywatch, redis):
+    handler = ("[[handler]]\nplugin = \"exec\"\nname = \"run\"\n[handler.options]\n"
+               "argv0 = \"/bin/true\"\n{}\n")
+    for option, words in (("concurrency = 0", 'option "concurrency"'),
+                          ("colour = \"red\"", 'unknown option "colour"')):
+        out = keywatch("run", "--check", config=base_config(redis.url, handler.format(option)))
+        assert out.returncode == 1, out.stderr
+        # base_config puts the handler first: the option is on line 6, [[handler]] on line 1.
+        assert re.search(r"config-\d+\.toml:6:1: \[\[handler\]\] \"run\": .*" + re.escape(words),
+                         out.stderr), out.stderr
+
+
+def test_a_plugin_file_named_with_a_dot_or_ending_in_so_loads(keywatch, redis, tmp_path):
+    # Copies of the built stream plugin: "recorder-v1.2.so" (no name: one is made from the
+    # file's), and "rec.so", a file beside the config (not "rec.so.so" on the search path).
+    built = Path(os.environ["KW_HANDLERS_DIR"]) / "stream.so"
+    (tmp_path / "recorder-v1.2.so").write_bytes(built.read_bytes())
+    (tmp_path / "rec.so").write_bytes(built.read_bytes())
+    config = base_config(redis.url,
+                         f"[[handler]]\nplugin = {toml_str(str(tmp_path / 'recorder-v1.2.so'))}\n"
+                         "[handler.options]\nstream = \"a\"\n"
+                         "[[handler]]\nplugin = \"rec.so\"\n[handler.options]\nstream = \"b\"\n")
+    out = keywatch("run", "--check", config=config)
+    assert out.returncode == 0, out.stderr
+    assert 'handler "recorder-v1_2": plugin ' in out.stdout, out.stdout
+    assert f'handler "rec": plugin {tmp_path / "rec.so"}' in out.stdout, out.stdout
+
+
 def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     out = keywatch("run", "--check", config=base_config(cluster.seed,
                                                         "[[handler]]\nplugin = \"print\"\n"))
