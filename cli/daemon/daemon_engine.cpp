@@ -5,11 +5,14 @@
 #include <condition_variable>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "cli/child_processes.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/exit_status.h"
+#include "core/duration.h"
 
 namespace keywatch::cli {
 namespace {
@@ -96,6 +99,7 @@ int DaemonEngine::build(const DaemonConfig &config, const Options &opts, std::st
         return kExitBadInput;
     }
     engine_.reset(engine);
+    private_server_ = opts.private_server;
     kw_engine_set_log_fields_cb(engine, &DaemonEngine::on_log, this);
     kw_engine_set_state_cb(engine, &DaemonEngine::on_state, this);
 
@@ -190,7 +194,30 @@ bool DaemonEngine::start_failed(int rc, std::string *err) const {
 bool DaemonEngine::stop() {
     if (!engine_ || !started_) return true;
     started_ = false;
-    return kw_engine_stop(engine_.get(), -1) != KW_ERR_TIMEOUT;
+    int64_t timeout_ms = 0;
+    parse_duration_ms(conf_value(conf_.get(), "stop.timeout"), &timeout_ms);
+    // kw_engine_stop waits for a handler still running at the deadline: end the programs
+    // the handlers wait for then, so that their calls return.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopped = false;
+    std::thread deadline([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return stopped; }))
+            return;
+        lock.unlock();
+        if (size_t n = end_child_processes(kChildGraceMs, {private_server_}); n > 0)
+            log_->write(KW_LOG_WARN, "stop.timeout passed: ended the " + std::to_string(n) +
+                                         " program(s) the handlers were still running");
+    });
+    const int rc = kw_engine_stop(engine_.get(), -1);
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        stopped = true;
+    }
+    cv.notify_one();
+    deadline.join();
+    return rc != KW_ERR_TIMEOUT;
 }
 
 std::vector<std::string> DaemonEngine::describe() const {

@@ -6,6 +6,8 @@
 // Not thread-safe: the daemon's main thread owns it (callbacks run on engine threads).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +24,7 @@ class DaemonEngine {
     struct Options {
         std::string url;             // "" = the config's [redis] url
         bool print_default = false;  // no [[handler]]: one instance of the print plugin
+        pid_t private_server = 0;    // --embedded's redis-server: not a handler's program
     };
 
     explicit DaemonEngine(DaemonLog *log) : log_(log) {}
@@ -43,8 +46,11 @@ class DaemonEngine {
     // What the engine said during check() (info and above, in order, e.g. the
     // notify-keyspace-events flags start would set): for the report.
     std::vector<std::string> check_notes() const;
-    // Stops with stop.timeout. False when handlers were still running at the deadline.
-    // Idempotent.
+    // Stops with stop.timeout. The processes the handlers started (the exec plugin's
+    // programs) that still run at the deadline are ended (SIGTERM to their process groups,
+    // SIGKILL after kChildGraceMs: cli/child_processes.h), so that stop.timeout bounds the
+    // stop with running programs too. False when handlers were still running at the
+    // deadline. Idempotent.
     bool stop();
 
     kw_engine_t *engine() const { return engine_.get(); }
@@ -83,6 +89,7 @@ class DaemonEngine {
     std::unique_ptr<kw_engine_t, EngineFree> engine_;
     std::vector<HandlerConfig> handlers_;  // as registered (print added when defaulted)
     std::vector<std::string> names_;
+    pid_t private_server_ = 0;
     bool started_ = false;
 };
 

@@ -25,8 +25,9 @@ const char kFooter[] =
     "[[handler]] table per plugin instance; examples/keywatch.toml shows every table, "
     "docs/daemon.md describes them.\n\n"
     "Signals: SIGTERM or SIGINT stop gracefully (in-flight handlers finish within "
-    "stop.timeout, claims not started go back to their queues); a second one exits at once "
-    "(status 128+signal). SIGHUP reopens [log] file.\n\n"
+    "stop.timeout, claims not started go back to their queues, programs the handlers still "
+    "run then are ended); a second one exits at once (status 128+signal), ending every "
+    "program keywatch started. SIGHUP reopens [log] file.\n\n"
     "Exit status: 0 fine (stopped by a signal, or --check found nothing wrong); 1 the job "
     "cannot be done (Redis unreachable or refusing, a plugin that cannot be loaded or "
     "refuses its options, the HTTP address in use, the log file cannot be opened); 2 bad "
@@ -132,7 +133,8 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
                                            : "none"}});
     if (!engine->stop())
         log->write(KW_LOG_WARN,
-                   "handlers were still running when stop.timeout passed; their items go back "
+                   "handlers were still running when stop.timeout passed: the programs they "
+                   "ran were ended and their items are retried; items not started went back "
                    "to their queues for another engine");
     http.stop();
     log->write(KW_LOG_INFO, "stopped");
@@ -174,6 +176,7 @@ int run_daemon(const RunArgs &args) {
     DaemonEngine::Options opts;
     opts.url = target.url();
     opts.print_default = args.embedded;
+    opts.private_server = target.server_pid();
     if (int rc = engine.build(config, opts, &err); rc != kExitOk) {
         if (rc == kExitBadInput) {
             say(args, err);

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,10 @@ def queue_counts(client, ns: str = "kw", queue: str = "keys") -> tuple[int, int]
     due = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:due"))
     inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
     return due, inflight
+
+
+def dead_letters(client, ns: str = "kw", queue: str = "keys") -> int:
+    return sum(client.xlen(k) for k in client.scan_iter(f"{ns}:{queue}:*dead*"))
 
 
 def exec_handler(script: str, extra: str = "") -> str:
@@ -336,6 +341,31 @@ def test_sigterm_lets_handlers_in_flight_finish_and_acks_them(daemon, keywatch, 
     assert d.wait_log("^stopped$")
 
 
+def running(pid: int) -> bool:
+    """True while pid is a process that has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZXx"
+
+
+def group_running(pgid: int) -> list:
+    """The processes of process group pgid that have not ended."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] not in "ZXx":
+            members.append(int(entry.name))
+    return members
+
+
 def kill_pids(path: Path) -> None:
     """SIGKILL the handler processes whose pids were appended to path (orphans of a daemon
     that did not wait for them)."""
@@ -347,18 +377,53 @@ def kill_pids(path: Path) -> None:
                 pass
 
 
-def test_a_second_signal_exits_at_once(daemon, keywatch, redis, tmp_path):
+def test_a_second_signal_exits_at_once_and_leaves_no_program_behind(daemon, keywatch, redis,
+                                                                     tmp_path):
+    # The program's group: sh (then sleep, same pid) and a sleep it started in the background.
     pids = tmp_path / "pids"
-    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 30"
+    script = f"cat >/dev/null; sleep 30 & echo $! >> {pids}; echo $$ >> {pids}; exec sleep 30"
     d = daemon(base_config(redis.url, exec_handler(script)))
     try:
         d.wait_running()
         track(keywatch, redis.url, "job:2", "x", "50ms")
-        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, 30,
+                 "the handler to start")
+        leader = int(pids.read_text().split()[1])
+        assert len(group_running(leader)) == 2
         d.send(signal.SIGTERM)
         d.wait_log("^stopping")
         assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
         assert "second signal" in d.stderr()
+        # Ended before the daemon exited (SIGTERM to the group; SIGKILL after the grace).
+        assert group_running(leader) == []
+        assert not [p for p in map(int, pids.read_text().split()) if running(p)]
+        assert sum(queue_counts(redis.client)) == 1  # retried, or in flight until its lease
+        assert dead_letters(redis.client) == 0
+    finally:
+        kill_pids(pids)
+
+
+def test_stop_timeout_bounds_a_stop_with_a_program_still_running(daemon, keywatch, redis,
+                                                                tmp_path):
+    pids = tmp_path / "pids"
+    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 60"
+    d = daemon(base_config(redis.url, "[stop]\ntimeout = \"1s\"\n" +
+                           exec_handler(script) + "timeout_ms = 120000\n"))
+    try:
+        d.wait_running()
+        track(keywatch, redis.url, "job:3", "x", "50ms")
+        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        leader = int(pids.read_text().split()[0])
+        began = time.monotonic()
+        assert d.stop(signal.SIGTERM) == 0
+        # stop.timeout, the program's grace and the acks' wait, far from its 60 s.
+        assert time.monotonic() - began < 20, d.stderr()
+        assert group_running(leader) == []
+        assert d.wait_log("ended the 1 program")
+        # The program was stopped, not failed: its item is retried (or, had the retry not
+        # been written in time, still in flight until its lease ends), never a dead letter.
+        assert sum(queue_counts(redis.client)) == 1
+        assert dead_letters(redis.client) == 0
     finally:
         kill_pids(pids)
 
