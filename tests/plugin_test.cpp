@@ -245,6 +245,17 @@ TEST_F(PluginTest, BuiltInsAreFoundBesideTheLibraryAndAValueEndingInSoIsAFile) {
     EXPECT_TRUE(contains(tried, std::string(KW_HANDLERS_DIR) + "/absent.so")) << tried;
 }
 
+// docs/plugins.md quotes the host's own refusal, with this keywatch's version.
+TEST_F(PluginTest, TheAbiRefusalInDocsPluginsMdIsTheHostsOwn) {
+    std::string err;
+    ASSERT_NE(add_plugin(engine_->get(), test_plugin("bad_abi"), nullptr, {}, &err), KW_OK);
+    const std::string after_path = err.substr(err.find(".so\"") + 4);
+    EXPECT_TRUE(contains(after_path, KW_VERSION_STRING)) << err;
+    std::ifstream in(KW_PLUGINS_DOC);
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(doc, after_path)) << "docs/plugins.md does not quote: " << after_path;
+}
+
 // A plugin's counters are in the statistics snapshot (row plugin.<counter>, label
 // "<instance>.<counter>") and the JSON, not only behind kw_engine_stat.
 TEST_F(PluginTest, CountersAreInTheSnapshotAndTheJson) {

@@ -121,6 +121,7 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
         !http.start(config, engine->engine(), engine->conf(), engine->handler_names(), log, &err))
         return fail(args, config, log, kExitFailure, err);
     if (!engine->start(&err)) return fail(args, config, log, kExitFailure, err);
+    http.start_gauges();
     DaemonLog::Fields fields;
     for (const std::string &line : engine->describe()) log->write(KW_LOG_INFO, line);
     if (config.http.enabled) fields.emplace_back("http", http.address());

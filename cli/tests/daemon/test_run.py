@@ -212,6 +212,16 @@ def test_a_plugin_file_named_with_a_dot_or_ending_in_so_loads(keywatch, redis, t
     assert f'handler "rec": plugin {tmp_path / "rec.so"}' in out.stdout, out.stdout
 
 
+def test_a_failed_start_reports_one_error(keywatch):
+    config = (f"[redis]\nurl = \"redis://127.0.0.1:{free_port()}\"\nconnect_timeout = \"1s\"\n"
+              "[http]\nlisten = \"127.0.0.1:0\"\n[metrics]\nqueue_interval = \"100ms\"\n"
+              "[[handler]]\nplugin = \"print\"\n")
+    out = keywatch("run", config=config)
+    assert out.returncode == 1, out.stderr
+    assert "cannot start on redis://127.0.0.1:" in out.stderr
+    assert "queue gauges" not in out.stderr  # no second complaint about the same server
+
+
 def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     out = keywatch("run", "--check", config=base_config(cluster.seed,
                                                         "[[handler]]\nplugin = \"print\"\n"))
