@@ -51,7 +51,11 @@ struct kw_engine_s {
                   [this](kw_log_level l, const std::string &m, const keywatch::LogFields &f) {
                       if (!freeing) engine.log(l, m, f);
                   }),
-          engine(c) {}
+          engine(c) {
+        engine.set_stat_source(
+            keywatch::StatId::PLUGIN_COUNTER,
+            [this](std::vector<keywatch::StatSample> *out) { plugins.append_stats(out); });
+    }
     // Plugin log lines during kw_engine_free (a plugin's close) are dropped: the engine is
     // being destroyed.
     ~kw_engine_s() { freeing = true; }

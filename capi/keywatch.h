@@ -332,9 +332,11 @@ KW_API void kw_engine_free(kw_engine_t *engine);
 KW_API int kw_engine_add_handler(kw_engine_t *engine, const kw_filter_t *filter, kw_handler_fn fn,
                                  void *opaque, void (*free_opaque)(void *));
 /* Load a handler plugin (docs/plugins.md) and register an instance of it for the events the
- * filter selects (NULL: every "expired" event). plugin: a path (containing '/'), or a name
- * looked up as <name>.so in $KEYWATCH_PLUGIN_PATH's directories, then in the installed
- * plugin directory. instance: a name for this instance (NULL: the plugin's own name);
+ * filter selects (NULL: every "expired" event). plugin: a path (containing '/' or ending in
+ * ".so"), or a name looked up as <name>.so in $KEYWATCH_PLUGIN_PATH's directories, then in
+ * the plugin directory beside this library as installed (<libdir>/keywatch/plugins; from a
+ * build tree, the plugins built there), then in the plugin directory configured when it was
+ * built. instance: a name for this instance (NULL: the plugin's own name);
  * several instances of one plugin need different names; its counters are the statistics
  * "plugin.<instance>.<counter>". options: name, value, name, value, ..., NULL (NULL: none),
  * passed to the plugin's init; an option it does not read is refused. A refused plugin
@@ -369,7 +371,10 @@ KW_API int kw_engine_start(kw_engine_t *engine);
  * or every master of a cluster with the same checks (credentials, db, the ACL user's
  * commands, channels and keys), returning what kw_engine_start would, then disconnects.
  * No handler is called and no tracked key or task is claimed (events read meanwhile are
- * dropped). Plugins have been loaded and initialised by kw_engine_add_plugin already.
+ * dropped), and nothing is written to the server: with notify.enable, the CONFIG SET of
+ * notify-keyspace-events that start would run is not run but logged (INFO, "... start
+ * would set it to '<flags>'"). Plugins have been loaded and initialised by
+ * kw_engine_add_plugin already.
  * The engine's node statistics stay in its snapshot; it cannot be started afterwards
  * (KW_ERR_STATE): create another. Not concurrently with other calls on the engine. */
 KW_API int kw_engine_check(kw_engine_t *engine);
@@ -481,6 +486,10 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   sweep.calls                 counter   calls       claim_due script calls
  *   lateness.max_ms             gauge     ms          largest handler start minus deadline seen
  *                                                     (tracked keys and tasks)
+ *   plugin.<counter>            counter   count       a plugin instance's own counter (host
+ *                                                     counter_add); <counter> is the instance's
+ *                                                     name, a dot and the counter's:
+ *                                                     plugin.stream.appended
  * KW_STATS_LIST_END
  * Samples of a labelled family appear once their label is known (queues and handlers at
  * kw_engine_start); before kw_engine_start only unlabelled statistics exist.
@@ -494,6 +503,9 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  * deliver has every node.state READY and, when serving queues, every node.sweeping 1.
  * Per handler, handler.acked + retried + rejected count each event's result once (a held
  * event when its hold completes); handler.pending counts the calls that held.
+ * plugin.<counter> has a sample per counter a plugin instance added to (host counter_add),
+ * named plugin.<instance>.<name> like the statistic kw_engine_stat reads; its label value
+ * is "<instance>.<name>" (an instance's name holds no dot, so the first dot splits them).
  */
 /* One statistic by name (a sample's name for a labelled family; for a histogram its
  * count). KW_ERR_INVALID_ARG for a name that matches no row; a labelled sample whose label

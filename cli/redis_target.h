@@ -30,6 +30,8 @@ class RedisTarget {
 
     const std::string &url() const { return url_; }
     bool embedded() const { return server_ != nullptr; }
+    // The private server's pid; 0 when not embedded.
+    pid_t server_pid() const { return server_ ? server_->pid() : 0; }
     // "started a private redis-server ..." for the user; empty when not embedded.
     std::string started_message() const;
 

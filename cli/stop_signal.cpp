@@ -11,12 +11,17 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "cli/child_processes.h"
 
 namespace keywatch::cli {
 namespace {
 
 // Process-wide because signal handlers cannot carry state.
 int g_pipe[2] = {-1, -1};
+int g_second_pipe[2] = {-1, -1};  // the second signal's number (a byte), or 0 to quit
+std::thread g_second_thread;
 // Lock-free atomics: safe in a signal handler and between threads (worker threads call
 // request()).
 std::atomic<int> g_signal{0};
@@ -38,16 +43,31 @@ void on_signal(int sig) {
     }
     if (g_signal != 0) {
         // Second signal: the orderly stop is taking too long for the user.
-        static const char msg[] = "keywatch: second signal, exiting now\n";
-        ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+        const char byte = static_cast<char>(sig);
+        ssize_t ignored = write(g_second_pipe[1], &byte, 1);
         (void)ignored;
-        if (g_child.load() > 0) kill(static_cast<pid_t>(g_child.load()), SIGKILL);
-        _exit(128 + sig);
+        errno = saved_errno;
+        return;
     }
     g_signal = sig;
     ssize_t ignored = write(g_pipe[1], "s", 1);
     (void)ignored;
     errno = saved_errno;
+}
+
+// The second signal's thread: kills the private server, ends the other children, exits.
+void exit_on_second_signal() {
+    char sig = 0;
+    ssize_t n;
+    while ((n = read(g_second_pipe[0], &sig, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1 || sig == 0) return;  // the StopSignal goes away
+    static const char msg[] = "keywatch: second signal, exiting now\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    if (g_child.load() > 0) kill(static_cast<pid_t>(g_child.load()), SIGKILL);
+    end_child_processes(kChildGraceMs);
+    _exit(128 + sig);
 }
 
 int64_t now_ms() {
@@ -62,6 +82,9 @@ StopSignal::StopSignal(HupMode hup) {
     g_hup = 0;
     if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    if (pipe2(g_second_pipe, O_CLOEXEC) != 0)
+        throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    g_second_thread = std::thread(exit_on_second_signal);
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -73,11 +96,17 @@ StopSignal::StopSignal(HupMode hup) {
 
 StopSignal::~StopSignal() {
     for (int sig : kSignals) signal(sig, SIG_DFL);
+    const char quit = 0;
+    ssize_t ignored = write(g_second_pipe[1], &quit, 1);
+    (void)ignored;
+    g_second_thread.join();
     g_child = 0;
     g_hup_reopens = 0;
-    close(g_pipe[0]);
-    close(g_pipe[1]);
-    g_pipe[0] = g_pipe[1] = -1;
+    for (int *fds : {g_pipe, g_second_pipe}) {
+        close(fds[0]);
+        close(fds[1]);
+        fds[0] = fds[1] = -1;
+    }
 }
 
 void StopSignal::request() {

@@ -3,9 +3,12 @@
 // order. For `keywatch run` (HupMode::Reopen) SIGHUP is not a stop but a request to reopen
 // the log file: wait() returns Reason::Reopen, and a SIGHUP never counts as a first signal. The
 // signal handler only write()s to a self-pipe (async-signal-safe). A second signal while stopping
-// kills the private server (if any) and exits at once, so an impatient Ctrl-C never leaves a
-// redis-server behind. Also ignores SIGPIPE, so a closed stdout is an error to handle, not a silent
-// death. One instance per process; request() and stop_requested() may be called from any thread.
+// exits at once (status 128 + the signal) from a thread of its own that first kills the private
+// server (if any) and ends every other process this one started (the exec plugin's programs:
+// SIGTERM to their process groups, SIGKILL after kChildGraceMs; cli/child_processes.h), so
+// an impatient Ctrl-C leaves neither a redis-server nor a handler's program behind. Also ignores
+// SIGPIPE, so a closed stdout is an error to handle, not a silent death. One instance per
+// process; request() and stop_requested() may be called from any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -19,9 +22,10 @@ class StopSignal {
     enum class Reason { Signal, Requested, Timeout, Reopen };
     enum class HupMode { Stop, Reopen };
 
-    // Installs the handlers; throws std::runtime_error on failure.
+    // Installs the handlers and starts the thread that acts on a second signal; throws
+    // std::runtime_error on failure.
     explicit StopSignal(HupMode hup = HupMode::Stop);
-    ~StopSignal();  // restores the default dispositions
+    ~StopSignal();  // restores the default dispositions, joins the thread
     StopSignal(const StopSignal &) = delete;
     StopSignal &operator=(const StopSignal &) = delete;
 

@@ -110,10 +110,11 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
         "What watch promises: an item is acknowledged once its line was written to stdout. A "
         "pipe cannot tell what its reader consumed: a reader that stops early (| head -3) or "
         "crashes loses the lines already written to the pipe. So stdout is for people and "
-        "for scripts that read every line. To hand items to another program reliably, use "
-        "the C API (kw_engine_add_handler: ack only when the work is done); the exec and "
-        "stream handler plugins are planned. Use --observe to print live events without "
-        "claiming anything, beside the engines that do the work.");
+        "for scripts that read every line. To hand items to another program reliably, run "
+        "`keywatch run` with the exec, stream or webhook handler plugin (acked only when "
+        "the program exits 0, the stream entry is written, the URL answers 2xx), or use the "
+        "C API (kw_engine_add_handler: ack only when the work is done). Use --observe to "
+        "print live events without claiming anything, beside the engines that do the work.");
     cmd->add_option("--redis", a->redis,
                     "redis://[user:password@]host:port[/db][?db=N] or unix:///path/to.sock "
                     "(default: start a private redis-server)")

@@ -175,6 +175,7 @@ int Engine::start_or_check(bool check_only) {
     // without the commands, channels or keys keywatch needs.
     opts.select_db = !fo.cluster;
     opts.check_scripts = need_sweeper;
+    opts.dry_run = check_only;
     if (need_sweeper && !fo.cluster) {
         // In a cluster the queue keys live in every slot, each on its master: the check
         // then covers the commands only.
@@ -560,6 +561,7 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::QUEUE_DEAD:
         case StatId::QUEUE_LEASE_EXPIRED:
         case StatId::EXPIRY_LATENESS:
+        case StatId::PLUGIN_COUNTER:  // from its stat source
             break;
     }
     return 0;
@@ -577,12 +579,18 @@ std::vector<StatSample> Engine::stats_snapshot() const {
             if (!fixed) continue;
             for (auto &kv : counters_.per_event)
                 out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
+        } else if (auto source = stat_sources_.find(id); source != stat_sources_.end()) {
+            source->second(&out);
         } else {
             for (auto &s : labelled)
                 if (s.id == id) out.push_back(s);
         }
     }
     return out;
+}
+
+void Engine::set_stat_source(StatId row, StatSource source) {
+    stat_sources_[row] = std::move(source);
 }
 
 int Engine::stat(const std::string &name, int64_t *value) const {

@@ -59,6 +59,12 @@ class Engine : private SubscriberSink, private HoldOwner {
     int check();
     int stop(int64_t timeout_ms);
 
+    // Samples of a row the engine does not record itself (plugin.<counter>: the plugin
+    // instances'), added to every snapshot at that row. Only before start(); the source
+    // is called from any thread that takes a snapshot.
+    using StatSource = std::function<void(std::vector<StatSample> *out)>;
+    void set_stat_source(StatId row, StatSource source);
+
     // A statistic by name (core/stats.h: a histogram gives its count). Any thread.
     int stat(const std::string &name, int64_t *value) const;
     // Every sample, in the table's order (labelled families: one per label). Any thread.
@@ -122,6 +128,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     // snapshot taken on another thread (an HTTP scrape) reads none of them.
     std::atomic<bool> labelled_fixed_{false};
     SweeperCounters sweeper_counters_;
+    std::map<StatId, StatSource> stat_sources_;  // fixed before start
 
     std::mutex completion_mu_;  // workers -> loop
     std::vector<Completion> completions_;

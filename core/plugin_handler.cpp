@@ -154,4 +154,11 @@ int PluginSet::stat(const std::string &name, int64_t *value) const {
     return it->second->counter(name.substr(dot + 1), value);
 }
 
+void PluginSet::append_stats(std::vector<StatSample> *out) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto &[instance, context] : instances_)
+        for (const auto &[counter, value] : context->counters())
+            out->push_back({StatId::PLUGIN_COUNTER, instance + "." + counter, value, {}});
+}
+
 }  // namespace keywatch

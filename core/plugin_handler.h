@@ -1,12 +1,14 @@
 // Plugin instances in an engine. PluginHandler is the Handler (core/handler.h) adapter
 // around one initialised instance of a loaded plugin; PluginSet loads instances for one
 // engine (kw_engine_add_plugin), refuses bad ones precisely without changing the engine,
-// and answers the "plugin.<instance>.<counter>" statistics.
+// and answers the "plugin.<instance>.<counter>" statistics (by name, and as the samples of
+// the row plugin.<counter> in the engine's snapshots).
 // Lifetime: a PluginHandler closes its instance and releases the library (dlclose when no
 // other instance uses it) in its destructor, which the engine runs after its workers
 // stopped: a plugin is never unloaded while a worker may call it.
 // Thread-safety: PluginHandler::handle from workers (serialised for KW_PLUGIN_SERIAL);
-// PluginSet::add by the engine's owner before start; PluginSet::stat from any thread.
+// PluginSet::add by the engine's owner before start; PluginSet::stat and append_stats
+// from any thread.
 #pragma once
 
 #include <map>
@@ -63,6 +65,9 @@ class PluginSet {
     // "plugin.<instance>.<counter>": KW_OK with *value; KW_ERR_INVALID_ARG for any other
     // name or an unknown instance.
     int stat(const std::string &name, int64_t *value) const;
+    // One sample of the row plugin.<counter> per counter an instance added to, labelled
+    // "<instance>.<counter>", by instance and counter name (an engine's StatSource).
+    void append_stats(std::vector<StatSample> *out) const;
 
   private:
     int init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary> &lib,

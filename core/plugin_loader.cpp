@@ -2,17 +2,25 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "keywatch_types.h"
 
+// Set by core/CMakeLists.txt: the plugin directory configured at build time, the same
+// directory relative to the library's own (as installed), and the build tree with the
+// plugins built in it.
 #ifndef KW_PLUGIN_DIR
 #define KW_PLUGIN_DIR "/usr/local/lib/keywatch/plugins"
+#endif
+#ifndef KW_PLUGIN_SUBDIR
+#define KW_PLUGIN_SUBDIR "keywatch/plugins"
 #endif
 
 namespace keywatch {
@@ -42,13 +50,46 @@ std::string not_shared_object(const std::string &path) {
     return "is an ELF file of type " + std::to_string(type) + ", not a shared object";
 }
 
+// The canonical absolute form of `path`, or "" when it does not exist.
+std::string real_path(const std::string &path) {
+    char buf[PATH_MAX];
+    return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The file this code was loaded from: libkeywatch.so, or the program it is linked into.
+std::string own_file() {
+    Dl_info info;
+    struct link_map *map = nullptr;
+    static const int anchor = 0;  // any object of this file's
+    if (!dladdr1(&anchor, &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) || !map)
+        return "";
+    // The main program's link map has no name.
+    return real_path(map->l_name[0] ? map->l_name : "/proc/self/exe");
+}
+
+// The directories beside this library where its plugins are: the installed layout
+// (<libdir>/keywatch/plugins), and in its build tree the plugins built there.
+std::vector<std::string> own_plugin_dirs() {
+    std::vector<std::string> dirs;
+    const std::string file = own_file();
+    if (file.empty()) return dirs;
+    dirs.push_back(file.substr(0, file.rfind('/')) + "/" KW_PLUGIN_SUBDIR);
+#if defined(KW_BUILD_DIR) && defined(KW_BUILD_PLUGIN_DIR)
+    const std::string build = real_path(KW_BUILD_DIR);
+    if (!build.empty() && file.compare(0, build.size() + 1, build + "/") == 0)
+        dirs.push_back(KW_BUILD_PLUGIN_DIR);
+#endif
+    return dirs;
+}
+
 int resolve(const std::string &spec, std::string *path, std::string *err) {
     if (spec.empty()) {
-        *err = "no plugin given: pass a path (with a '/') or a plugin name";
+        *err = "no plugin given: pass a path (with a '/' or ending in .so) or a plugin name";
         return KW_ERR_INVALID_ARG;
     }
-    if (spec.find('/') != std::string::npos) {
-        *path = spec;
+    if (plugin_spec_is_path(spec)) {
+        // dlopen looks a name without '/' up on the library path: "rec.so" is ./rec.so.
+        *path = spec.find('/') == std::string::npos ? "./" + spec : spec;
         return KW_OK;
     }
     std::string tried;
@@ -120,8 +161,22 @@ std::vector<std::string> plugin_search_path() {
             start = end + 1;
         }
     }
-    dirs.push_back(KW_PLUGIN_DIR);
+    std::vector<std::string> more = own_plugin_dirs();
+    more.push_back(KW_PLUGIN_DIR);
+    // Each directory once: the configured one is often the one beside the library.
+    for (const auto &dir : more) {
+        const std::string real = real_path(dir);
+        bool seen = false;
+        for (const auto &d : dirs)
+            seen = seen || d == dir || (!real.empty() && real_path(d) == real);
+        if (!seen) dirs.push_back(dir);
+    }
     return dirs;
+}
+
+bool plugin_spec_is_path(const std::string &spec) {
+    return spec.find('/') != std::string::npos ||
+           (spec.size() >= 3 && spec.compare(spec.size() - 3, 3, ".so") == 0);
 }
 
 int open_plugin(const std::string &spec, std::shared_ptr<PluginLibrary> *out, std::string *err) {
@@ -130,7 +185,7 @@ int open_plugin(const std::string &spec, std::shared_ptr<PluginLibrary> *out, st
     const std::string file = "plugin \"" + path + "\"";
     if (!is_file(path)) {
         *err = file + " cannot be opened: no such file" +
-               (spec.find('/') == std::string::npos ? "" : " (check the path)");
+               (plugin_spec_is_path(spec) ? " (check the path)" : "");
         return KW_ERR_NOT_FOUND;
     }
     if (std::string what = not_shared_object(path); !what.empty()) {

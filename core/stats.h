@@ -104,7 +104,10 @@
       "one queue (negative counts as 0)")                                                          \
     X(SWEEP_CALLS, "sweep.calls", COUNTER, "calls", "claim_due script calls")                      \
     X(LATENESS_MAX, "lateness.max_ms", GAUGE, "ms",                                                \
-      "largest handler start minus deadline seen (tracked keys and tasks)")
+      "largest handler start minus deadline seen (tracked keys and tasks)")                        \
+    X(PLUGIN_COUNTER, "plugin.<counter>", COUNTER, "count",                                        \
+      "a plugin instance's own counter (host counter_add); <counter> is the instance's name, "     \
+      "a dot and the counter's: plugin.stream.appended")
 
 namespace keywatch {
 

@@ -221,6 +221,13 @@ void Subscriber::check_notify_config() {
             connect_subscriber();
             return;
         }
+        if (opts_.dry_run) {
+            log(KW_LOG_INFO, "notify-keyspace-events on " + endpoint_ + " is '" + have +
+                                 "' and lacks '" + missing + "': start would set it to '" + wanted +
+                                 "' (notify.enable); a check changes nothing");
+            connect_subscriber();
+            return;
+        }
         cmd_.command({"CONFIG", "SET", "notify-keyspace-events", wanted}, [this, have, wanted](
                                                                               redisReply *set) {
             if (set->type == REDIS_REPLY_ERROR)

@@ -79,6 +79,9 @@ class Subscriber {
         // scripts (EVAL/EVALSHA) on these keys (empty: on no key): a NOPERM then fails
         // the start, naming the rule that grants it. check_scripts = the engine sweeps.
         bool check_scripts = false;
+        // A dry run (kw_engine_check): with notify_enable, say what CONFIG SET would change
+        // instead of changing it. Nothing is written to the server.
+        bool dry_run = false;
         std::vector<std::string> script_keys;
         std::string ns;  // the namespace, for the rule in that message
     };

@@ -2,7 +2,8 @@
 // and the loader's checks (cli/daemon/daemon_config.h). Properties: a refused file has a
 // message that names the file; an accepted one holds only engine options that kw_conf_set
 // accepts again, in a fresh configuration, and that kw_engine_new accepts together; every
-// handler has a plugin, a name unique among the handlers (when given) and a filter that
+// handler has a plugin, an instance name (given or made from the plugin) that the plugin
+// loader accepts and no other handler has, one place per option, and a filter that
 // kw_filter_set accepts again; the HTTP address is host:port.
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "capi/keywatch.h"
 #include "cli/daemon/daemon_config.h"
+#include "core/plugin_handler.h"
 #include "fuzz/check.h"
 
 namespace {
@@ -34,7 +36,10 @@ void check_handlers(const keywatch::cli::DaemonConfig &config) {
     char err[512];
     for (auto &h : config.handlers) {
         KW_FUZZ_CHECK(!h.plugin.empty(), "a handler has a plugin");
-        if (!h.name.empty()) KW_FUZZ_CHECK(names.insert(h.name).second, "handler names are unique");
+        const std::string name = keywatch::cli::instance_name(h);
+        KW_FUZZ_CHECK(keywatch::valid_instance_name(name), "an instance name the loader accepts");
+        KW_FUZZ_CHECK(names.insert(name).second, "handler names are unique");
+        KW_FUZZ_CHECK(h.options.size() == h.option_places.size(), "one place per plugin option");
         kw_filter_t *filter = kw_filter_new();
         for (auto &[name, value] : h.filter) {
             const bool bytes = name == "prefix" || name == "glob";

@@ -1,9 +1,11 @@
 /*
  * exec - a built-in handler plugin: runs a program (argv from the options, no shell) per
  * event, with the event on stdin as the JSON line `keywatch watch` prints, at most
- * `concurrency` at once. Exit 0: ack; 75 (EX_TEMPFAIL): retry; anything else (another
- * code, a signal): reject with the end of its stderr. A program still running after
- * timeout_ms is killed with its process group (its children too) and the event retried.
+ * `concurrency` at once. Exit 0: ack; 75 (EX_TEMPFAIL): retry; ended by SIGTERM, SIGINT,
+ * SIGHUP or SIGKILL (stopped from outside: keywatch's own stop, a service manager, the OOM
+ * killer): retry; anything else (another code, another signal such as SIGSEGV): reject with
+ * the end of its stderr. A program still running after timeout_ms is killed with its
+ * process group (its children too) and the event retried.
  *
  * Options (docs/plugins.md):
  *   argv0, argv1, ...  required argv0 (a path, or a name looked up on PATH); then its
@@ -199,6 +201,11 @@ static int run_program(const state_t *s, const char *body, size_t len, run_t *r,
     return 0;
 }
 
+/* The signals that stop a program rather than say it failed on this event. */
+static int stopped_from_outside(int sig) {
+    return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL;
+}
+
 static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     state_t *s = (state_t *)p;
     const kw_plugin_host_t *h = s->host;
@@ -232,6 +239,11 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         return KW_RESULT_RETRY;
     }
     code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+    if (code < 0 && stopped_from_outside(WTERMSIG(r.status))) {
+        snprintf(err, n, "%s was stopped by signal %d: %s", s->argv[0], WTERMSIG(r.status), r.tail);
+        h->counter_add(h, "retried", 1);
+        return KW_RESULT_RETRY;
+    }
     if (code == 0) {
         h->counter_add(h, "succeeded", 1);
         return KW_RESULT_ACK;

@@ -75,7 +75,7 @@ typedef struct kw_reply {
 struct kw_plugin_host {
     uint32_t size;                /* sizeof the host's table: test members with KW_PLUGIN_HAS */
     uint32_t abi_version;         /* KW_PLUGIN_ABI_VERSION of the host */
-    const char *keywatch_version; /* "0.1.0" */
+    const char *keywatch_version; /* the host's KW_VERSION_STRING (keywatch_types.h) */
     const char *instance;         /* this instance's name (several may share one plugin) */
 
     /* A log line through the engine's log callback, prefixed with the instance name. */

@@ -226,6 +226,64 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
     }));
 }
 
+// The built-ins are found beside the library that runs (here: in the build tree, the
+// plugins built there) with no KEYWATCH_PLUGIN_PATH; a value ending in .so is a file,
+// relative to the working directory, never "<value>.so" on the search path.
+TEST_F(PluginTest, BuiltInsAreFoundBesideTheLibraryAndAValueEndingInSoIsAFile) {
+    unsetenv("KEYWATCH_PLUGIN_PATH");
+    load("stream", "out", {{"stream", "audit"}});
+    char cwd[4096];
+    ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+    ASSERT_EQ(chdir(KW_TEST_PLUGIN_DIR), 0);
+    std::string err;
+    const int rc = add_plugin(engine_->get(), "probe.so", "relative", {}, &err);
+    ASSERT_EQ(chdir(cwd), 0);
+    EXPECT_EQ(rc, KW_OK) << err;
+    refused("absent.so", nullptr, {}, {"\"./absent.so\" cannot be opened", "check the path"});
+    std::string tried;
+    EXPECT_NE(add_plugin(engine_->get(), "absent", nullptr, {}, &tried), KW_OK);
+    EXPECT_TRUE(contains(tried, std::string(KW_HANDLERS_DIR) + "/absent.so")) << tried;
+}
+
+// docs/plugins.md quotes the host's own refusal, with this keywatch's version.
+TEST_F(PluginTest, TheAbiRefusalInDocsPluginsMdIsTheHostsOwn) {
+    std::string err;
+    ASSERT_NE(add_plugin(engine_->get(), test_plugin("bad_abi"), nullptr, {}, &err), KW_OK);
+    const std::string after_path = err.substr(err.find(".so\"") + 4);
+    EXPECT_TRUE(contains(after_path, KW_VERSION_STRING)) << err;
+    std::ifstream in(KW_PLUGINS_DOC);
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(doc, after_path)) << "docs/plugins.md does not quote: " << after_path;
+}
+
+// A plugin's counters are in the statistics snapshot (row plugin.<counter>, label
+// "<instance>.<counter>") and the JSON, not only behind kw_engine_stat.
+TEST_F(PluginTest, CountersAreInTheSnapshotAndTheJson) {
+    load(test_plugin("probe"), "probe-a", {});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("job:1", "v");
+    auto sample = [&](std::string *row) {
+        kw_stats_t *s = nullptr;
+        int64_t v = -1;
+        if (kw_engine_stats(engine_->get(), &s) != KW_OK) return v;
+        for (size_t i = 0; i < kw_stats_count(s); i++)
+            if (std::string(kw_stats_label_value(s, i)) == "probe-a.handled") {
+                v = kw_stats_value(s, i);
+                *row = std::string(kw_stats_name(s, i)) + " " + kw_stats_label_name(s, i) + " " +
+                       (kw_stats_type(s, i) == KW_STAT_COUNTER ? "counter" : "?");
+            }
+        kw_stats_free(s);
+        return v;
+    };
+    std::string row;
+    ASSERT_TRUE(wait_until([&] { return sample(&row) == 1; })) << row;
+    EXPECT_EQ(row, "plugin.<counter> counter counter");
+    char *json = nullptr;
+    ASSERT_EQ(kw_engine_stats_json(engine_->get(), &json), KW_OK);
+    EXPECT_EQ(nlohmann::json::parse(json)["plugin.probe-a.handled"], 1) << json;
+    kw_free(json);
+}
+
 TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
     load(test_plugin("probe"), "probe", {{"record", "calls"}, {"retry_first", "1"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();

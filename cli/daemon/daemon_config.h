@@ -32,17 +32,27 @@ struct ConfigPlace {
 };
 
 struct HandlerConfig {
-    std::string plugin;  // a built-in's name ("stream") or a path (contains '/')
-    std::string name;    // the instance's name; "" when the file gives none (plugin's name);
-                         // no two handlers of a file share a name
+    // A built-in's name ("stream") or a path (plugin_spec_is_path: contains '/' or ends in
+    // ".so"; resolved against the config file's directory).
+    std::string plugin;
+    std::string name;  // the instance's name as written; "" when the file gives none
     // kw_filter_set names and values, in file order, each already accepted by it; events
     // joined with ','. prefix and glob may hold any bytes (NUL included): give them to
     // kw_filter_set_bytes.
     std::vector<std::pair<std::string, std::string>> filter;
     // [handler.options]: the plugin's options as text, in file order.
     std::vector<std::pair<std::string, std::string>> options;
-    ConfigPlace place;  // the [[handler]] header, "keywatch.toml:12:1"
+    std::vector<ConfigPlace> option_places;  // options[i] came from option_places[i]
+    ConfigPlace place;                       // the [[handler]] header, "keywatch.toml:12:1"
 };
+
+// The name the engine gives a handler's instance (its statistics, metrics and log lines):
+// name when written, else the built-in's name, or for a path the file's name without its
+// directory and ".so"; a name not written has each character the instance-name rule
+// (core/plugin_handler.h) refuses replaced by '_' and is cut at 64 bytes
+// ("/x/recorder-v1.2.so" -> "recorder-v1_2"). "" when nothing is left to name it by. No two
+// handlers of a file share one.
+std::string instance_name(const HandlerConfig &handler);
 
 enum class LogFormat { Json, Text };
 

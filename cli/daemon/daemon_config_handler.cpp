@@ -8,6 +8,7 @@
 #include "cli/daemon/config_reader.h"
 #include "cli/event_names.h"
 #include "core/plugin_handler.h"
+#include "core/plugin_loader.h"
 
 namespace keywatch::cli {
 namespace {
@@ -113,15 +114,24 @@ bool read_options(const toml::node &node, const std::string &key, ConfigReader *
         return reader->fail(node.source(), key,
                             "expected a table ([handler.options] below its [[handler]]), got " +
                                 got_text(node, key));
-    std::vector<std::pair<toml::source_position, std::pair<std::string, std::string>>> found;
+    struct Option {
+        toml::source_position at;
+        ConfigPlace place;
+        std::pair<std::string, std::string> nv;
+    };
+    std::vector<Option> found;
     for (auto &&[name, value] : *table) {
         std::string text;
         if (!reader->scalar_text(value, key + "." + std::string(name.str()), &text)) return false;
-        found.push_back({name.source().begin, {std::string(name.str()), text}});
+        found.push_back(
+            {name.source().begin, reader->place(name.source()), {std::string(name.str()), text}});
     }
     std::sort(found.begin(), found.end(),
-              [](const auto &a, const auto &b) { return a.first < b.first; });
-    for (auto &f : found) out->options.push_back(std::move(f.second));
+              [](const Option &a, const Option &b) { return a.at < b.at; });
+    for (auto &f : found) {
+        out->options.push_back(std::move(f.nv));
+        out->option_places.push_back(std::move(f.place));
+    }
     return true;
 }
 
@@ -141,7 +151,7 @@ bool read_handler(const toml::table &table, size_t n, ConfigReader *reader, Hand
     if (out->plugin.empty())
         return reader->fail(plugin->source(), head + " plugin",
                             "empty: name a built-in (e.g. \"stream\") or a plugin's .so");
-    if (out->plugin.find('/') != std::string::npos) out->plugin = reader->resolve_path(out->plugin);
+    if (plugin_spec_is_path(out->plugin)) out->plugin = reader->resolve_path(out->plugin);
     if (auto name = table.get("name")) {
         if (!reader->string_value(*name, head + " name", &out->name)) return false;
         if (out->name.empty())
@@ -151,6 +161,11 @@ bool read_handler(const toml::table &table, size_t n, ConfigReader *reader, Hand
             return reader->fail(
                 name->source(), head + " name",
                 "'" + out->name + "' is not a valid name: use " + kInstanceNameRule);
+    } else if (instance_name(*out).empty()) {
+        return reader->fail(plugin->source(), head + " plugin",
+                            "no instance name can be made from it: add name = \"...\" to this "
+                            "[[handler]] (" +
+                                std::string(kInstanceNameRule) + ")");
     }
     FilterPtr filter(kw_filter_new(), kw_filter_free);
     std::vector<std::pair<toml::source_position, std::pair<std::string, std::string>>> found;
@@ -170,13 +185,6 @@ bool read_handler(const toml::table &table, size_t n, ConfigReader *reader, Hand
     return true;
 }
 
-// The instance's name as the engine will know it, when the file tells ("" for a plugin
-// given by path without a name: its descriptor names it).
-std::string instance_name(const HandlerConfig &h) {
-    if (!h.name.empty()) return h.name;
-    return h.plugin.find('/') == std::string::npos ? h.plugin : "";
-}
-
 bool check_unique_names(const std::vector<HandlerConfig> &handlers,
                         const std::vector<const toml::table *> &tables, ConfigReader *reader) {
     for (size_t i = 0; i < handlers.size(); i++) {
@@ -194,6 +202,18 @@ bool check_unique_names(const std::vector<HandlerConfig> &handlers,
 }
 
 }  // namespace
+
+std::string instance_name(const HandlerConfig &h) {
+    if (!h.name.empty()) return h.name;
+    std::string base = h.plugin.substr(h.plugin.rfind('/') + 1);
+    if (plugin_spec_is_path(h.plugin) && base.size() >= 3 &&
+        base.compare(base.size() - 3, 3, ".so") == 0)
+        base.resize(base.size() - 3);
+    if (base.size() > 64) base.resize(64);
+    for (char &c : base)
+        if (!valid_instance_name(std::string(1, c))) c = '_';
+    return base;
+}
 
 const std::vector<std::string> kHandlerKeys = {"db",      "events", "glob",   "name",
                                                "options", "plugin", "prefix", "queue"};

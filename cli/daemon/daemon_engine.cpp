@@ -1,12 +1,18 @@
 #include "cli/daemon/daemon_engine.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "cli/child_processes.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/exit_status.h"
+#include "core/duration.h"
 
 namespace keywatch::cli {
 namespace {
@@ -16,19 +22,27 @@ struct FilterFree {
 };
 using FilterPtr = std::unique_ptr<kw_filter_t, FilterFree>;
 
-// The name a [[handler]] without `name` gets: the built-in's name, or the file's name
-// without its directory and ".so" for a path. The metrics label handlers by it.
-std::string instance_name(const HandlerConfig &h) {
-    if (!h.name.empty()) return h.name;
-    std::string base = h.plugin.substr(h.plugin.rfind('/') + 1);
-    if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0)
-        base.resize(base.size() - 3);
-    return base;
+// "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
+std::string where(const ConfigPlace &place, const std::string &name) {
+    return (place.text.empty() ? "" : place.text + ": ") + "[[handler]] \"" + name + "\": ";
 }
 
-// "keywatch.toml:12:1: [[handler]] \"hooks\": " for messages.
-std::string where(const HandlerConfig &h, const std::string &name) {
-    return (h.place.text.empty() ? "" : h.place.text + ": ") + "[[handler]] \"" + name + "\": ";
+// Where a plugin's refusal points: the line of the option it names (quoted, as the host's
+// "unknown option \"x\"" and the built-ins' "option \"x\": ..." do; the first named after
+// the "plugin instance \"name\" (...): " the host begins with), else the [[handler]]
+// header (an option that is missing has no line).
+const ConfigPlace &refusal_place(const HandlerConfig &h, const std::string &message) {
+    const ConfigPlace *best = &h.place;
+    const size_t from = std::min(message.find("): "), message.size());
+    size_t first = std::string::npos;
+    for (size_t i = 0; i < h.options.size() && i < h.option_places.size(); i++) {
+        const size_t at = message.find("\"" + h.options[i].first + "\"", from);
+        if (at < first) {
+            first = at;
+            best = &h.option_places[i];
+        }
+    }
+    return *best;
 }
 
 std::string conf_value(const kw_conf_t *conf, const char *name) {
@@ -85,7 +99,8 @@ int DaemonEngine::build(const DaemonConfig &config, const Options &opts, std::st
         return kExitBadInput;
     }
     engine_.reset(engine);
-    kw_engine_set_log_fields_cb(engine, &DaemonLog::on_engine_log, log_);
+    private_server_ = opts.private_server;
+    kw_engine_set_log_fields_cb(engine, &DaemonEngine::on_log, this);
     kw_engine_set_state_cb(engine, &DaemonEngine::on_state, this);
 
     handlers_ = config.handlers;
@@ -114,7 +129,7 @@ int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
                                         errstr, sizeof errstr)
                   : kw_filter_set(filter.get(), key.c_str(), value.c_str(), errstr, sizeof errstr);
         if (rc != KW_OK) {
-            *err = where(h, name) + key + ": " + errstr;
+            *err = where(h.place, name) + key + ": " + errstr;
             return kExitBadInput;
         }
     }
@@ -126,7 +141,7 @@ int DaemonEngine::add_handler(const HandlerConfig &h, std::string *err) {
     options.push_back(nullptr);
     if (kw_engine_add_plugin(engine_.get(), h.plugin.c_str(), name.c_str(), filter.get(),
                              options.data(), errstr, sizeof errstr) != KW_OK) {
-        *err = where(h, name) + errstr;
+        *err = where(refusal_place(h, errstr), name) + errstr;
         return kExitFailure;
     }
     names_.push_back(name);
@@ -140,8 +155,32 @@ bool DaemonEngine::start(std::string *err) {
 }
 
 bool DaemonEngine::check(std::string *err) {
+    {
+        std::lock_guard<std::mutex> lock(notes_mu_);
+        checking_ = true;
+    }
     const int rc = kw_engine_check(engine_.get());
+    {
+        std::lock_guard<std::mutex> lock(notes_mu_);
+        checking_ = false;
+    }
     return rc == KW_OK || start_failed(rc, err);
+}
+
+std::vector<std::string> DaemonEngine::check_notes() const {
+    std::lock_guard<std::mutex> lock(notes_mu_);
+    return notes_;
+}
+
+void DaemonEngine::on_log(kw_log_level level, const char *message, const char *const *fields,
+                          void *opaque) {
+    auto *self = static_cast<DaemonEngine *>(opaque);
+    DaemonLog::on_engine_log(level, message, fields, self->log_);
+    try {  // nothing may reach the engine's threads
+        std::lock_guard<std::mutex> lock(self->notes_mu_);
+        if (self->checking_ && level >= KW_LOG_INFO && message) self->notes_.push_back(message);
+    } catch (...) {
+    }
 }
 
 bool DaemonEngine::start_failed(int rc, std::string *err) const {
@@ -155,7 +194,30 @@ bool DaemonEngine::start_failed(int rc, std::string *err) const {
 bool DaemonEngine::stop() {
     if (!engine_ || !started_) return true;
     started_ = false;
-    return kw_engine_stop(engine_.get(), -1) != KW_ERR_TIMEOUT;
+    int64_t timeout_ms = 0;
+    parse_duration_ms(conf_value(conf_.get(), "stop.timeout"), &timeout_ms);
+    // kw_engine_stop waits for a handler still running at the deadline: end the programs
+    // the handlers wait for then, so that their calls return.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopped = false;
+    std::thread deadline([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return stopped; }))
+            return;
+        lock.unlock();
+        if (size_t n = end_child_processes(kChildGraceMs, {private_server_}); n > 0)
+            log_->write(KW_LOG_WARN, "stop.timeout passed: ended the " + std::to_string(n) +
+                                         " program(s) the handlers were still running");
+    });
+    const int rc = kw_engine_stop(engine_.get(), -1);
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        stopped = true;
+    }
+    cv.notify_one();
+    deadline.join();
+    return rc != KW_ERR_TIMEOUT;
 }
 
 std::vector<std::string> DaemonEngine::describe() const {

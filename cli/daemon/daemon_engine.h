@@ -6,7 +6,10 @@
 // Not thread-safe: the daemon's main thread owns it (callbacks run on engine threads).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,7 @@ class DaemonEngine {
     struct Options {
         std::string url;             // "" = the config's [redis] url
         bool print_default = false;  // no [[handler]]: one instance of the print plugin
+        pid_t private_server = 0;    // --embedded's redis-server: not a handler's program
     };
 
     explicit DaemonEngine(DaemonLog *log) : log_(log) {}
@@ -36,11 +40,17 @@ class DaemonEngine {
     // Connects and subscribes. False with *err (what failed and what to do).
     bool start(std::string *err);
     // For --check: connects and subscribes as start() would, with the same checks and
-    // errors, then disconnects; no handler runs and nothing is claimed (kw_engine_check).
-    // The engine cannot start afterwards.
+    // errors, then disconnects; no handler runs, nothing is claimed and nothing is written
+    // to Redis (kw_engine_check). The engine cannot start afterwards.
     bool check(std::string *err);
-    // Stops with stop.timeout. False when handlers were still running at the deadline.
-    // Idempotent.
+    // What the engine said during check() (info and above, in order, e.g. the
+    // notify-keyspace-events flags start would set): for the report.
+    std::vector<std::string> check_notes() const;
+    // Stops with stop.timeout. The processes the handlers started (the exec plugin's
+    // programs) that still run at the deadline are ended (SIGTERM to their process groups,
+    // SIGKILL after kChildGraceMs: cli/child_processes.h), so that stop.timeout bounds the
+    // stop with running programs too. False when handlers were still running at the
+    // deadline. Idempotent.
     bool stop();
 
     kw_engine_t *engine() const { return engine_.get(); }
@@ -59,6 +69,9 @@ class DaemonEngine {
     // *err for kw_engine_start's or kw_engine_check's failure rc; false.
     bool start_failed(int rc, std::string *err) const;
     static void on_state(const char *node, kw_conn_state state, const char *detail, void *opaque);
+    // Into the DaemonLog, and into notes_ while check() runs (engine threads).
+    static void on_log(kw_log_level level, const char *message, const char *const *fields,
+                       void *opaque);
 
     struct EngineFree {
         void operator()(kw_engine_t *e) const { kw_engine_free(e); }
@@ -68,10 +81,15 @@ class DaemonEngine {
     };
 
     DaemonLog *log_;
+    // Before engine_: its threads log through on_log until it is freed.
+    mutable std::mutex notes_mu_;
+    bool checking_ = false;  // under notes_mu_
+    std::vector<std::string> notes_;
     std::unique_ptr<kw_conf_t, ConfFree> conf_;
     std::unique_ptr<kw_engine_t, EngineFree> engine_;
     std::vector<HandlerConfig> handlers_;  // as registered (print added when defaulted)
     std::vector<std::string> names_;
+    pid_t private_server_ = 0;
     bool started_ = false;
 };
 

@@ -38,7 +38,6 @@ bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
         *err = "[http] listen: " + *err;
         return false;
     }
-    impl_->gauges->start();
     if (impl_->server.beyond_loopback() && config.http.token.empty())
         log->write(KW_LOG_WARN,
                    "the HTTP endpoints listen beyond loopback without a token: anyone who can "
@@ -46,6 +45,10 @@ bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
                    "127.0.0.1",
                    {{"address", impl_->server.address()}});
     return true;
+}
+
+void DaemonHttp::start_gauges() {
+    if (impl_->gauges) impl_->gauges->start();
 }
 
 void DaemonHttp::stop() {

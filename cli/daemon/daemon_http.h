@@ -22,12 +22,15 @@ class DaemonHttp {
     DaemonHttp(const DaemonHttp &) = delete;
     DaemonHttp &operator=(const DaemonHttp &) = delete;
 
-    // Listens on config.http.listen and starts reading the queue gauges (every [metrics]
-    // queue_interval, with a client of engine_conf's redis options). engine and log must
-    // outlive this object; handler_names label the handlers' metrics. False with *err (the
-    // address and why) when it cannot listen.
+    // Listens on config.http.listen. engine and log must outlive this object;
+    // handler_names label the handlers' metrics. False with *err (the address and why)
+    // when it cannot listen.
     bool start(const DaemonConfig &config, kw_engine_t *engine, const kw_conf_t *engine_conf,
                std::vector<std::string> handler_names, DaemonLog *log, std::string *err);
+    // Starts reading the queue gauges (every [metrics] queue_interval, with a client of
+    // engine_conf's redis options): once the engine has started, so that a start that
+    // fails reports its one error, not also a gauge read that failed beside it.
+    void start_gauges();
     // Stops serving. Idempotent.
     void stop();
     // The address bound ("127.0.0.1:9464").

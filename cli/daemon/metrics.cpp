@@ -1,5 +1,6 @@
 #include "cli/daemon/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,8 @@ const std::vector<MetricMapping> kMetricMap = {
     {"lateness.max_ms", "keywatch_expiry_lateness_max_seconds", "", "",
      "largest handler start minus deadline seen (tracked keys and tasks), in seconds",
      T::MillisToSeconds},
+    {"plugin.<counter>", "keywatch_plugin_counter_total", "", "",
+     "a plugin instance's own counter (host counter_add), by instance and counter name", T::None},
 };
 
 const char *type_name(kw_stat_type type) {
@@ -171,6 +174,23 @@ class Exposition {
     std::map<std::string, size_t> index_;
     std::vector<std::string> blocks_;
 };
+
+// A sample's labels: a handler's registration index becomes its instance name, a plugin
+// counter's "<instance>.<counter>" the labels instance and counter.
+Exposition::Labels sample_labels(const std::string &row, const std::string &label,
+                                 std::string value, const std::vector<std::string> &handler_names) {
+    if (label.empty()) return {};
+    if (label == "handler") {
+        size_t idx = std::strtoul(value.c_str(), nullptr, 10);
+        if (idx < handler_names.size()) value = handler_names[idx];
+    }
+    if (row == "plugin.<counter>") {
+        const size_t dot = std::min(value.find('.'), value.size());
+        return {{"instance", value.substr(0, dot)},
+                {"counter", dot < value.size() ? value.substr(dot + 1) : ""}};
+    }
+    return {{label, value}};
+}
 
 void histogram(Exposition *x, const std::string &name, Exposition::Labels labels,
                const kw_stats_t *s, size_t i) {
@@ -283,14 +303,8 @@ std::string Metrics::render() const {
         const std::string name = m ? m->metric : derived_name(row, type, kw_stats_unit(s.get(), i));
         const std::string help = m && m->help[0] ? m->help : kw_stats_help(s.get(), i);
         x.family(name, type_name(type), help);
-        Exposition::Labels labels;
-        const std::string label = kw_stats_label_name(s.get(), i);
-        std::string value = kw_stats_label_value(s.get(), i);
-        if (label == "handler") {
-            size_t idx = std::strtoul(value.c_str(), nullptr, 10);
-            if (idx < handler_names_.size()) value = handler_names_[idx];
-        }
-        if (!label.empty()) labels.emplace_back(label, value);
+        Exposition::Labels labels = sample_labels(row, kw_stats_label_name(s.get(), i),
+                                                  kw_stats_label_value(s.get(), i), handler_names_);
         if (m && m->extra_label[0]) labels.emplace_back(m->extra_label, m->extra_value);
         if (type == KW_STAT_HISTOGRAM) {
             histogram(&x, name, labels, s.get(), i);

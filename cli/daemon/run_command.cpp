@@ -25,8 +25,9 @@ const char kFooter[] =
     "[[handler]] table per plugin instance; examples/keywatch.toml shows every table, "
     "docs/daemon.md describes them.\n\n"
     "Signals: SIGTERM or SIGINT stop gracefully (in-flight handlers finish within "
-    "stop.timeout, claims not started go back to their queues); a second one exits at once "
-    "(status 128+signal). SIGHUP reopens [log] file.\n\n"
+    "stop.timeout, claims not started go back to their queues, programs the handlers still "
+    "run then are ended); a second one exits at once (status 128+signal), ending every "
+    "program keywatch started. SIGHUP reopens [log] file.\n\n"
     "Exit status: 0 fine (stopped by a signal, or --check found nothing wrong); 1 the job "
     "cannot be done (Redis unreachable or refusing, a plugin that cannot be loaded or "
     "refuses its options, the HTTP address in use, the log file cannot be opened); 2 bad "
@@ -86,7 +87,8 @@ int fail(const RunArgs &args, const DaemonConfig &config, DaemonLog *log, int st
 }
 
 // --check: connect and subscribe as the daemon would (no handler runs, nothing is
-// claimed), say what it would do.
+// claimed, nothing written), say what it would do and what the engine noted meanwhile (the
+// notify-keyspace-events flags start would set).
 int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine, DaemonLog *log) {
     std::string err;
     if (!engine->check(&err)) return fail(args, config, log, kExitFailure, err);
@@ -96,6 +98,7 @@ int check(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
     std::string nodes;
     for (const std::string &node : engine->nodes()) nodes += (nodes.empty() ? "" : ", ") + node;
     out += "  connected and subscribed to: " + nodes + "\n";
+    for (const std::string &note : engine->check_notes()) out += "  note: " + note + "\n";
     out += "  http: " +
            (config.http.enabled
                 ? config.http.listen + (config.http.token.empty() ? " (no token)" : " (token set)")
@@ -118,6 +121,7 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
         !http.start(config, engine->engine(), engine->conf(), engine->handler_names(), log, &err))
         return fail(args, config, log, kExitFailure, err);
     if (!engine->start(&err)) return fail(args, config, log, kExitFailure, err);
+    http.start_gauges();
     DaemonLog::Fields fields;
     for (const std::string &line : engine->describe()) log->write(KW_LOG_INFO, line);
     if (config.http.enabled) fields.emplace_back("http", http.address());
@@ -130,7 +134,8 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
                                            : "none"}});
     if (!engine->stop())
         log->write(KW_LOG_WARN,
-                   "handlers were still running when stop.timeout passed; their items go back "
+                   "handlers were still running when stop.timeout passed: the programs they "
+                   "ran were ended and their items are retried; items not started went back "
                    "to their queues for another engine");
     http.stop();
     log->write(KW_LOG_INFO, "stopped");
@@ -172,6 +177,7 @@ int run_daemon(const RunArgs &args) {
     DaemonEngine::Options opts;
     opts.url = target.url();
     opts.print_default = args.embedded;
+    opts.private_server = target.server_pid();
     if (int rc = engine.build(config, opts, &err); rc != kExitOk) {
         if (rc == kExitBadInput) {
             say(args, err);

@@ -249,6 +249,41 @@ TEST(DaemonConfig, RelativePathsAreRelativeToTheConfigFile) {
     EXPECT_EQ(c.handlers[1].plugin, "/abs/q.so");
 }
 
+// A value ending in .so is a file (relative to the config's directory), and a handler
+// without a name gets one the instance-name rule accepts: the file's name without ".so",
+// with '_' for what the rule refuses.
+TEST(DaemonConfig, APluginFileEndingInSoIsAPathAndItsNameIsMadeValid) {
+    TempDir dir;
+    std::string path = dir.write("kw.toml",
+                                 "[[handler]]\nplugin = \"rec.so\"\n"
+                                 "[[handler]]\nplugin = \"/x/recorder-v1.2.so\"\n"
+                                 "[[handler]]\nplugin = \"/x/recorder v1.3.so\"\nname = \"r3\"\n"
+                                 "[[handler]]\nplugin = \"stream\"\n");
+    DaemonConfig c;
+    std::string err;
+    ASSERT_TRUE(load_daemon_config(path, &c, &err)) << err;
+    EXPECT_EQ(c.handlers[0].plugin, dir.path() + "/rec.so");
+    EXPECT_EQ(instance_name(c.handlers[0]), "rec");
+    EXPECT_EQ(c.handlers[1].name, "");
+    EXPECT_EQ(instance_name(c.handlers[1]), "recorder-v1_2");
+    EXPECT_EQ(instance_name(c.handlers[2]), "r3");
+    EXPECT_EQ(instance_name(c.handlers[3]), "stream");
+    EXPECT_EQ(
+        instance_name(
+            parsed("[[handler]]\nplugin = \"/x/" + std::string(70, 'a') + ".so\"\n").handlers[0]),
+        std::string(64, 'a'));
+}
+
+// Each [handler.options] value keeps its own line, for a plugin's refusal of it.
+TEST(DaemonConfig, EveryPluginOptionKeepsItsPlace) {
+    DaemonConfig c = parsed(
+        "[[handler]]\nplugin = \"exec\"\n[handler.options]\n"
+        "argv0 = \"/bin/true\"\nconcurrency = 0\n");
+    ASSERT_EQ(c.handlers[0].option_places.size(), 2u);
+    EXPECT_EQ(c.handlers[0].option_places[0].text, "kw.toml:4:1");
+    EXPECT_EQ(c.handlers[0].option_places[1].text, "kw.toml:5:1");
+}
+
 // ---- TOML syntax and the file itself ----------------------------------------------------
 
 TEST(DaemonConfigErrors, TomlSyntaxErrorCarriesTomlPlusPlusPosition) {
@@ -584,6 +619,14 @@ TEST(DaemonConfigErrors, TwoHandlersWithTheSameNameAreRefused) {
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nname = \"\"\n"),
               "kw.toml:3:8: [[handler]] #1 name: empty: give a name, or leave name out to use "
               "the plugin's");
+    // Names made from files: two files of one name clash as two built-ins do.
+    EXPECT_EQ(
+        error_of("[[handler]]\nplugin = \"/a/rec.so\"\n[[handler]]\nplugin = \"/b/rec.so\"\n"),
+        "kw.toml:3:1: [[handler]] #2: a second handler named 'rec' (the first is "
+        "[[handler]] #1 at kw.toml:1:1): give each instance its own name = \"...\"");
+    EXPECT_EQ(error_of("[[handler]]\nplugin = \"/a/.so\"\n"),
+              "kw.toml:2:10: [[handler]] #1 plugin: no instance name can be made from it: add "
+              "name = \"...\" to this [[handler]] (1 to 64 letters, digits, '_' or '-')");
 }
 
 TEST(DaemonConfigErrors, HandlerNameOutsideThePluginInstanceRuleIsRefused) {

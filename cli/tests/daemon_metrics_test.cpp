@@ -191,12 +191,29 @@ TEST_F(DaemonMetricsTest, LabelValuesAreEscapedSoTheParserReadsBackTheNames) {
         << metrics.render();
 }
 
+// A built-in plugin instance for the expired events of keys under prefix; it counts.
+void add_stream_plugin(Engine &engine, const char *instance, const char *prefix) {
+    kw_filter_t *f = kw_filter_new();
+    kw_filter_set(f, "prefix", prefix, nullptr, 0);
+    const char *options[] = {"stream", "out", nullptr};
+    char err[1024] = "";
+    const int rc = kw_engine_add_plugin(engine.get(), KW_HANDLERS_DIR "/stream.so", instance, f,
+                                        options, err, sizeof err);
+    kw_filter_free(f);
+    ASSERT_EQ(rc, KW_OK) << err;
+}
+
 TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
     Engine engine(redis().url());
     engine.set("queues", "jobs");
     EventSink a;
     engine.add(&a, {{"events", "expired,task"}});
+    add_stream_plugin(engine, "audit", "p:");
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    // A plugin's counter moves (plugin.<counter>) once it handled an event.
+    auto rc = client();
+    ASSERT_TRUE(set_and_expire(*rc, "p:1"));
+    ASSERT_TRUE(wait_until([&] { return engine.stat("plugin.audit.appended") == 1; }));
     kw_stats_t *s = nullptr;
     ASSERT_EQ(kw_engine_stats(engine.get(), &s), KW_OK);
     std::map<std::string, kw_stat_type> family_type;
@@ -224,6 +241,29 @@ TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
         EXPECT_TRUE(rows.count(m.row)) << m.row << " is mapped but the engine has no such row";
 }
 
+// A plugin's own counters are one family, labelled by instance and counter, read back by
+// the Prometheus parser.
+TEST_F(DaemonMetricsTest, PluginCountersAreOneFamilyByInstanceAndCounter) {
+    Engine engine(redis().url());
+    add_stream_plugin(engine, "audit", "a:");
+    add_stream_plugin(engine, "mirror", "m:");
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    Metrics metrics(engine.get(), {"audit", "mirror"}, nullptr);
+    auto rc = client();
+    for (const char *key : {"a:1", "a:2", "m:1"}) ASSERT_TRUE(set_and_expire(*rc, key));
+    json parsed;
+    ASSERT_TRUE(wait_until([&] {
+        parsed = parse_exposition(metrics.render());
+        return value(parsed, "keywatch_plugin_counter_total",
+                     {{"instance", "audit"}, {"counter", "appended"}}) == 2 &&
+               value(parsed, "keywatch_plugin_counter_total",
+                     {{"instance", "mirror"}, {"counter", "appended"}}) == 1;
+    })) << metrics.render();
+    const json *f = family(parsed, "keywatch_plugin_counter");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ((*f)["type"], "counter");
+}
+
 // docs/metrics.md names every family /metrics serves (engine statistics, build info and
 // the queue gauges), so the page stays true to the code.
 TEST_F(DaemonMetricsTest, EveryMetricServedIsInDocsMetricsMd) {
@@ -231,7 +271,11 @@ TEST_F(DaemonMetricsTest, EveryMetricServedIsInDocsMetricsMd) {
     engine.set("queues", "jobs");
     EventSink a;
     engine.add(&a, {{"events", "expired,task"}});
+    add_stream_plugin(engine, "audit", "p:");
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    auto rc = client();
+    ASSERT_TRUE(set_and_expire(*rc, "p:1"));
+    ASSERT_TRUE(wait_until([&] { return engine.stat("plugin.audit.appended") == 1; }));
     QueueGauges gauges(engine.conf(), 50, {});
     gauges.start();
     ASSERT_TRUE(wait_until([&] { return gauges.figures().read_ms > 0; }));

@@ -851,8 +851,11 @@ TEST_F(CliTest, WatchHelpSaysWhatItPromises) {
     EXPECT_EQ(r.status, 0) << describe(r);
     for (const char *text : {"an item is acknowledged once its line was written to stdout",
                              "A pipe cannot tell what its reader consumed", "(| head -3)",
+                             "with the exec, stream or webhook handler plugin",
                              "use the C API (kw_engine_add_handler", "Use --observe to print"})
         EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << describe(r);
+    // The plugins ship (handlers/): nothing of them is "planned".
+    EXPECT_EQ(r.out.find("planned"), std::string::npos) << describe(r);
 }
 
 TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {

@@ -6,8 +6,9 @@ Environment (set by ctest, cli/CMakeLists.txt):
   KW_TEST_CLUSTER  tests/support/kw_test_cluster: starts one private redis-server
                    (--single) or a 3-master 3-replica cluster, prints its nodes as one JSON
                    line, stops them when its stdin closes
-  KW_HANDLERS_DIR  the built plugins (<build>/handlers), given to the daemon as
-                   KEYWATCH_PLUGIN_PATH
+  KW_HANDLERS_DIR  the built plugins (<build>/handlers): the daemon finds them there
+                   by itself (it runs from the build tree), with no KEYWATCH_PLUGIN_PATH
+  KW_BUILD_DIR     the build folder, and KW_CMAKE the cmake that built it (cmake --install)
 
 Fixtures: ``redis`` (a private server, ``.url``, ``.port``, ``.client`` a redis-py client),
 ``cluster`` (module scope), ``daemon`` (a factory: ``daemon(config_text, *args)`` starts
@@ -149,8 +150,10 @@ def cluster() -> Iterator[Cluster]:
 
 
 def _daemon_env() -> dict:
+    """The environment of the binaries under test: without KEYWATCH_PLUGIN_PATH, so that
+    they find the built-in plugins as a user's do."""
     env = dict(os.environ)
-    env["KEYWATCH_PLUGIN_PATH"] = _env_path("KW_HANDLERS_DIR")
+    env.pop("KEYWATCH_PLUGIN_PATH", None)
     return env
 
 
@@ -160,10 +163,11 @@ class Daemon:
     address the HTTP server bound (from the "running" line), for ``get``."""
 
     def __init__(self, tmp_path: Path, config: Optional[str], args: tuple,
-                 stdout: Optional[int] = None) -> None:
+                 stdout: Optional[int] = None, cli: Optional[str] = None,
+                 env: Optional[dict] = None) -> None:
         self.dir = tmp_path / f"daemon-{time.monotonic_ns()}"
         self.dir.mkdir()
-        cmd = [_env_path("KW_CLI"), "run"]
+        cmd = [cli or _env_path("KW_CLI"), "run"]
         if config is not None:
             self.config = self.dir / "keywatch.toml"
             self.config.write_text(config)
@@ -174,7 +178,7 @@ class Daemon:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out if stdout is None else stdout,
                                          stderr=err, stdin=subprocess.DEVNULL,
-                                         env=_daemon_env())
+                                         env=env or _daemon_env())
         self.http: Optional[str] = None
 
     @property
@@ -236,14 +240,15 @@ class Daemon:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
-    """daemon(config_text, *args, stdout=FD): a running `keywatch run`; config_text None:
-    no --config (with --embedded); stdout: a file descriptor instead of the file
-    Daemon.stdout() reads. Every daemon is stopped at the end (SIGKILL if SIGTERM is not
-    enough)."""
+    """daemon(config_text, *args, stdout=FD, cli=PATH, env=DICT): a running `keywatch run`;
+    config_text None: no --config (with --embedded); stdout: a file descriptor instead of the
+    file Daemon.stdout() reads; cli and env: another binary (an installed one) and its
+    environment. Every daemon is stopped at the end (SIGKILL if SIGTERM is not enough)."""
     started: list = []
 
-    def start(config: Optional[str], *args: str, stdout: Optional[int] = None) -> Daemon:
-        d = Daemon(tmp_path, config, args, stdout)
+    def start(config: Optional[str], *args: str, stdout: Optional[int] = None,
+              cli: Optional[str] = None, env: Optional[dict] = None) -> Daemon:
+        d = Daemon(tmp_path, config, args, stdout, cli, env)
         started.append(d)
         return d
 

@@ -10,12 +10,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import redis as redis_py
 
-from conftest import (ROOT, _Starter, base_config, free_port, http_get, toml_str, wait_for)
+from conftest import (ROOT, _Starter, _daemon_env, _env_path, base_config, free_port, http_get,
+                      toml_str, wait_for)
 
 
 def track(keywatch, url: str, key: str, value: str, ttl: str = "100ms", *flags: str) -> None:
@@ -28,6 +30,10 @@ def queue_counts(client, ns: str = "kw", queue: str = "keys") -> tuple[int, int]
     due = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:due"))
     inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
     return due, inflight
+
+
+def dead_letters(client, ns: str = "kw", queue: str = "keys") -> int:
+    return sum(client.xlen(k) for k in client.scan_iter(f"{ns}:{queue}:*dead*"))
 
 
 def exec_handler(script: str, extra: str = "") -> str:
@@ -163,6 +169,59 @@ def test_readme_config_passes_check_against_a_real_server(keywatch, redis):
     assert 'handler "audit": plugin stream' in out.stdout
 
 
+def test_check_with_notify_enable_writes_nothing_and_says_what_start_would_set(keywatch,
+                                                                               redis):
+    redis.client.config_set("notify-keyspace-events", "")
+    config = base_config(redis.url, "[notify]\nenable = true\n"
+                                    "[[handler]]\nplugin = \"print\"\n")
+    out = keywatch("run", "--check", config=config)
+    assert out.returncode == 0, out.stderr
+    assert redis.client.config_get("notify-keyspace-events")["notify-keyspace-events"] == ""
+    note = re.search(rf"note: notify-keyspace-events on 127\.0\.0\.1:{redis.port} is '' and "
+                     r"lacks '(\w+)': start would set it to '(\w+)' \(notify\.enable\)",
+                     out.stdout)
+    assert note, out.stdout
+    assert set(note.group(2)) >= set("Ex"), note.group(0)
+
+
+def test_a_refused_plugin_option_points_at_its_own_line(keywatch, redis):
+    handler = ("[[handler]]\nplugin = \"exec\"\nname = \"run\"\n[handler.options]\n"
+               "argv0 = \"/bin/true\"\n{}\n")
+    for option, words in (("concurrency = 0", 'option "concurrency"'),
+                          ("colour = \"red\"", 'unknown option "colour"')):
+        out = keywatch("run", "--check", config=base_config(redis.url, handler.format(option)))
+        assert out.returncode == 1, out.stderr
+        # base_config puts the handler first: the option is on line 6, [[handler]] on line 1.
+        assert re.search(r"config-\d+\.toml:6:1: \[\[handler\]\] \"run\": .*" + re.escape(words),
+                         out.stderr), out.stderr
+
+
+def test_a_plugin_file_named_with_a_dot_or_ending_in_so_loads(keywatch, redis, tmp_path):
+    # Copies of the built stream plugin: "recorder-v1.2.so" (no name: one is made from the
+    # file's), and "rec.so", a file beside the config (not "rec.so.so" on the search path).
+    built = Path(os.environ["KW_HANDLERS_DIR"]) / "stream.so"
+    (tmp_path / "recorder-v1.2.so").write_bytes(built.read_bytes())
+    (tmp_path / "rec.so").write_bytes(built.read_bytes())
+    config = base_config(redis.url,
+                         f"[[handler]]\nplugin = {toml_str(str(tmp_path / 'recorder-v1.2.so'))}\n"
+                         "[handler.options]\nstream = \"a\"\n"
+                         "[[handler]]\nplugin = \"rec.so\"\n[handler.options]\nstream = \"b\"\n")
+    out = keywatch("run", "--check", config=config)
+    assert out.returncode == 0, out.stderr
+    assert 'handler "recorder-v1_2": plugin ' in out.stdout, out.stdout
+    assert f'handler "rec": plugin {tmp_path / "rec.so"}' in out.stdout, out.stdout
+
+
+def test_a_failed_start_reports_one_error(keywatch):
+    config = (f"[redis]\nurl = \"redis://127.0.0.1:{free_port()}\"\nconnect_timeout = \"1s\"\n"
+              "[http]\nlisten = \"127.0.0.1:0\"\n[metrics]\nqueue_interval = \"100ms\"\n"
+              "[[handler]]\nplugin = \"print\"\n")
+    out = keywatch("run", config=config)
+    assert out.returncode == 1, out.stderr
+    assert "cannot start on redis://127.0.0.1:" in out.stderr
+    assert "queue gauges" not in out.stderr  # no second complaint about the same server
+
+
 def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     out = keywatch("run", "--check", config=base_config(cluster.seed,
                                                         "[[handler]]\nplugin = \"print\"\n"))
@@ -170,6 +229,61 @@ def test_check_on_a_cluster_subscribes_to_every_master(keywatch, cluster):
     masters = [f"{n['host']}:{n['port']}" for n in cluster.nodes if n["role"] == "master"]
     line = next(l for l in out.stdout.splitlines() if "connected and subscribed to:" in l)
     assert sorted(line.split(": ", 1)[1].split(", ")) == sorted(masters)
+
+
+# ---- the built-in plugins, found with no KEYWATCH_PLUGIN_PATH ----------------------------
+
+STREAM_HANDLER = "[[handler]]\nplugin = \"stream\"\n[handler.options]\nstream = \"out\"\n"
+
+
+def loaded_from(stderr: str, plugin: str) -> str:
+    """The file the log says `plugin` was loaded from."""
+    found = re.search(rf"loaded {plugin} \S+ from (\S+\.so)", stderr)
+    assert found, stderr
+    return found.group(1)
+
+
+def embedded_runs(daemon, **how) -> str:
+    """`run --embedded` (its print plugin found by itself) until running, then stopped;
+    the file print was loaded from."""
+    d = daemon(None, "--embedded", **how)
+    d.wait_running()
+    assert d.stop() == 0
+    return loaded_from(d.stderr(), "print")
+
+
+def test_built_ins_are_found_from_the_build_tree(daemon, keywatch, redis):
+    assert "KEYWATCH_PLUGIN_PATH" not in _daemon_env()
+    out = keywatch("run", "--check", config=base_config(redis.url, STREAM_HANDLER))
+    assert out.returncode == 0, out.stderr
+    handlers = Path(os.environ["KW_HANDLERS_DIR"]).resolve()
+    assert Path(loaded_from(out.stderr, "stream")).parent.resolve() == handlers
+    assert Path(embedded_runs(daemon)).parent.resolve() == handlers
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[str, dict]:
+    """`cmake --install` of the build to a fresh prefix: its keywatch binary and the
+    environment to run it (the prefix's lib on LD_LIBRARY_PATH, no KEYWATCH_PLUGIN_PATH)."""
+    prefix = tmp_path_factory.mktemp("prefix")
+    subprocess.run([_env_path("KW_CMAKE"), "--install", _env_path("KW_BUILD_DIR"),
+                    "--prefix", str(prefix)], check=True, capture_output=True, timeout=120)
+    library = next(prefix.rglob("libkeywatch.so"))
+    env = _daemon_env()
+    env["LD_LIBRARY_PATH"] = str(library.parent)
+    return str(prefix / "bin" / "keywatch"), env
+
+
+def test_an_install_finds_its_built_ins(daemon, installed, redis, tmp_path):
+    cli, env = installed
+    config = tmp_path / "keywatch.toml"
+    config.write_text(base_config(redis.url, STREAM_HANDLER))
+    out = subprocess.run([cli, "run", "--check", "--config", str(config)], capture_output=True,
+                         text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    prefix = Path(cli).parent.parent
+    assert Path(loaded_from(out.stderr, "stream")).is_relative_to(prefix), out.stderr
+    assert Path(embedded_runs(daemon, cli=cli, env=env)).is_relative_to(prefix)
 
 
 # ---- running: plugins end to end ------------------------------------------------------
@@ -237,6 +351,31 @@ def test_sigterm_lets_handlers_in_flight_finish_and_acks_them(daemon, keywatch, 
     assert d.wait_log("^stopped$")
 
 
+def running(pid: int) -> bool:
+    """True while pid is a process that has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZXx"
+
+
+def group_running(pgid: int) -> list:
+    """The processes of process group pgid that have not ended."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] not in "ZXx":
+            members.append(int(entry.name))
+    return members
+
+
 def kill_pids(path: Path) -> None:
     """SIGKILL the handler processes whose pids were appended to path (orphans of a daemon
     that did not wait for them)."""
@@ -248,18 +387,53 @@ def kill_pids(path: Path) -> None:
                 pass
 
 
-def test_a_second_signal_exits_at_once(daemon, keywatch, redis, tmp_path):
+def test_a_second_signal_exits_at_once_and_leaves_no_program_behind(daemon, keywatch, redis,
+                                                                     tmp_path):
+    # The program's group: sh (then sleep, same pid) and a sleep it started in the background.
     pids = tmp_path / "pids"
-    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 30"
+    script = f"cat >/dev/null; sleep 30 & echo $! >> {pids}; echo $$ >> {pids}; exec sleep 30"
     d = daemon(base_config(redis.url, exec_handler(script)))
     try:
         d.wait_running()
         track(keywatch, redis.url, "job:2", "x", "50ms")
-        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, 30,
+                 "the handler to start")
+        leader = int(pids.read_text().split()[1])
+        assert len(group_running(leader)) == 2
         d.send(signal.SIGTERM)
         d.wait_log("^stopping")
         assert d.stop(signal.SIGINT) == 128 + signal.SIGINT
         assert "second signal" in d.stderr()
+        # Ended before the daemon exited (SIGTERM to the group; SIGKILL after the grace).
+        assert group_running(leader) == []
+        assert not [p for p in map(int, pids.read_text().split()) if running(p)]
+        assert sum(queue_counts(redis.client)) == 1  # retried, or in flight until its lease
+        assert dead_letters(redis.client) == 0
+    finally:
+        kill_pids(pids)
+
+
+def test_stop_timeout_bounds_a_stop_with_a_program_still_running(daemon, keywatch, redis,
+                                                                tmp_path):
+    pids = tmp_path / "pids"
+    script = f"cat >/dev/null; echo $$ >> {pids}; exec sleep 60"
+    d = daemon(base_config(redis.url, "[stop]\ntimeout = \"1s\"\n" +
+                           exec_handler(script) + "timeout_ms = 120000\n"))
+    try:
+        d.wait_running()
+        track(keywatch, redis.url, "job:3", "x", "50ms")
+        wait_for(lambda: pids.exists() and pids.read_text().strip(), 30, "the handler to start")
+        leader = int(pids.read_text().split()[0])
+        began = time.monotonic()
+        assert d.stop(signal.SIGTERM) == 0
+        # stop.timeout, the program's grace and the acks' wait, far from its 60 s.
+        assert time.monotonic() - began < 20, d.stderr()
+        assert group_running(leader) == []
+        assert d.wait_log("ended the 1 program")
+        # The program was stopped, not failed: its item is retried (or, had the retry not
+        # been written in time, still in flight until its lease ends), never a dead letter.
+        assert sum(queue_counts(redis.client)) == 1
+        assert dead_letters(redis.client) == 0
     finally:
         kill_pids(pids)
 
