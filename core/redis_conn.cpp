@@ -166,7 +166,9 @@ RedisConn::~RedisConn() {
 }
 
 RedisConn::Failure RedisConn::timed_out() const {
-    if (tcp_connected_ && tls_ && !tls_ready_) return tls_->no_answer();
+    // A TLS hello unanswered by a port that never spoke TLS to us: most likely a plain one
+    // (one that did before is a server paused or overloaded).
+    if (tcp_connected_ && tls_ && !tls_ready_ && !ever_received_) return tls_->no_answer();
     // No connection at all within the time: unreachable, like a refused one.
     return {"timed out connecting to Redis at " + endpoint_ +
                 (state_ == State::Authing ? " (no answer to AUTH)" : "") +
@@ -287,6 +289,9 @@ void RedisConn::drop() {
     generation_++;
     if (read_ev_) event_free(read_ev_);  // safe inside its own callback
     read_ev_ = nullptr;
+    // A TLS session freed later (its bufferevent is reference counted) records no more.
+    if (SSL *ssl = bev_ ? bufferevent_openssl_get_ssl(bev_) : nullptr)
+        SSL_set_msg_callback_arg(ssl, nullptr);
     if (bev_) bufferevent_free(bev_);  // safe inside its own callbacks (reference counted)
     bev_ = nullptr;
     if (reader_) redisReaderFree(reader_);
