@@ -103,7 +103,9 @@ KW_API const char *kw_err_name(int status);
  *
  * TLS, for rediss:// URLs (every connection of the engine or client uses the same; a
  * failed check ends kw_engine_start / the client call with KW_ERR_CONNECT and a message
- * naming what failed: the file, the certificate check, the name):
+ * naming what failed and what to do: the file, which side refused which certificate, the
+ * name, TLS on one side only). kw_engine_start logs a warning for tls.verify=false and for
+ * tls.* options given with no rediss:// URL (they are not used then):
  *  tls.ca_file            PEM file of the CA(s) that signed the server's certificate
  *                         (default: the system's CA certificates)
  *  tls.cert_file          client certificate (PEM), for servers with tls-auth-clients

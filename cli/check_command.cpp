@@ -108,6 +108,8 @@ int run_check(const CheckArgs &a) {
         report.target += (at ? "," : "") + redact_url(cfg.url_text.substr(at, comma - at));
         at = comma + 1;
     }
+    for (const std::string &warning : cfg.tls_warnings())
+        report.add("tls", "", Verdict::Warn, cli_words(warning));
     check_deployment(check, &report);
     const std::string text = a.json ? render_json(report) : render_text(report);
     std::fwrite(text.data(), 1, text.size(), stdout);

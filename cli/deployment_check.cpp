@@ -188,6 +188,27 @@ std::string connection_fix(int status) {
     }
 }
 
+// Whether any seed answers a PING over a connection (its credentials and TLS settings):
+// a server that refuses our certificate or speaks TLS to plain RESP says so only once
+// something is sent. If none answers, one failed line per seed, each with the fix its cause
+// calls for: refused, TLS on one side only, a certificate either side refused, a password.
+bool seeds_connect(const DeploymentCheck &check, CheckReport *report) {
+    std::vector<CheckLine> failed;
+    for (const RedisUrl &seed : check.seeds) {
+        BlockingRedis c(seed, "check", false);
+        int rc = c.connect(check.timeout_ms);
+        if (rc == KW_OK && c.command({"PING"}, check.timeout_ms)) return true;
+        if (rc == KW_OK) rc = c.status();
+        const RedisConn::Failure &f = c.failure();
+        failed.push_back(
+            {"connection", seed.endpoint(), Verdict::Fail,
+             cli_words(f.what.empty() ? f.message : f.what) + " (" + kw_err_name(rc) + ")",
+             f.fix.empty() ? connection_fix(rc) : cli_words(f.fix)});
+    }
+    report->lines.insert(report->lines.end(), failed.begin(), failed.end());
+    return failed.empty();
+}
+
 }  // namespace
 
 void check_deployment(DeploymentCheck check, CheckReport *report) {
@@ -195,14 +216,15 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     bool cluster = false;
     Topology topo;
     std::string err;
-    int rc =
-        probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
     // The topology probe asks CLUSTER SHARDS unless told standalone; a unix socket is
     // taken as standalone without asking (core/topology.cpp).
     check.needs.discovery =
         check.mode != "standalone" && !(check.seeds.empty() || check.seeds.front().is_unix());
     check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
     report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
+    if (!seeds_connect(check, report)) return;
+    int rc =
+        probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
     if (rc != KW_OK && check.mode == "auto" && err.find("NOPERM") != std::string::npos) {
         // The user may not read the topology: the permission probes say so; the rest is
         // checked on the seed as a standalone server.

@@ -57,6 +57,10 @@ int run(int argc, char **argv) {
     CLI::App app{"keywatch: Redis key expiry and keyspace events you can rely on", "keywatch"};
     app.require_subcommand(1);
     app.set_version_flag("--version", version_text());
+    // A refused option or value says which command refused it, like every other message.
+    app.failure_message([prefix = verb_prefix(argc, argv)](const CLI::App *a, const CLI::Error &e) {
+        return prefix + CLI::FailureMessage::simple(a, e);
+    });
 
     WatchArgs watch_args;
     CLI::App *watch = add_watch_command(app, &watch_args);

@@ -178,6 +178,13 @@ int run_watch(const WatchArgs &a) {
         fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }
+    if (duration_ms == 0) {
+        fprintf(stderr,
+                "keywatch watch: --duration: '%s' would stop at once: give how long to watch "
+                "(e.g. 30s), or leave --duration out to watch until Ctrl-C\n",
+                a.duration.c_str());
+        return kExitBadInput;
+    }
     std::vector<std::pair<std::string, std::string>> conf;
     std::string url;  // empty: the private server
     if (!split_conf(a.conf, &conf, &err) || !resolve_redis_url(a.redis, &conf, &url, &err) ||

@@ -174,7 +174,11 @@ bool Watcher::start(std::string *err) {
     *err = "cannot watch " + display_url_ + ": " + detail + " (" + kw_err_name(rc) + ")";
     const char *hint = start_hint(rc);
     if (hint && detail.find("--connect-timeout") != std::string::npos) hint = nullptr;
-    if (hint && !((private_server_ || cluster_url_) && rc == KW_ERR_CONNECT))
+    // A private redis-server is no answer to a TLS server (down or refusing) nor to TLS on
+    // one side only: every TLS failure names TLS.
+    const bool tls =
+        display_url_.rfind("rediss://", 0) == 0 || detail.find("TLS") != std::string::npos;
+    if (hint && !((private_server_ || cluster_url_ || tls) && rc == KW_ERR_CONNECT))
         *err += "; " + std::string(hint);
     return false;
 }

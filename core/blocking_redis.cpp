@@ -32,6 +32,7 @@ void BlockingRedis::failed(int status, const std::string &message, bool unreacha
     status_ = status;
     error_ = message;
     unreachable_ = unreachable;
+    failure_ = RedisConn::Failure(message, false, status, unreachable);
 }
 
 int BlockingRedis::connect(int64_t timeout_ms) {
@@ -43,6 +44,8 @@ int BlockingRedis::connect(int64_t timeout_ms) {
             lost_ = true;
             failed(f.status ? f.status : (f.permanent ? KW_ERR_AUTH : KW_ERR_CONNECT), f.message,
                    f.unreachable);
+            failure_ = f;
+            failure_.status = status_;
         });
     // The handshake has its own deadline (timeout_ms); this one is a backstop.
     if (!run([this] { return ready_ || lost_; }, timeout_ms + 1000) || lost_) {

@@ -51,6 +51,8 @@ class BlockingRedis {
     int status() const { return status_; }
     const std::string &error() const { return error_; }
     bool unreachable() const { return unreachable_; }
+    // The last failure of the connection itself (what and fix apart where it names a fix).
+    const RedisConn::Failure &failure() const { return failure_; }
     const RedisUrl &url() const { return conn_->url(); }
 
   private:
@@ -68,6 +70,7 @@ class BlockingRedis {
     int status_ = 0;
     std::string error_;
     bool unreachable_ = false;
+    RedisConn::Failure failure_;
 };
 
 }  // namespace keywatch

@@ -220,6 +220,9 @@ ReplyPtr Client::exec(Call &c) {
 
 int Client::finish(Call &c, ReplyPtr r) {
     if (!r) return call_status_;
+    if (classify(r.get()) == ReplyError::NoPerm)
+        return fail(KW_ERR_AUTH, scripts_permission_message(url_at(seed_, c.endpoint), config_.ns,
+                                                            text(r.get())));
     if (is_error(r.get()))
         return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
     return c.decode(r.get());

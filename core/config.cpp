@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "core/duration.h"
 #include "core/time_limit.h"
@@ -360,6 +361,31 @@ std::vector<RedisUrl> Config::effective_seeds() const {
         out.push_back(u);
     }
     return out;
+}
+
+std::vector<std::string> Config::tls_warnings() const {
+    bool tls_url = false;
+    for (const RedisUrl &u : seeds.empty() ? std::vector<RedisUrl>{url} : seeds)
+        tls_url = tls_url || u.tls;
+    if (tls_url) {
+        if (tls.verify) return {};
+        return {
+            "tls.verify=false: the server's certificate and name are not checked, so "
+            "anyone on the way to the server can pose as it (for tests only): set "
+            "tls.ca_file to the CA that signed the server's certificate instead"};
+    }
+    std::string given;
+    for (const auto &[name, set] : {std::pair{"tls.ca_file", !tls.ca_file.empty()},
+                                    std::pair{"tls.cert_file", !tls.cert_file.empty()},
+                                    std::pair{"tls.key_file", !tls.key_file.empty()},
+                                    std::pair{"tls.server_name", !tls.server_name.empty()},
+                                    std::pair{"tls.verify", !tls.verify}})
+        if (set) given += (given.empty() ? "" : ", ") + std::string(name);
+    if (given.empty()) return {};
+    return {given +
+            " set, but redis.url is not rediss://: the connection is not encrypted and "
+            "the tls.* options are not used; write rediss:// (at the server's tls-port) "
+            "to use TLS, or remove them"};
 }
 
 RedisUrl Config::effective_url() const {

@@ -66,6 +66,10 @@ struct Config {
     RedisUrl effective_url() const;
     // Every seed, with the overrides applied.
     std::vector<RedisUrl> effective_seeds() const;
+    // What the TLS settings mean here that a user must hear of (logged as warnings at start,
+    // shown by `keywatch check`): tls.verify=false over rediss://, or tls.* options given with
+    // no rediss:// URL to use them. Empty when there is nothing to say.
+    std::vector<std::string> tls_warnings() const;
 
   private:
     static RedisUrl default_url();

@@ -131,6 +131,7 @@ int Engine::start_or_check(bool check_only) {
         set_error(why);
         return rc;
     }
+    for (const std::string &warning : config_.tls_warnings()) log(KW_LOG_WARN, warning, {});
     // Settings from the validated config (config_slices.h); the wiring is added below.
     Fanout::Options fo = fanout_options(config_, owner_);
     Subscriber::Options &opts = fo.sub;

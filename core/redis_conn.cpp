@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -47,9 +48,35 @@ Push push_kind(const redisReply *r) {
     return Push::None;
 }
 
-std::string connect_refused_message(const std::string &endpoint, const std::string &why) {
-    return "cannot connect to Redis at " + endpoint + ": " + why +
-           "; is redis-server running there? check redis.url";
+RedisConn::Failure refused(const std::string &endpoint, const std::string &why) {
+    return RedisConn::Failure::advised("cannot connect to Redis at " + endpoint + ": " + why,
+                                       "is redis-server running there? check redis.url", false,
+                                       KW_ERR_CONNECT, true);
+}
+
+// What a connection of this role is for, in the words of a message about losing it.
+std::string activity(const std::string &role) {
+    static const std::pair<const char *, const char *> kWords[] = {
+        {"topology", "reading the cluster topology"},
+        {"subscriber", "listening for notifications"},
+        {"queue", "working the queues"},
+        {"client", "running commands"},
+        {"check", "checking the server"},
+    };
+    for (const auto &w : kWords)
+        if (role == w.first) return w.second;
+    return "talking to it (" + role + ")";
+}
+
+// "CLUSTER SHARDS", "AUTH": a command's name (with the subcommand of a container command),
+// never its arguments (a password).
+std::string command_name(int argc, const char **argv, const size_t *lens) {
+    std::string name(argv[0], lens[0]);
+    for (auto &c : name) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    static const char *kContainers[] = {"CLUSTER", "CONFIG", "CLIENT", "ACL", "SCRIPT"};
+    for (const char *c : kContainers)
+        if (argc > 1 && name == c) return name + " " + std::string(argv[1], lens[1]);
+    return name;
 }
 
 // The resolved addresses of url, as raw sockaddr bytes; empty with *err on failure.
@@ -88,6 +115,14 @@ std::vector<std::vector<char>> resolve(const RedisUrl &url, std::string *err) {
 
 }  // namespace
 
+RedisConn::Failure RedisConn::Failure::advised(std::string what, std::string fix, bool perm, int st,
+                                               bool unreach) {
+    Failure f(what + "; " + fix, perm, st, unreach);
+    f.what = std::move(what);
+    f.fix = std::move(fix);
+    return f;
+}
+
 std::string reply_to_string(const redisReply *r) {
     if (!r) return "(no reply)";
     switch (r->type) {
@@ -122,17 +157,23 @@ RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role, bool sele
               fail(deferred_);
               return;
           }
-          if (state_ == State::Connecting || state_ == State::Authing)
-              fail({"timed out connecting to Redis at " + endpoint_ +
-                        (state_ == State::Authing ? " (no answer to AUTH)" : "") +
-                        ": is the server up and reachable? check redis.url and "
-                        "redis.connect_timeout",
-                    false, KW_ERR_TIMEOUT, state_ == State::Connecting && !url_.tls});
+          if (state_ == State::Connecting || state_ == State::Authing) fail(timed_out());
       }) {}
 
 RedisConn::~RedisConn() {
     if (destroyed_) *destroyed_ = true;
     drop();
+}
+
+RedisConn::Failure RedisConn::timed_out() const {
+    // A TLS hello unanswered by a port that never spoke TLS to us: most likely a plain one
+    // (one that did before is a server paused or overloaded).
+    if (tcp_connected_ && tls_ && !tls_ready_ && !ever_received_) return tls_->no_answer();
+    // No connection at all within the time: unreachable, like a refused one.
+    return {"timed out connecting to Redis at " + endpoint_ +
+                (state_ == State::Authing ? " (no answer to AUTH)" : "") +
+                ": is the server up and reachable? check redis.url and redis.connect_timeout",
+            false, KW_ERR_TIMEOUT, !tcp_connected_};
 }
 
 void RedisConn::connect(int64_t timeout_ms, std::function<void()> on_ready,
@@ -155,15 +196,14 @@ void RedisConn::connect(int64_t timeout_ms, std::function<void()> on_ready,
         defer({err, true, KW_ERR_CONNECT});
         return;
     }
+    if (tls_ && !trace_) trace_ = std::make_unique<TlsTrace>();
     addrs_ = resolve(url_, &err);
     if (addrs_.empty()) {
-        defer({connect_refused_message(endpoint_, err), false, KW_ERR_CONNECT, true});
+        defer(refused(endpoint_, err));
         return;
     }
     open_next_address();
-    if (!bev_)
-        defer(
-            {connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT, true});
+    if (!bev_) defer(refused(endpoint_, last_connect_error_));
 }
 
 void RedisConn::open_next_address() {
@@ -177,18 +217,9 @@ void RedisConn::open_next_address() {
 }
 
 bool RedisConn::open(const sockaddr *addr, int len, std::string *err) {
-    const int opts = BEV_OPT_CLOSE_ON_FREE;
-    if (tls_) {
-        SSL *ssl = tls_->new_session(err);
-        if (!ssl) return false;
-        bev_ = bufferevent_openssl_socket_new(base_, -1, ssl, BUFFEREVENT_SSL_CONNECTING, opts);
-        if (!bev_) SSL_free(ssl);
-        // A server that closes without close_notify (a killed redis-server) is a lost
-        // connection like any EOF, not a TLS error.
-        if (bev_) bufferevent_openssl_set_allow_dirty_shutdown(bev_, 1);
-    } else {
-        bev_ = bufferevent_socket_new(base_, -1, opts);
-    }
+    // TLS starts once the socket is connected (start_tls): a refused connection is then
+    // told apart from a failed handshake, and retried like one over plain TCP.
+    bev_ = bufferevent_socket_new(base_, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!bev_) {
         *err = "out of memory";
         return false;
@@ -204,10 +235,37 @@ bool RedisConn::open(const sockaddr *addr, int len, std::string *err) {
     // A subscriber under a flood reads in large gulps: fewer trips through the loop. A plain
     // socket is read by read_ev_ once connected (see own_reads()); TLS through the bufferevent.
     bufferevent_set_max_single_read(bev_, kReadSize);
-    bufferevent_enable(bev_, tls_ ? EV_READ | EV_WRITE : EV_WRITE);
+    bufferevent_enable(bev_, EV_WRITE);
     reader_ = redisReaderCreate();
     read_buf_.resize(kReadSize);  // once: never reallocated while a read is parsed
     return true;
+}
+
+void RedisConn::start_tls() {
+    std::string err;
+    SSL *ssl = tls_->new_session(trace_.get(), &err);
+    if (!ssl) {
+        fail({err, false, KW_ERR_CONNECT});
+        return;
+    }
+    // The connected socket moves from the plain bufferevent to a TLS one.
+    const evutil_socket_t fd = bufferevent_getfd(bev_);
+    bufferevent_setfd(bev_, -1);  // freeing it must not close the socket
+    bufferevent_free(bev_);       // safe inside its own callback (reference counted)
+    bev_ = bufferevent_openssl_socket_new(base_, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+    if (!bev_) {
+        SSL_free(ssl);
+        evutil_closesocket(fd);
+        fail({"cannot start TLS to " + endpoint_ + ": out of memory", false, KW_ERR_CONNECT});
+        return;
+    }
+    // A server that closes without close_notify (a killed redis-server) is a lost
+    // connection like any EOF, not a TLS error.
+    bufferevent_openssl_set_allow_dirty_shutdown(bev_, 1);
+    bufferevent_setcb(bev_, &RedisConn::on_read, nullptr, &RedisConn::on_event, this);
+    bufferevent_set_max_single_read(bev_, kReadSize);
+    bufferevent_enable(bev_, EV_READ | EV_WRITE);
 }
 
 void RedisConn::own_reads() {
@@ -231,6 +289,9 @@ void RedisConn::drop() {
     generation_++;
     if (read_ev_) event_free(read_ev_);  // safe inside its own callback
     read_ev_ = nullptr;
+    // A TLS session freed later (its bufferevent is reference counted) records no more.
+    if (SSL *ssl = bev_ ? bufferevent_openssl_get_ssl(bev_) : nullptr)
+        SSL_set_msg_callback_arg(ssl, nullptr);
     if (bev_) bufferevent_free(bev_);  // safe inside its own callbacks (reference counted)
     bev_ = nullptr;
     if (reader_) redisReaderFree(reader_);
@@ -239,12 +300,21 @@ void RedisConn::drop() {
     addrs_.clear();
     pending_.clear();
     in_pubsub_ = false;
+    tcp_connected_ = tls_ready_ = received_ = false;
+    first_command_.clear();
 }
 
 void RedisConn::on_event(bufferevent *, short what, void *arg) {
     auto *self = static_cast<RedisConn *>(arg);
     if (what & BEV_EVENT_CONNECTED) {
         self->addrs_.clear();
+        if (self->tls_ && !self->tcp_connected_) {
+            self->tcp_connected_ = true;
+            self->start_tls();
+            return;
+        }
+        self->tcp_connected_ = true;
+        self->tls_ready_ = self->tls_ != nullptr;
         if (!self->tls_) {
             self->own_reads();
             if (!self->read_ev_) {
@@ -262,25 +332,11 @@ void RedisConn::on_event(bufferevent *, short what, void *arg) {
 
 void RedisConn::transport_failed(short what) {
     const int sock_err = EVUTIL_SOCKET_ERROR();
-    std::string tls_errors;
-    SSL *ssl = tls_ ? bufferevent_openssl_get_ssl(bev_) : nullptr;
-    if (tls_) {
-        while (unsigned long e = bufferevent_get_openssl_error(bev_)) {
-            char buf[256];
-            ERR_error_string_n(e, buf, sizeof buf);
-            tls_errors += (tls_errors.empty() ? "" : "; ") + std::string(buf);
-        }
-    }
     std::string why = (what & BEV_EVENT_EOF) || !sock_err ? "closed by the server"
                                                           : evutil_socket_error_to_string(sock_err);
-    if (state_ == State::Connecting) {
-        const bool verify_failed =
-            ssl && url_.tls_options.verify && SSL_get_verify_result(ssl) != X509_V_OK;
-        if (tls_ && (verify_failed || !tls_errors.empty())) {
-            fail({tls_->handshake_failure(ssl, tls_errors), verify_failed, KW_ERR_CONNECT});
-            return;
-        }
-        // Refused or unreachable: the next address of the name, if any.
+    if (!tcp_connected_) {
+        // Refused or unreachable (over TLS too: the handshake starts once connected): the
+        // next address of the name, if any.
         last_connect_error_ = why;
         generation_++;
         bufferevent_free(bev_);
@@ -288,16 +344,35 @@ void RedisConn::transport_failed(short what) {
         redisReaderFree(reader_);
         reader_ = nullptr;
         open_next_address();
-        if (!bev_)
-            fail({connect_refused_message(endpoint_, last_connect_error_), false, KW_ERR_CONNECT,
-                  true});
+        if (!bev_) fail(refused(endpoint_, last_connect_error_));
         return;
     }
-    if (!tls_errors.empty())
-        why += " (TLS: " + tls_errors +
-               "); if the server checks client certificates (tls-auth-clients), set "
-               "tls.cert_file and tls.key_file";
-    fail({"lost the " + role_ + " connection to " + endpoint_ + ": " + why, false, KW_ERR_CONNECT});
+    if (tls_) {
+        std::string tls_errors;
+        while (unsigned long e = bufferevent_get_openssl_error(bev_)) {
+            char buf[256];
+            ERR_error_string_n(e, buf, sizeof buf);
+            tls_errors += (tls_errors.empty() ? "" : "; ") + std::string(buf);
+        }
+        if (!tls_errors.empty()) why += " (TLS: " + tls_errors + ")";
+        // Nothing answered yet: the handshake, or the server's verdict on our certificate.
+        if (!received_) {
+            fail(tls_->explain(bufferevent_openssl_get_ssl(bev_), *trace_, tls_ready_, why));
+            return;
+        }
+    } else if (!received_ && !ever_received_ && !pending_.empty() && !url_.is_unix()) {
+        // A TLS port drops a connection that sends it plain RESP without a word. (A port
+        // that answered this object before is not one: that is a server going away.)
+        fail(tls_expected(url_, first_command_, false));
+        return;
+    }
+    fail(lost(why));
+}
+
+RedisConn::Failure RedisConn::lost(const std::string &why) const {
+    return {
+        "lost the connection to Redis at " + endpoint_ + " while " + activity(role_) + ": " + why,
+        false, KW_ERR_CONNECT};
 }
 
 void RedisConn::on_read(bufferevent *bev, void *arg) {
@@ -326,6 +401,14 @@ bool RedisConn::parse(const char *data, size_t size) {
     // reader moves its unread bytes down after every reply once 1 KB is consumed, so a
     // large feed would cost a memmove of the whole rest per reply.
     constexpr size_t kSlice = 2048;
+    if (!received_) {
+        if (!tls_ && starts_tls_record(data, size)) {  // a TLS port's alert
+            fail(tls_expected(url_, first_command_, true));
+            return false;
+        }
+        received_ = ever_received_ = true;
+        first_command_.clear();
+    }
     bool destroyed = false;
     destroyed_ = &destroyed;
     const uint64_t generation = generation_;
@@ -418,6 +501,8 @@ bool RedisConn::send(int argc, const char **argv, const size_t *lens) {
     // The RESP request is formatted straight into the output buffer: no allocation and no
     // sprintf per argument (hiredis' redisFormatCommandArgv), one copy of each argument.
     if (!bev_ || argc < 0) return false;
+    if (!received_ && first_command_.empty() && argc > 0)
+        first_command_ = command_name(argc, argv, lens);
     size_t total = header_size(static_cast<size_t>(argc));
     for (int i = 0; i < argc; i++) total += header_size(lens[i]) + lens[i] + 2;
     evbuffer *out = bufferevent_get_output(bev_);

@@ -25,6 +25,7 @@
 namespace keywatch {
 
 class TlsContext;
+struct TlsTrace;
 
 class RedisConn {
   public:
@@ -39,7 +40,12 @@ class RedisConn {
         Failure() = default;
         Failure(std::string m, bool perm, int st = 0, bool unreach = false)
             : message(std::move(m)), permanent(perm), status(st), unreachable(unreach) {}
+        // A failure whose message is what happened, then what to do about it ("WHAT; FIX"),
+        // both kept apart too (`keywatch check` shows them on two lines).
+        static Failure advised(std::string what, std::string fix, bool perm, int st,
+                               bool unreach = false);
         std::string message;
+        std::string what, fix;  // the two parts of message, when it was made by advised()
         bool permanent = false;
         int status = 0;  // KW_ERR_* for kw_engine_start; 0: derived from the failure
         // No connection could be made at all (refused, unreachable, unknown host): a server
@@ -102,7 +108,10 @@ class RedisConn {
     void own_reads();
     bool parse(const char *data, size_t size);  // false once this connection is gone
     void deliver(redisReply *r);
+    void start_tls();
     void transport_failed(short what);
+    Failure timed_out() const;
+    Failure lost(const std::string &why) const;
     void authenticate();
     void select();
     void become_ready();
@@ -120,8 +129,14 @@ class RedisConn {
     std::vector<char> read_buf_;  // kReadSize bytes, for the read being parsed
     redisReader *reader_ = nullptr;
     std::unique_ptr<TlsContext> tls_;
+    std::unique_ptr<TlsTrace> trace_;       // what the TLS layer saw (the SSL points at it)
     std::vector<std::vector<char>> addrs_;  // resolved addresses still to try
     std::string last_connect_error_;
+    bool tcp_connected_ = false;  // the socket is connected (a TLS handshake may follow)
+    bool tls_ready_ = false;      // the TLS handshake is done
+    bool received_ = false;       // the server has sent at least one byte of RESP
+    bool ever_received_ = false;  // ... on any connection this object made
+    std::string first_command_;   // the first command sent, until something is received
     std::deque<Pending> pending_;
     ReplyFn push_;
     bool in_pubsub_ = false;  // a subscribe() was confirmed: messages may arrive

@@ -161,11 +161,7 @@ void Subscriber::check_scripts() {
     };
     auto refused = [this](redisReply *r) {
         if (classify(r) != ReplyError::NoPerm) return false;
-        lost({permission_message(url_, "run keywatch's queue scripts on its keys",
-                                 reply_to_string(r),
-                                 "+@scripting +@read +@write +time ~" + opts_.ns +
-                                     ":* (and read access to the keys you track, e.g. %R~PATTERN)"),
-              true, KW_ERR_AUTH});
+        lost({scripts_permission_message(url_, opts_.ns, reply_to_string(r)), true, KW_ERR_AUTH});
         return true;
     };
     cmd_.command(args_for("EVAL", kNoop), [this, args_for, refused](redisReply *r) {

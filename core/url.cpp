@@ -121,6 +121,13 @@ std::string permission_message(const RedisUrl &url, const std::string &what,
            server_error + "); grant it with: ACL SETUSER " + user + " " + grant;
 }
 
+std::string scripts_permission_message(const RedisUrl &url, const std::string &ns,
+                                       const std::string &server_error) {
+    return permission_message(url, "run keywatch's queue scripts on its keys", server_error,
+                              "+@scripting +@read +@write +time ~" + ns +
+                                  ":* (and read access to the keys you track, e.g. %R~PATTERN)");
+}
+
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
     RedisUrl u;
     std::string rest;

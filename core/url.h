@@ -55,5 +55,9 @@ std::string select_refused_message(const RedisUrl &url, const std::string &serve
 // server's words and the ACL SETUSER rule (`grant`, without "ACL SETUSER user") that fixes it.
 std::string permission_message(const RedisUrl &url, const std::string &what,
                                const std::string &server_error, const std::string &grant);
+// NOPERM for keywatch's queue scripts (EVAL/EVALSHA on the queue keys of namespace ns), met
+// by the engine's start check and by the client's calls alike: the same words and rule.
+std::string scripts_permission_message(const RedisUrl &url, const std::string &ns,
+                                       const std::string &server_error);
 
 }  // namespace keywatch

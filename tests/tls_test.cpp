@@ -1,71 +1,28 @@
 // TLS (rediss://) end to end against a real redis-server 7.0 built with TLS: a throw-away
 // CA and server certificate made with the openssl CLI, a server listening on a plain and a
 // TLS port, an engine and a client that talk only TLS, and the refusals (wrong CA, wrong
-// name, unreadable file) with messages that name what failed and what to do.
-#include <stdlib.h>
-
-#include <fstream>
+// name, unreadable file, a client certificate the server refuses, TLS on one side only) with
+// messages that name what failed, which side refused it and what to do.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_fixture.h"
+#include "tests/support/test_certificates.h"
 
 namespace kwtest {
 namespace {
-
-// Runs a shell command; a failure is a test set-up failure with the command's output.
-void run(const std::string &cmd) {
-    const std::string full = cmd + " >/dev/null 2>&1";
-    if (std::system(full.c_str()) != 0) throw std::runtime_error("set-up command failed: " + cmd);
-}
-
-// A CA (and a second, unrelated one) and a server certificate for 127.0.0.1 and localhost,
-// in a private directory removed afterwards.
-class Certificates {
-  public:
-    Certificates() {
-        char tmpl[] = "/tmp/keywatch-tls-XXXXXX";
-        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-        dir_ = tmpl;
-        const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-        for (const char *ca : {"ca", "other-ca"})
-            run("openssl req -x509 -new " + ec + " -days 2 -subj /CN=keywatch-test-" + ca +
-                " -keyout " + path(std::string(ca) + ".key") + " -out " +
-                path(std::string(ca) + ".crt"));
-        run("openssl req -new " + ec + " -subj /CN=localhost -keyout " + path("server.key") +
-            " -out " + path("server.csr"));
-        std::ofstream(path("ext.cnf")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-        run("openssl x509 -req -in " + path("server.csr") + " -CA " + path("ca.crt") + " -CAkey " +
-            path("ca.key") + " -CAcreateserial -days 2 -extfile " + path("ext.cnf") + " -out " +
-            path("server.crt"));
-        // A client certificate signed by the same CA.
-        run("openssl req -new " + ec + " -subj /CN=keywatch-client -keyout " + path("client.key") +
-            " -out " + path("client.csr"));
-        run("openssl x509 -req -in " + path("client.csr") + " -CA " + path("ca.crt") + " -CAkey " +
-            path("ca.key") + " -CAcreateserial -days 2 -out " + path("client.crt"));
-    }
-    ~Certificates() {
-        if (dir_.rfind("/tmp/keywatch-tls-", 0) == 0) (void)std::system(("rm -rf " + dir_).c_str());
-    }
-    std::string path(const std::string &name) const { return dir_ + "/" + name; }
-
-  private:
-    std::string dir_;
-};
 
 class Tls : public ::testing::Test {
   protected:
     // The server's tls-auth-clients.
     virtual std::string auth_clients() const { return "optional"; }
     void SetUp() override {
-        certs_ = std::make_unique<Certificates>();
+        certs_ = std::make_unique<keywatch::TestCertificates>();
         tls_port_ = keywatch::RedisProcess::free_port();
         keywatch::RedisProcess::Options o;
-        o.extra = {"--tls-port",         std::to_string(tls_port_),
-                   "--tls-cert-file",    certs_->path("server.crt"),
-                   "--tls-key-file",     certs_->path("server.key"),
-                   "--tls-ca-cert-file", certs_->path("ca.crt"),
-                   "--tls-auth-clients", auth_clients()};
+        o.extra = certs_->server_args(tls_port_, auth_clients());
         redis_ = std::make_unique<keywatch::RedisProcess>(o);
         redis_->start();
     }
@@ -77,12 +34,31 @@ class Tls : public ::testing::Test {
     }
 
     std::string tls_url() const { return "rediss://127.0.0.1:" + std::to_string(tls_port_); }
+    // Starts an engine at url (the test CA, redis.connect_timeout `timeout`) that must fail
+    // with KW_ERR_CONNECT: its message; *took_ms: how long the start took.
+    std::string failed_start(const std::string &url, const std::string &timeout,
+                             int64_t *took_ms = nullptr) {
+        EventSink sink;
+        Engine engine(url);
+        engine.set("tls.ca_file", certs_->path("ca.crt"));
+        engine.set("redis.connect_timeout", timeout);
+        engine.add(&sink, {});
+        const auto t0 = std::chrono::steady_clock::now();
+        const int rc = engine.start();
+        if (took_ms)
+            *took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+        const std::string err = engine.last_error();
+        EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << err;
+        return err;
+    }
     // The plain port, for setting up data.
     std::unique_ptr<RedisClient> plain() {
         return std::make_unique<RedisClient>(redis_->host(), redis_->port());
     }
 
-    std::unique_ptr<Certificates> certs_;
+    std::unique_ptr<keywatch::TestCertificates> certs_;
     std::unique_ptr<keywatch::RedisProcess> redis_;
     int tls_port_ = 0;
 };
@@ -130,6 +106,7 @@ TEST_F(Tls, WrongCaIsRefusedAtStartNamingTheFile) {
     int rc = engine.start();
     EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << engine.last_error();
     const std::string err = engine.last_error();
+    EXPECT_TRUE(contains(err, "we refused the server's certificate ('CN=localhost')")) << err;
     EXPECT_TRUE(contains(err, "certificate verify failed")) << err;
     EXPECT_TRUE(contains(err, certs_->path("other-ca.crt"))) << err;
     EXPECT_TRUE(contains(err, "tls.ca_file")) << err;
@@ -169,6 +146,7 @@ TEST_F(Tls, NameNotInTheCertificateIsRefusedNamingIt) {
     EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc);
     const std::string err = engine.last_error();
     EXPECT_TRUE(contains(err, "redis.example.com")) << err;
+    EXPECT_TRUE(contains(err, "(it is for 127.0.0.1, localhost)")) << err;
     EXPECT_TRUE(contains(err, "tls.server_name")) << err;
 }
 
@@ -184,14 +162,110 @@ TEST_F(Tls, UnreadableCaFileIsNamed) {
     EXPECT_TRUE(contains(err, "tls.ca_file")) << err;
 }
 
-TEST_F(Tls, PlainRedisUrlAtTheTlsPortIsAClearError) {
+// A TLS port drops plain RESP without a word: said at once, and as what it most likely is.
+TEST_F(Tls, PlainRedisUrlAtTheTlsPortSaysItExpectsTls) {
+    int64_t took = 0;
+    const std::string err =
+        failed_start("redis://127.0.0.1:" + std::to_string(tls_port_), "10s", &took);
+    EXPECT_LT(took, 5000) << "waited out redis.connect_timeout: " << err;
+    EXPECT_TRUE(contains(err, "TLS on one side only")) << err;
+    EXPECT_TRUE(contains(err, "127.0.0.1:" + std::to_string(tls_port_))) << err;
+    EXPECT_TRUE(contains(err, "expects TLS: use rediss://")) << err;
+    EXPECT_FALSE(contains(err, "topology")) << "names an internal connection: " << err;
+}
+
+// rediss:// at the plain port: Redis says nothing to a TLS hello (it waits for the end of a
+// line that never comes), so only the time tells; the message says what it most likely is.
+TEST_F(Tls, RedissAtASilentPlainPortSaysTlsOnOneSideOnly) {
+    const std::string err =
+        failed_start("rediss://127.0.0.1:" + std::to_string(redis_->port()), "1s");
+    EXPECT_TRUE(contains(err, "TLS on one side only")) << err;
+    EXPECT_TRUE(contains(err, "use redis://")) << err;
+    EXPECT_TRUE(contains(err, "within redis.connect_timeout")) << err;
+    EXPECT_FALSE(contains(err, "accepted the connection but did not answer")) << err;
+}
+
+// A plain server that answers at once (here: maxclients reached, said before it reads) tells
+// by its bytes: no waiting for the timeout.
+TEST_F(Tls, RedissAtAPlainServerThatAnswersFailsFast) {
+    keywatch::RedisProcess::Options o;
+    o.extra = {"--maxclients", "1"};
+    keywatch::RedisProcess full(o);
+    full.start();
+    RedisClient holder(full.host(), full.port());  // the one client it takes
+    ASSERT_EQ(holder.command({"PING"}), "PONG");
+    int64_t took = 0;
+    const std::string err =
+        failed_start("rediss://127.0.0.1:" + std::to_string(full.port()), "10s", &took);
+    EXPECT_LT(took, 5000) << "waited out redis.connect_timeout: " << err;
+    EXPECT_TRUE(contains(err, "TLS on one side only: the server at 127.0.0.1:" +
+                                  std::to_string(full.port()) + " speaks plain RESP here"))
+        << err;
+    EXPECT_TRUE(contains(err, "use redis://")) << err;
+}
+
+// Nothing listening at a rediss:// URL is a refused connection, as over redis://, and is
+// waited for until redis.connect_timeout.
+TEST_F(Tls, RefusedConnectionIsNotATlsFailureAndIsRetried) {
+    const int port = keywatch::RedisProcess::free_port();
+    const std::string err = failed_start("rediss://127.0.0.1:" + std::to_string(port), "600ms");
+    EXPECT_TRUE(contains(err, "cannot connect to Redis at 127.0.0.1:" + std::to_string(port) +
+                                  ": Connection refused"))
+        << err;
+    EXPECT_TRUE(contains(err, "kept trying for redis.connect_timeout")) << err;
+    EXPECT_FALSE(contains(err, "handshake")) << err;
+}
+
+// The daemon or a watch started before its TLS Redis (a host booting): start waits.
+TEST(TlsLateServer, EngineWaitsForATlsServerThatStartsLate) {
+    keywatch::TestCertificates certs;
+    const int tls_port = keywatch::RedisProcess::free_port();
     EventSink sink;
-    Engine engine("redis://127.0.0.1:" + std::to_string(tls_port_));
-    engine.set("redis.connect_timeout", "2s");
+    Engine engine("rediss://127.0.0.1:" + std::to_string(tls_port));
+    engine.set("tls.ca_file", certs.path("ca.crt"));
+    engine.set("redis.connect_timeout", "30s");
+    engine.add(&sink, {{"events", "set"}});
+    keywatch::RedisProcess::Options o;
+    o.extra = certs.server_args(tls_port, "optional");
+    keywatch::RedisProcess redis(o);
+    // The server dies with the thread that started it (PR_SET_PDEATHSIG): this one.
+    int rc = KW_ERR_INTERNAL;
+    std::thread starting([&] { rc = engine.start(); });
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    redis.start();
+    starting.join();
+    ASSERT_EQ(rc, KW_OK) << kw_err_name(rc) << ": " << engine.last_error();
+    ASSERT_EQ(redis.command({"SET", "late-tls", "v"}), "OK");
+    EXPECT_TRUE(sink.wait_for("set", "late-tls")) << sink.describe();
+    EXPECT_EQ(kw_engine_stop(engine.get(), 5000), KW_OK);
+}
+
+TEST_F(Tls, VerifyOffIsLoggedAsAWarning) {
+    EventSink sink;
+    LogSink logs;
+    Engine engine(tls_url());
+    engine.set("tls.verify", "false");
+    engine.watch_logs(&logs);
     engine.add(&sink, {});
-    int rc = engine.start();
-    EXPECT_TRUE(rc == KW_ERR_CONNECT || rc == KW_ERR_TIMEOUT) << kw_err_name(rc);
-    EXPECT_TRUE(contains(engine.last_error(), std::to_string(tls_port_))) << engine.last_error();
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    EXPECT_NE(logs.find(KW_LOG_WARN,
+                        [](const std::string &m) { return contains(m, "tls.verify=false"); }),
+              "")
+        << logs.describe();
+}
+
+// tls.* options beside a redis:// URL would be ignored: said, not silently.
+TEST_F(Tls, TlsOptionsWithAPlainUrlAreWarnedAbout) {
+    EventSink sink;
+    LogSink logs;
+    Engine engine(redis_->url());
+    engine.set("tls.ca_file", certs_->path("ca.crt"));
+    engine.watch_logs(&logs);
+    engine.add(&sink, {});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    const std::string warning =
+        logs.find(KW_LOG_WARN, [](const std::string &m) { return contains(m, "tls.ca_file set"); });
+    EXPECT_TRUE(contains(warning, "not rediss://")) << logs.describe();
 }
 
 // A server that requires a client certificate.
@@ -207,8 +281,11 @@ TEST_F(TlsClientCertRequired, MissingClientCertificateIsNamedAndAGivenOneWorks) 
         engine.set("tls.ca_file", certs_->path("ca.crt"));
         engine.add(&sink, {});
         int rc = engine.start();
-        EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << engine.last_error();
-        EXPECT_TRUE(contains(engine.last_error(), "tls.cert_file")) << engine.last_error();
+        const std::string err = engine.last_error();
+        EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << err;
+        EXPECT_TRUE(contains(err, "the server requires a client certificate and none is set"))
+            << err;
+        EXPECT_TRUE(contains(err, "set tls.cert_file and tls.key_file")) << err;
     }
     EventSink sink;
     Engine engine(tls_url());
@@ -219,6 +296,33 @@ TEST_F(TlsClientCertRequired, MissingClientCertificateIsNamedAndAGivenOneWorks) 
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
     ASSERT_EQ(plain()->command({"SET", "with-client-cert", "v"}), "OK");
     EXPECT_TRUE(sink.wait_for("set", "with-client-cert")) << sink.describe();
+}
+
+// A certificate the server does not trust: the side that refused, the certificate, what to
+// check; the same words however OpenSSL happened to report it (an alert, or a reset that
+// overtook it), and never the advice to set what is set.
+TEST_F(TlsClientCertRequired, ClientCertificateTheServerRefusesIsNamedWithItsSubject) {
+    std::string first;
+    for (int i = 0; i < 3; i++) {
+        EventSink sink;
+        Engine engine(tls_url());
+        engine.set("tls.ca_file", certs_->path("ca.crt"));
+        engine.set("tls.cert_file", certs_->path("stranger.crt"));
+        engine.set("tls.key_file", certs_->path("stranger.key"));
+        engine.add(&sink, {});
+        const int rc = engine.start();
+        const std::string err = engine.last_error();
+        EXPECT_EQ(rc, KW_ERR_CONNECT) << kw_err_name(rc) << ": " << err;
+        EXPECT_TRUE(contains(err,
+                             "the server refused our client certificate "
+                             "('CN=keywatch-stranger', tls.cert_file '" +
+                                 certs_->path("stranger.crt") + "')"))
+            << err;
+        EXPECT_TRUE(contains(err, "tls-ca-cert-file")) << err;
+        EXPECT_FALSE(contains(err, "set tls.cert_file")) << err;
+        if (i == 0) first = err;
+        EXPECT_EQ(err, first) << "the message changed between attempts";
+    }
 }
 
 }  // namespace

@@ -153,7 +153,11 @@ bool EngineReader::read_value(const std::string &name, const toml::node &node) {
         return reader_->secret_file(node, "[redis] password_file", &text) &&
                set("redis.password", text, node);
     }
-    return value_text(name, node, &text) && set(name, text, node);
+    if (!value_text(name, node, &text)) return false;
+    // The TLS files, like every path in the file, are relative to its directory.
+    if (name == "tls.ca_file" || name == "tls.cert_file" || name == "tls.key_file")
+        text = reader_->resolve_path(text);
+    return set(name, text, node);
 }
 
 // The option's text: a scalar, or for the lists (redis.url's seeds, queues) an array of

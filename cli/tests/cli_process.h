@@ -27,6 +27,12 @@ struct Result {
     std::string command;  // for failure messages
 };
 
+// The command, its exit status and output, for a failed expectation.
+inline std::string describe(const Result &r) {
+    return r.command + "\nexit status " + std::to_string(r.status) + "\n--- stdout\n" + r.out +
+           "--- stderr\n" + r.err;
+}
+
 inline std::string read_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;

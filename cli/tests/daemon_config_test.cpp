@@ -227,6 +227,24 @@ TEST(DaemonConfig, TwoInstancesOfOnePluginWithTheirOwnNamesAreFine) {
     EXPECT_EQ(c.handlers.size(), 2u);
 }
 
+// The [tls] files too: a service's working directory is usually /.
+TEST(DaemonConfig, TlsFilesAreRelativeToTheConfigFile) {
+    TempDir dir;
+    const std::string path =
+        dir.write("kw.toml",
+                  "[redis]\nurl = \"rediss://127.0.0.1:6380\"\n"
+                  "[tls]\nca_file = \"certs/ca.crt\"\n"
+                  "cert_file = \"client.crt\"\nkey_file = \"/abs/client.key\"\n"
+                  "server_name = \"redis.internal\"\n");
+    DaemonConfig c;
+    std::string err;
+    ASSERT_TRUE(load_daemon_config(path, &c, &err)) << err;
+    EXPECT_EQ(c.engine_option("tls.ca_file"), dir.path() + "/certs/ca.crt");
+    EXPECT_EQ(c.engine_option("tls.cert_file"), dir.path() + "/client.crt");
+    EXPECT_EQ(c.engine_option("tls.key_file"), "/abs/client.key");
+    EXPECT_EQ(c.engine_option("tls.server_name"), "redis.internal");  // a name, not a path
+}
+
 TEST(DaemonConfig, RelativePathsAreRelativeToTheConfigFile) {
     TempDir dir;
     dir.write("pw", "s3cret\n");

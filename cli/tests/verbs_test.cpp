@@ -37,11 +37,6 @@ using kwclitest::Process;
 using kwclitest::Result;
 using namespace std::chrono_literals;
 
-std::string describe(const Result &r) {
-    return r.command + "\nexit status " + std::to_string(r.status) + "\n--- stdout\n" + r.out +
-           "--- stderr\n" + r.err;
-}
-
 std::vector<std::string> lines(const std::string &text) {
     std::vector<std::string> out;
     std::stringstream in(text);
@@ -408,6 +403,21 @@ TEST_F(CliTest, WatchAsAnAclUserWithoutEvalNamesTheRule) {
     EXPECT_NE(r.err.find("'eval'"), std::string::npos) << describe(r);
     EXPECT_NE(r.err.find("ACL SETUSER w +@scripting"), std::string::npos) << describe(r);
     EXPECT_EQ(r.err.find("leave out --redis"), std::string::npos) << describe(r);
+}
+
+// track meets the same refusal in its own call: the same status and rule as watch's, and
+// nothing written.
+TEST_F(CliTest, TrackAsAnAclUserWithoutEvalNamesTheRuleAsWatchDoes) {
+    ASSERT_EQ(server_.command(
+                  {"ACL", "SETUSER", "w", "on", ">wpw", "~*", "&*", "+@all", "-eval", "-evalsha"}),
+              "OK");
+    const std::string url = "redis://w:wpw@127.0.0.1:" + std::to_string(server_.port());
+    const Result r = run_with_url(url, {"track", "noeval:k", "v", "--ttl", "1h"}, dir_, "noeval");
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.err.find("(KW_ERR_AUTH)"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find("ACL SETUSER w +@scripting"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.err.find("wpw"), std::string::npos) << "the password was printed: " << describe(r);
+    EXPECT_EQ(server_.command({"EXISTS", "noeval:k"}), "0");
 }
 
 TEST_F(CliTest, TrackAgainstAPausedServerNamesTheServerAndTheTimeout) {
