@@ -169,7 +169,7 @@ TEST_F(ClusterTest, EventsFromKeysOnEveryMasterArrive) {
     EventSink sink;
     auto e = engine(&sink);
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
-    EXPECT_EQ(e->stat("conn.nodes"), 3);
+    EXPECT_TRUE(e->stat_reaches("conn.nodes", 3));
     std::set<std::string> nodes;
     for (size_t m : cluster_->masters()) {
         std::string key = key_on(m, "k" + std::to_string(m) + ":");
@@ -211,7 +211,7 @@ TEST_F(ClusterTest, MasterKilledWithKill9IsReplacedByItsPromotedReplica) {
     expire_on_owner(key);
     ASSERT_TRUE(sink.wait_for("expired", key)) << sink.describe();
     EXPECT_EQ(sink.events().back().node, new_node);
-    EXPECT_TRUE(wait_until([&] { return e->stat("conn.nodes") == 3; }))
+    EXPECT_TRUE(e->stat_reaches("conn.nodes", 3))
         << "the dead master is dropped, not kept alongside";
 }
 
@@ -228,7 +228,7 @@ std::map<std::string, std::map<std::string, int64_t>> node_samples(kw_engine_t *
 }
 
 // What a readiness check sees: every node listed READY and sweeping, as many as
-// conn.nodes says, and they are exactly `masters`.
+// conn.nodes says, and they are exactly `masters`. One look: poll it with wait_until.
 bool all_ready_and_sweeping(Engine &e, const std::set<std::string> &masters) {
     auto nodes = node_samples(e.get());
     std::set<std::string> listed;
@@ -237,8 +237,10 @@ bool all_ready_and_sweeping(Engine &e, const std::set<std::string> &masters) {
         if (kv.second["node.state.<node>"] != KW_CONN_READY) return false;
         if (kv.second["node.sweeping.<node>"] != 1) return false;
     }
-    return listed == masters && e.stat("conn.nodes") == static_cast<int64_t>(masters.size()) &&
-           e.stat("conn.state") == KW_CONN_READY;
+    const milliseconds once(0);
+    return listed == masters &&
+           e.stat_reaches("conn.nodes", static_cast<int64_t>(masters.size()), nullptr, once) &&
+           e.stat_reaches("conn.state", KW_CONN_READY, nullptr, once);
 }
 
 TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
@@ -262,7 +264,7 @@ TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
         EXPECT_EQ(kv.second.count("node.reconnects.<node>"), 1u) << kv.first;
     }
     // Every refresh reads the topology (cluster.refresh is 500ms).
-    ASSERT_TRUE(wait_until([&] { return e->stat("topology.refreshes") >= 1; }));
+    ASSERT_TRUE(e->stat_reaches("topology.refreshes", at_least(1)));
 
     int victim = cluster_->master_of_slot(1000);
     ASSERT_GE(victim, 0);
@@ -277,17 +279,19 @@ TEST_F(ClusterTest, NodeSamplesFollowTheTopologyAcrossAFailover) {
                                      it->second["node.sweeping.<node>"] != 1);
     })) << "the killed master still looks ready";
     EXPECT_FALSE(all_ready_and_sweeping(*e, before));
-    const int64_t refreshes = e->stat("topology.refreshes");
+    int64_t refreshes = 0;
+    ASSERT_TRUE(e->stat_reaches("topology.refreshes", at_least(1), &refreshes));
     ASSERT_TRUE(cluster_->wait_healthy(30000)) << "the replica was not promoted";
     const std::set<std::string> after = endpoints();
     ASSERT_EQ(after.size(), 3u);
     ASSERT_EQ(after.count(dead), 0u);
     // The promoted replica is listed, READY and sweeping; the dead master's samples are gone.
     ASSERT_TRUE(wait_until([&] { return all_ready_and_sweeping(*e, after); }, milliseconds(20000)))
-        << node_samples(e->get()).size() << " nodes listed, conn.nodes " << e->stat("conn.nodes");
+        << node_samples(e->get()).size() << " nodes listed, "
+        << e->stats_text({"conn.nodes", "conn.state"});
     EXPECT_EQ(node_samples(e->get()).count(dead), 0u);
-    EXPECT_EQ(e->stat("node.state." + dead), 0) << "a node not listed reads 0";
-    EXPECT_GT(e->stat("topology.refreshes"), refreshes);
+    EXPECT_TRUE(e->stat_reaches("node.state." + dead, 0)) << "a node not listed reads 0";
+    EXPECT_TRUE(e->stat_reaches("topology.refreshes", at_least(refreshes + 1)));
     // The cluster's lines about one master name it.
     FieldsLog::Line dropped, added;
     ASSERT_TRUE(log.find("no longer serves slots as a master", &dropped)) << log.describe();
@@ -340,7 +344,7 @@ TEST_F(ClusterTest, ManualFailoverMovesTheSubscriptionToTheNewMaster) {
         milliseconds(20000)))
         << sink.describe();
     EXPECT_EQ(sink.events().back().node, new_node);
-    EXPECT_TRUE(wait_until([&] { return e->stat("conn.nodes") == 3; }));
+    EXPECT_TRUE(e->stat_reaches("conn.nodes", 3));
 }
 
 TEST_F(ClusterTest, WatcherStartedWhileAMasterIsDownWorksOnTheRestAndCatchesUp) {
@@ -490,7 +494,7 @@ TEST_F(ClusterTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {
         EXPECT_LT(ev.deadline_ms, soon) << ev.key << ": due when it expired, not in an hour";
         EXPECT_TRUE(contains(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":")) << ev.id;
     }
-    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 3; })) << e->stat("items.acked");
+    EXPECT_TRUE(e->stat_reaches("items.acked", 3));
     EXPECT_EQ(sink.size(), 3u) << sink.describe();
 }
 
@@ -664,7 +668,7 @@ TEST_F(ClusterTest, AnUnreachableSeedIsSkippedAndAllUnreachableIsAClearError) {
     Engine e(dead + "," + cluster_->seed_url());
     e.add(&sink, {{"events", "expired"}});
     ASSERT_EQ(e.start(), KW_OK) << e.last_error();
-    EXPECT_EQ(e.stat("conn.nodes"), 3);
+    EXPECT_TRUE(e.stat_reaches("conn.nodes", 3));
     ClusterClient c(dead + "," + cluster_->seed_url());
     c.track_all({"seeded:1", "seeded:2"}, 100);
     EXPECT_TRUE(sink.wait_count(2)) << sink.describe();

@@ -25,6 +25,7 @@
 #include "embedded/redis_process.h"
 #include "keywatch.h"
 #include "tests/support/redis_cluster.h"
+#include "tests/wait.h"
 
 #ifndef KW_CLI_PATH
 #error "KW_CLI_PATH must name the keywatch binary"
@@ -669,13 +670,7 @@ void reject_tasks(const std::string &url, int64_t n) {
     };
     ASSERT_EQ(kw_engine_add_handler(engine, filter, reject, nullptr, nullptr), KW_OK);
     ASSERT_EQ(kw_engine_start(engine), KW_OK) << kw_engine_last_error(engine);
-    int64_t dead = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 15s;
-    while (dead < n && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
-        kw_engine_stat(engine, "items.dead", &dead);
-    }
-    EXPECT_EQ(dead, n);
+    EXPECT_TRUE(kwtest::stat_reaches(engine, "items.dead", n, nullptr, 15s));
     kw_engine_stop(engine, -1);
     kw_engine_free(engine);
     kw_filter_free(filter);
