@@ -640,8 +640,10 @@ KW_API int kw_client_pipeline_end(kw_client_t *client, int *statuses, size_t cap
  *   unreachable        one object per master or shard that could not be read: "node"
  *                      ("host:port"; for a shard whose master the cluster marks failed with
  *                      no replica promoted, that failed master), "slots" (how many it
- *                      holds) and "error" (why). Uncovered slots that no shard claims count
- *                      in unread_slots only.
+ *                      holds) and "error" (why: no answer, or the master refuses commands,
+ *                      e.g. CLUSTERDOWN while it counts the cluster down)
+ *   unassigned         the slots no shard holds (CLUSTER DELSLOTS), as [first, last]
+ *                      ranges: their queues cannot be read and count in unread_slots
  * A queue object: "queue" (name), "due" (items waiting, due or not), "due_now" (of those,
  * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
  * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's

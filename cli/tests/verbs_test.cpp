@@ -1163,3 +1163,135 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
     EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
     std::filesystem::remove_all(dir);
 }
+
+// Issue 20 item 16: queue keys in slots that no shard holds any more (DELSLOTS everywhere;
+// cluster-require-full-coverage no, so every node still serves the rest) used to make
+// inspect fail with no figures ("no master serves slot 144 now"). Every other figure is
+// read; the unread slots are counted and named, and the exit status is 1.
+TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
+    char tmpl[] = "/tmp/kwclus.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    keywatch::RedisCluster cluster;
+    cluster.start();
+    const std::string url = cluster.seed_url();
+    keywatch::RedisProcess &any = cluster.node(cluster.masters().at(0));
+    auto slot_of = [&](const std::string &key) {
+        return std::stoi(any.command({"CLUSTER", "KEYSLOT", key}));
+    };
+    // Three keys in slots 100-199 (one hash tag), five elsewhere.
+    std::string tag;
+    for (int i = 0; tag.empty(); i++)
+        if (int s = slot_of("u" + std::to_string(i)); s >= 100 && s <= 199)
+            tag = "u" + std::to_string(i);
+    std::vector<std::string> inside, outside;
+    for (int i = 0; i < 3; i++) inside.push_back("{" + tag + "}:" + std::to_string(i));
+    for (int i = 0; outside.size() < 5; i++)
+        if (int s = slot_of("out:" + std::to_string(i)); s < 100 || s > 199)
+            outside.push_back("out:" + std::to_string(i));
+    int runs = 0;
+    auto kw = [&](std::vector<std::string> args) {
+        args.insert(args.end(), {"--redis", url});
+        Process p(KW_CLI_PATH, args, dir, "u" + std::to_string(runs++), {});
+        return p.finish(60s, false);
+    };
+    for (auto *keys : {&inside, &outside})
+        for (const auto &k : *keys) ASSERT_EQ(kw({"track", k, "v", "--ttl", "1h"}).status, 0);
+    for (size_t i = 0; i < cluster.size(); i++)
+        ASSERT_EQ(cluster.node(i).command({"CLUSTER", "DELSLOTSRANGE", "100", "199"}), "OK");
+    ASSERT_TRUE(kwtest::wait_until([&] {
+        for (size_t i = 0; i < cluster.size(); i++)
+            if (cluster.node(i).command({"CLUSTER", "INFO"}).find("cluster_slots_assigned:16284") ==
+                std::string::npos)
+                return false;
+        return true;
+    }));
+
+    const Result j = kw({"inspect", "--json"});
+    EXPECT_EQ(j.status, 1) << describe(j);
+    const Json doc = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(j);
+    EXPECT_EQ(doc.at("complete"), false) << j.out;
+    EXPECT_EQ(doc.at("unread_slots"), 100) << j.out;
+    EXPECT_EQ(doc.at("unassigned"), Json::parse("[[100,199]]")) << j.out;
+    EXPECT_EQ(doc.at("unreachable"), Json::array()) << "every master answers: " << j.out;
+    int64_t due = -1;
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") due = q.at("due");
+    EXPECT_EQ(due, static_cast<int64_t>(outside.size())) << "every key outside them: " << j.out;
+
+    const Result t = kw({"inspect"});
+    EXPECT_EQ(t.status, 1) << describe(t);
+    const size_t heading = t.out.find("NOT READ");
+    ASSERT_NE(heading, std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find("slots 100-199", heading), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find("slots 100-199"), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find("incomplete: the queues of 100 slot(s)"), std::string::npos)
+        << describe(t);
+    std::filesystem::remove_all(dir);
+}
+
+// The same with full coverage required (Redis's default) and the slots deleted on their
+// master only: that master sees the cluster down and refuses every key command
+// (CLUSTERDOWN), which used to fail inspect with no figures. The other masters' figures
+// are read; the refusing master is named with its answer and its slots counted as unread.
+TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
+    char tmpl[] = "/tmp/kwclus.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    keywatch::RedisCluster cluster;
+    cluster.start();
+    const std::string url = cluster.seed_url();
+    int runs = 0;
+    auto kw = [&](std::vector<std::string> args) {
+        args.insert(args.end(), {"--redis", url});
+        Process p(KW_CLI_PATH, args, dir, "d" + std::to_string(runs++), {});
+        return p.finish(60s, false);
+    };
+    for (int i = 0; i < 30; i++)
+        ASSERT_EQ(kw({"track", "cov:" + std::to_string(i), "v", "--ttl", "1h"}).status, 0);
+    const size_t owner = static_cast<size_t>(cluster.master_of_slot(100));
+    const std::string owner_node = "127.0.0.1:" + std::to_string(cluster.node(owner).port());
+    int64_t elsewhere = 0;  // keys the other masters serve
+    for (int i = 0; i < 30; i++)
+        elsewhere +=
+            cluster.master_of_slot(std::stoi(cluster.node(owner).command(
+                {"CLUSTER", "KEYSLOT", "cov:" + std::to_string(i)}))) != static_cast<int>(owner);
+    for (size_t i = 0; i < cluster.size(); i++)
+        cluster.node(i).command({"CONFIG", "SET", "cluster-require-full-coverage", "yes"});
+    ASSERT_EQ(cluster.node(owner).command({"CLUSTER", "DELSLOTSRANGE", "100", "199"}), "OK");
+    ASSERT_TRUE(kwtest::wait_until([&] {
+        return cluster.node(owner).command({"CLUSTER", "INFO"}).find("cluster_state:fail") !=
+               std::string::npos;
+    }));
+
+    const Result j = kw({"inspect", "--json"});
+    EXPECT_EQ(j.status, 1) << describe(j);
+    const Json doc = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(j);
+    EXPECT_EQ(doc.at("complete"), false) << j.out;
+    bool named = false;
+    for (const auto &u : doc.at("unreachable"))
+        named = named || (u.at("node") == owner_node && u.at("error").get<std::string>().find(
+                                                            "CLUSTERDOWN") != std::string::npos);
+    EXPECT_TRUE(named) << j.out;
+    EXPECT_GE(doc.at("unread_slots").get<int64_t>(), 100) << j.out;
+    EXPECT_LT(doc.at("unread_slots").get<int64_t>(), 16384) << "the others were read: " << j.out;
+    // Every key on the other masters is counted, none of the refusing master's.
+    int64_t due = -1;
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") due = q.at("due");
+    EXPECT_EQ(due, elsewhere) << j.out;
+    for (const auto &n : doc.at("nodes"))
+        EXPECT_EQ(n.at("reachable"), n.at("node") != owner_node) << n.dump();
+
+    const Result t = kw({"inspect"});
+    EXPECT_EQ(t.status, 1) << describe(t);
+    const size_t heading = t.out.find("NOT READ");
+    ASSERT_NE(heading, std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find(owner_node, heading), std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find(owner_node + "  (not read)"), std::string::npos)
+        << "no zeros for what was not read: " << describe(t);
+    EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
+    std::filesystem::remove_all(dir);
+}
