@@ -82,6 +82,11 @@ KW_API const char *kw_err_name(int status);
  *                         support enabled means cluster). cluster refuses a standalone server
  *  cluster.refresh        how often the cluster topology is read again besides after a lost
  *                         connection or a MOVED reply (default 5s)
+ *  cluster.migration_wait how long a master keeps sweeping a slot queue that migrates in
+ *                         while it still answers MOVED (the migration's last step, SETSLOT
+ *                         NODE, not done yet) before it leaves the queue to the topology:
+ *                         when a refresh shows the slot's new master, that master sweeps it
+ *                         (default 1m)
  *  redis.user             ACL user name (overrides the URL's)
  *  redis.password         password (overrides the URL's)
  *  redis.connect_timeout  duration, connect + AUTH + first subscribe (default 5s)

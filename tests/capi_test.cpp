@@ -451,6 +451,7 @@ TEST(CApiConfDump, ListsEveryOptionWithValueAndDefault) {
     for (const char *name : {"redis.url",
                              "redis.mode",
                              "cluster.refresh",
+                             "cluster.migration_wait",
                              "redis.user",
                              "redis.password",
                              "redis.connect_timeout",
