@@ -16,6 +16,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1109,25 +1110,45 @@ TEST(CliCluster, WatchNamesAPromotedReplicaAsANewMaster) {
     std::filesystem::remove_all(dir);
 }
 
+// A real cluster and a scratch folder for the keywatch binary run against it (`--redis` a
+// node still running); the folder goes with it.
+class ClusterCli {
+  public:
+    ClusterCli() {
+        char tmpl[] = "/tmp/kwclus.XXXXXX";
+        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+        dir_ = tmpl;
+        cluster.start();
+    }
+    ~ClusterCli() { std::filesystem::remove_all(dir_); }
+    Result kw(std::vector<std::string> args) {
+        args.insert(args.end(), {"--redis", cluster.seed_url()});
+        Process p(KW_CLI_PATH, args, dir_, "c" + std::to_string(runs_++), {});
+        return p.finish(60s, false);
+    }
+
+    keywatch::RedisCluster cluster;
+
+  private:
+    std::string dir_;
+    int runs_ = 0;
+};
+
+// The tracked keys an inspect document counts as due.
+static int64_t keys_due(const Json &doc) {
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") return q.at("due").get<int64_t>();
+    return -1;
+}
+
 // Issue 10 item 7: a shard whose master and replica are both down cannot be read: inspect
 // names it, counts its slots as unread and exits 1 instead of printing partial totals as
 // if they were the whole picture.
 TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
-    char tmpl[] = "/tmp/kwclus.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::string dir = tmpl;
-    keywatch::RedisCluster cluster;
-    cluster.start();
-    int runs = 0;
-    auto kw = [&](std::vector<std::string> args, const std::string &url) {
-        args.push_back("--redis");
-        args.push_back(url);
-        Process p(KW_CLI_PATH, args, dir, "d" + std::to_string(runs++), {});
-        return p.finish(60s, false);
-    };
-    const std::string url = cluster.seed_url();
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
     for (int i = 0; i < 30; i++) {
-        const Result t = kw({"track", "shard:" + std::to_string(i), "v", "--ttl", "1h"}, url);
+        const Result t = run.kw({"track", "shard:" + std::to_string(i), "v", "--ttl", "1h"});
         ASSERT_EQ(t.status, 0) << describe(t);
     }
     ASSERT_TRUE(cluster.wait_replicated());
@@ -1138,9 +1159,8 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
     const std::string down_node = "127.0.0.1:" + std::to_string(cluster.node(down).port());
     cluster.node(replica).kill9();
     cluster.node(down).kill9();
-    const std::string live = cluster.seed_url();  // a node still running
     // Whether or not the cluster has marked the master failed yet, it is named.
-    const Result j = kw({"inspect", "--json"}, live);
+    const Result j = run.kw({"inspect", "--json"});
     EXPECT_EQ(j.status, 1) << describe(j);
     const Json doc = Json::parse(j.out);
     EXPECT_EQ(doc.at("complete"), false) << j.out;
@@ -1148,20 +1168,16 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
     bool named = false;
     for (const auto &u : doc.at("unreachable")) named = named || u.at("node") == down_node;
     EXPECT_TRUE(named) << j.out;
-    int64_t total = 0;
-    for (const auto &q : doc.at("queues"))
-        if (q.at("queue") == "keys") total = q.at("due");
-    EXPECT_LT(total, 30) << "the dead shard's keys cannot be counted";
+    EXPECT_LT(keys_due(doc), 30) << "the dead shard's keys cannot be counted";
     EXPECT_NE(j.err.find("incomplete"), std::string::npos) << describe(j);
     // Once the cluster has marked it failed, as well.
     ASSERT_TRUE(wait_until_failed(cluster, down_node));
-    const Result t = kw({"inspect"}, live);
+    const Result t = run.kw({"inspect"});
     EXPECT_EQ(t.status, 1) << describe(t);
     EXPECT_NE(t.out.find("NOT READ"), std::string::npos) << describe(t);
     EXPECT_NE(t.out.find(down_node), std::string::npos) << describe(t);
     EXPECT_NE(t.err.find(down_node), std::string::npos) << describe(t);
     EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
-    std::filesystem::remove_all(dir);
 }
 
 // Issue 20 item 16: queue keys in slots that no shard holds any more (DELSLOTS everywhere;
@@ -1169,12 +1185,8 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
 // inspect fail with no figures ("no master serves slot 144 now"). Every other figure is
 // read; the unread slots are counted and named, and the exit status is 1.
 TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
-    char tmpl[] = "/tmp/kwclus.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::string dir = tmpl;
-    keywatch::RedisCluster cluster;
-    cluster.start();
-    const std::string url = cluster.seed_url();
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
     keywatch::RedisProcess &any = cluster.node(cluster.masters().at(0));
     auto slot_of = [&](const std::string &key) {
         return std::stoi(any.command({"CLUSTER", "KEYSLOT", key}));
@@ -1189,14 +1201,8 @@ TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
     for (int i = 0; outside.size() < 5; i++)
         if (int s = slot_of("out:" + std::to_string(i)); s < 100 || s > 199)
             outside.push_back("out:" + std::to_string(i));
-    int runs = 0;
-    auto kw = [&](std::vector<std::string> args) {
-        args.insert(args.end(), {"--redis", url});
-        Process p(KW_CLI_PATH, args, dir, "u" + std::to_string(runs++), {});
-        return p.finish(60s, false);
-    };
     for (auto *keys : {&inside, &outside})
-        for (const auto &k : *keys) ASSERT_EQ(kw({"track", k, "v", "--ttl", "1h"}).status, 0);
+        for (const auto &k : *keys) ASSERT_EQ(run.kw({"track", k, "v", "--ttl", "1h"}).status, 0);
     for (size_t i = 0; i < cluster.size(); i++)
         ASSERT_EQ(cluster.node(i).command({"CLUSTER", "DELSLOTSRANGE", "100", "199"}), "OK");
     ASSERT_TRUE(kwtest::wait_until([&] {
@@ -1207,7 +1213,7 @@ TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
         return true;
     }));
 
-    const Result j = kw({"inspect", "--json"});
+    const Result j = run.kw({"inspect", "--json"});
     EXPECT_EQ(j.status, 1) << describe(j);
     const Json doc = Json::parse(j.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << describe(j);
@@ -1215,12 +1221,10 @@ TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
     EXPECT_EQ(doc.at("unread_slots"), 100) << j.out;
     EXPECT_EQ(doc.at("unassigned"), Json::parse("[[100,199]]")) << j.out;
     EXPECT_EQ(doc.at("unreachable"), Json::array()) << "every master answers: " << j.out;
-    int64_t due = -1;
-    for (const auto &q : doc.at("queues"))
-        if (q.at("queue") == "keys") due = q.at("due");
-    EXPECT_EQ(due, static_cast<int64_t>(outside.size())) << "every key outside them: " << j.out;
+    EXPECT_EQ(keys_due(doc), static_cast<int64_t>(outside.size()))
+        << "every key outside them: " << j.out;
 
-    const Result t = kw({"inspect"});
+    const Result t = run.kw({"inspect"});
     EXPECT_EQ(t.status, 1) << describe(t);
     const size_t heading = t.out.find("NOT READ");
     ASSERT_NE(heading, std::string::npos) << describe(t);
@@ -1228,7 +1232,6 @@ TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
     EXPECT_NE(t.err.find("slots 100-199"), std::string::npos) << describe(t);
     EXPECT_NE(t.err.find("incomplete: the queues of 100 slot(s)"), std::string::npos)
         << describe(t);
-    std::filesystem::remove_all(dir);
 }
 
 // The same with full coverage required (Redis's default) and the slots deleted on their
@@ -1236,20 +1239,10 @@ TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
 // (CLUSTERDOWN), which used to fail inspect with no figures. The other masters' figures
 // are read; the refusing master is named with its answer and its slots counted as unread.
 TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
-    char tmpl[] = "/tmp/kwclus.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::string dir = tmpl;
-    keywatch::RedisCluster cluster;
-    cluster.start();
-    const std::string url = cluster.seed_url();
-    int runs = 0;
-    auto kw = [&](std::vector<std::string> args) {
-        args.insert(args.end(), {"--redis", url});
-        Process p(KW_CLI_PATH, args, dir, "d" + std::to_string(runs++), {});
-        return p.finish(60s, false);
-    };
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
     for (int i = 0; i < 30; i++)
-        ASSERT_EQ(kw({"track", "cov:" + std::to_string(i), "v", "--ttl", "1h"}).status, 0);
+        ASSERT_EQ(run.kw({"track", "cov:" + std::to_string(i), "v", "--ttl", "1h"}).status, 0);
     const size_t owner = static_cast<size_t>(cluster.master_of_slot(100));
     const std::string owner_node = "127.0.0.1:" + std::to_string(cluster.node(owner).port());
     int64_t elsewhere = 0;  // keys the other masters serve
@@ -1265,7 +1258,7 @@ TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
                std::string::npos;
     }));
 
-    const Result j = kw({"inspect", "--json"});
+    const Result j = run.kw({"inspect", "--json"});
     EXPECT_EQ(j.status, 1) << describe(j);
     const Json doc = Json::parse(j.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << describe(j);
@@ -1278,14 +1271,11 @@ TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
     EXPECT_GE(doc.at("unread_slots").get<int64_t>(), 100) << j.out;
     EXPECT_LT(doc.at("unread_slots").get<int64_t>(), 16384) << "the others were read: " << j.out;
     // Every key on the other masters is counted, none of the refusing master's.
-    int64_t due = -1;
-    for (const auto &q : doc.at("queues"))
-        if (q.at("queue") == "keys") due = q.at("due");
-    EXPECT_EQ(due, elsewhere) << j.out;
+    EXPECT_EQ(keys_due(doc), elsewhere) << j.out;
     for (const auto &n : doc.at("nodes"))
         EXPECT_EQ(n.at("reachable"), n.at("node") != owner_node) << n.dump();
 
-    const Result t = kw({"inspect"});
+    const Result t = run.kw({"inspect"});
     EXPECT_EQ(t.status, 1) << describe(t);
     const size_t heading = t.out.find("NOT READ");
     ASSERT_NE(heading, std::string::npos) << describe(t);
@@ -1293,5 +1283,4 @@ TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
     EXPECT_NE(t.out.find(owner_node + "  (not read)"), std::string::npos)
         << "no zeros for what was not read: " << describe(t);
     EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
-    std::filesystem::remove_all(dir);
 }
