@@ -189,7 +189,7 @@ ReplyPtr Client::exec(Call &c) {
             c.endpoint = redirect_target(r.get());
             asking = true;
         } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
-            if (c.no_wait) break;  // named below
+            if (c.no_wait && kind == ReplyError::ClusterDown) break;  // named below
             // 50ms doubling to 800ms: a failover or a slot move settles within a few.
             const Backoff wait{50, 800};
             std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));

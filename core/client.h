@@ -135,8 +135,9 @@ class Client {
         int slot;
         std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
         Decode decode;
-        // A report (inspect): TRYAGAIN and CLUSTERDOWN fail the call at once instead of
-        // being waited out, so that the rest can be read and the refusal named.
+        // A report (inspect): CLUSTERDOWN fails the call at once instead of being waited
+        // out, so that the rest can be read and the refusal named. (TRYAGAIN, a slot's
+        // keys split by a migration for a moment, is still waited out.)
         bool no_wait = false;
     };
     // A queue instance: (name, tag) on a node.

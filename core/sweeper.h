@@ -20,7 +20,9 @@
 // connect), and sweeps each such slot queue at its own earliest deadline: an empty slot
 // queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
 // topology refresh; a slot migrating in (its keys restored here, the importing master
-// answering MOVED until the migration ends) is swept again until it is served here.
+// answering MOVED until the migration ends) is swept again until it is served here, for at
+// most cluster.migration_wait; a slot the topology shows handed over to this master is
+// taken over with its queues (take_over()).
 // The class is split by concept: sweeper.cpp (queues, connection, script calls),
 // sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
 // sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,

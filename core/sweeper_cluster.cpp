@@ -1,7 +1,8 @@
 // Sweeper, part 5 of 5: what only a Redis Cluster needs. Replies that redirect (MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN) change where a slot queue is served; keyspace notifications
 // on due keys (touched) and a periodic SCAN find the slot queues with items on this
-// master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim.
+// master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim;
+// a slot the topology hands over brings its queues along (take_over).
 // Loop thread only.
 #include "core/sweeper.h"
 
