@@ -31,6 +31,8 @@ std::string inspection_json(const Inspection &in) {
     out["unreachable"] = nlohmann::json::array();
     for (auto &u : in.unreachable)
         out["unreachable"].push_back({{"node", u.node}, {"slots", u.slots}, {"error", u.error}});
+    out["unassigned"] = nlohmann::json::array();
+    for (auto &r : in.unassigned) out["unassigned"].push_back({r.first, r.second});
     out["queues"] = nlohmann::json::array();
     for (auto &q : in.queues) out["queues"].push_back(queue_json(q));
     out["nodes"] = nlohmann::json::array();

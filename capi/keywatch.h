@@ -83,6 +83,11 @@ KW_API const char *kw_err_name(int status);
  *                         support enabled means cluster). cluster refuses a standalone server
  *  cluster.refresh        how often the cluster topology is read again besides after a lost
  *                         connection or a MOVED reply (default 5s)
+ *  cluster.migration_wait how long a master keeps sweeping a slot queue that migrates in
+ *                         while it still answers MOVED (the migration's last step, SETSLOT
+ *                         NODE, not done yet) before it leaves the queue to the topology:
+ *                         when a refresh shows the slot's new master, that master sweeps it
+ *                         (default 1m)
  *  redis.user             ACL user name (overrides the URL's)
  *  redis.password         password (overrides the URL's)
  *  redis.connect_timeout  duration, connect + AUTH + first subscribe (default 5s)
@@ -662,8 +667,10 @@ KW_API const char *kw_client_pipeline_error(kw_client_t *client, size_t index);
  *   unreachable        one object per master or shard that could not be read: "node"
  *                      ("host:port"; for a shard whose master the cluster marks failed with
  *                      no replica promoted, that failed master), "slots" (how many it
- *                      holds) and "error" (why). Uncovered slots that no shard claims count
- *                      in unread_slots only.
+ *                      holds) and "error" (why: no answer, or the master refuses commands,
+ *                      e.g. CLUSTERDOWN while it counts the cluster down)
+ *   unassigned         the slots no shard holds (CLUSTER DELSLOTS), as [first, last]
+ *                      ranges: their queues cannot be read and count in unread_slots
  * A queue object: "queue" (name), "due" (items waiting, due or not), "due_now" (of those,
  * past their deadline), "inflight" (claimed by an engine, not yet acked), "dead" (entries
  * in its dead-letter stream), "oldest_overdue_ms" (how long ago the oldest due-now item's

@@ -86,6 +86,29 @@ bool inspect(ClientSession &session, std::vector<QueueFigures> *queues, std::str
     return true;
 }
 
+// What an incomplete inspection left out (its JSON): a row per master or shard that was not
+// read and per range of unassigned slots, for the NOT READ table, and the same in a phrase.
+void unread_parts(const Json &doc, std::string *rows, std::string *names) {
+    auto add = [&](const std::string &what, int64_t slots, const std::string &why) {
+        const std::string count = std::to_string(slots) + " slots";
+        *rows += "  " + what + "  " + count + "  " + why + "\n";
+        *names += (names->empty() ? "" : ", ") + what + " (" + count + ")";
+    };
+    for (const auto &u : doc.value("unreachable", Json::array()))
+        add(u.value("node", std::string("?")), u.value("slots", int64_t{0}),
+            u.value("error", std::string()));
+    // Slots no shard holds: whatever queue keys a node still keeps for them, no master serves
+    // them and nothing can read them.
+    for (const auto &r : doc.value("unassigned", Json::array())) {
+        const int64_t first = r.at(0).get<int64_t>(), last = r.at(1).get<int64_t>();
+        add(first == last ? "slot " + std::to_string(first)
+                          : "slots " + std::to_string(first) + "-" + std::to_string(last),
+            last - first + 1,
+            "no shard holds them (unassigned: CLUSTER ADDSLOTS gives them a master)");
+    }
+    if (names->empty()) *names = "no master serves them";
+}
+
 int run_inspect(const InspectArgs &a) {
     ClientSession session("inspect");
     std::vector<std::pair<std::string, std::string>> extra;
@@ -103,14 +126,7 @@ int run_inspect(const InspectArgs &a) {
     const Json doc = Json::parse(json, nullptr, false);
     if (!doc.is_discarded() && doc.value("complete", true) == false) {
         unread_slots = doc.value("unread_slots", int64_t{0});
-        for (const auto &u : doc.value("unreachable", Json::array())) {
-            const std::string node = u.value("node", std::string("?"));
-            const std::string slots = std::to_string(u.value("slots", int64_t{0})) + " slots";
-            missing_rows +=
-                "  " + node + "  " + slots + "  " + u.value("error", std::string()) + "\n";
-            missing_names += (missing_names.empty() ? "" : ", ") + node + " (" + slots + ")";
-        }
-        if (missing_names.empty()) missing_names = "no master serves them";
+        unread_parts(doc, &missing_rows, &missing_names);
     }
     const bool complete = unread_slots == 0;
     if (a.json) {

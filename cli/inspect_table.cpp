@@ -71,6 +71,7 @@ bool parse_inspect_json(const std::string &json, std::vector<QueueFigures> *queu
                 for (const auto &n : j.at("nodes")) {
                     NodeFigures f;
                     f.node = n.at("node").get<std::string>();
+                    f.reachable = n.value("reachable", true);
                     for (const auto &q : n.at("queues")) f.queues.push_back(parse_queue(q));
                     nodes->push_back(std::move(f));
                 }
@@ -93,7 +94,9 @@ std::string inspect_node_table(const std::vector<NodeFigures> &nodes) {
     head.insert(head.end(), kHead.begin(), kHead.end());
     std::vector<std::vector<std::string>> rows = {head};
     for (const auto &n : nodes) {
-        if (n.queues.empty()) rows.push_back({n.node, "-", "0", "0", "0", "0", "-"});
+        // A master that was not read: no figures rather than zeros (NOT READ says why).
+        if (!n.reachable) rows.push_back({n.node, "(not read)", "-", "-", "-", "-", "-"});
+        if (n.reachable && n.queues.empty()) rows.push_back({n.node, "-", "0", "0", "0", "0", "-"});
         for (const auto &q : n.queues) {
             std::vector<std::string> r = {n.node};
             auto cells = row(q);

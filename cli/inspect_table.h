@@ -20,7 +20,8 @@ struct QueueFigures {
 };
 
 struct NodeFigures {
-    std::string node;  // host:port of a master
+    std::string node;       // host:port of a master
+    bool reachable = true;  // false: not read (no figures, rather than zeros)
     std::vector<QueueFigures> queues;
 };
 

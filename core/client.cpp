@@ -189,6 +189,7 @@ ReplyPtr Client::exec(Call &c) {
             c.endpoint = redirect_target(r.get());
             asking = true;
         } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
+            if (c.no_wait && kind == ReplyError::ClusterDown) break;  // named below
             // 50ms doubling to 800ms: a failover or a slot move settles within a few.
             const Backoff wait{50, 800};
             std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
@@ -202,9 +203,10 @@ ReplyPtr Client::exec(Call &c) {
     if (last_kind == ReplyError::ClusterDown)
         fail(KW_ERR_REDIS, "the cluster refuses commands: " + last_node + " answered '" +
                                last_error +
-                               "' (a shard without a master; with cluster-require-full-coverage "
-                               "yes, Redis's default, every node refuses then); retry once the "
-                               "cluster is ok (CLUSTER INFO: cluster_state)");
+                               "' (a slot without a master; with cluster-require-full-coverage "
+                               "yes, Redis's default, a node that sees one refuses every "
+                               "command); retry once the cluster is ok (CLUSTER INFO: "
+                               "cluster_state)");
     else if (last_kind == ReplyError::TryAgain)
         fail(KW_ERR_REDIS, "slot " + std::to_string(c.slot) +
                                " is being migrated and its keys are "
@@ -674,32 +676,15 @@ int Client::inspect(Inspection *out) {
     // Every queue instance that holds anything: due or in-flight items, dead letters. A
     // master that cannot be read is named below instead of silently left out.
     std::map<std::string, std::string> unreachable;  // endpoint -> why
-    std::map<std::string, QueueRef> refs;
+    std::map<std::string, QueueRef> found;
     for (const char *part : {"due", "inflight", "dead"})
         for (auto &ref : find_queues(part, "", &unreachable))
-            refs.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
-    std::map<std::string, QueueFigures> per_queue;
+            found.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
+    std::vector<QueueRef> refs;
+    for (auto &kv : found) refs.push_back(kv.second);
     std::map<std::string, std::map<std::string, QueueFigures>> per_node;
-    per_queue[kKeysQueue];
-    for (auto &q : config_.queues) per_queue[q];
     int64_t now = 0;
-    for (auto &kv : refs) {
-        const QueueRef &ref = kv.second;
-        Call c = queue_call(scripts::kInspect, ref, {});
-        ReplyPtr r = exec(c);
-        if (!r) return call_status_;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
-            return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
-        now = r->element[0]->integer;
-        QueueFigures f{ref.name,
-                       r->element[1]->integer,
-                       r->element[2]->integer,
-                       r->element[3]->integer,
-                       r->element[4]->integer,
-                       r->element[5]->integer};
-        per_queue[ref.name].add(f);
-        per_node[ref.endpoint][ref.name].add(f);
-    }
+    if (int rc = read_figures(refs, &unreachable, &per_node, &now); rc != KW_OK) return rc;
     for (auto &endpoint : masters()) {
         if (now != 0 || unreachable.count(endpoint)) continue;
         ReplyPtr t = call(endpoint, {"TIME"});
@@ -711,19 +696,59 @@ int Client::inspect(Inspection *out) {
     result.now_ms = now;
     result.cluster = cluster_;
     unread_nodes(unreachable, &result);
+    // The totals hold what was read in full: nothing of a master that failed half-way.
+    std::map<std::string, QueueFigures> per_queue;
+    per_queue[kKeysQueue];
+    for (auto &q : config_.queues) per_queue[q];
+    for (auto &endpoint : masters()) {
+        const bool read = unreachable.count(endpoint) == 0;
+        NodeFigures node{endpoint, read, {}};
+        for (auto &kv : per_node[endpoint]) {
+            if (!read) break;
+            node.queues.push_back(kv.second);
+            node.queues.back().queue = kv.first;
+            per_queue[kv.first].add(kv.second);
+        }
+        result.nodes.push_back(std::move(node));
+    }
     for (auto &kv : per_queue) {
         result.queues.push_back(kv.second);
         result.queues.back().queue = kv.first;
     }
-    for (auto &endpoint : masters()) {
-        NodeFigures node{endpoint, unreachable.count(endpoint) == 0, {}};
-        for (auto &kv : per_node[endpoint]) {
-            node.queues.push_back(kv.second);
-            node.queues.back().queue = kv.first;
-        }
-        result.nodes.push_back(std::move(node));
-    }
     *out = std::move(result);
+    return KW_OK;
+}
+
+int Client::read_figures(const std::vector<QueueRef> &refs,
+                         std::map<std::string, std::string> *unreachable,
+                         std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
+                         int64_t *now) {
+    for (const QueueRef &ref : refs) {
+        if (unreachable->count(ref.endpoint)) continue;
+        Call c = queue_call(scripts::kInspect, ref, {});
+        // Its keys may stay on a node after their slot was deleted (DELSLOTS): no master
+        // serves it, nothing can read it, and unread_nodes counts it with the unassigned.
+        if (cluster_ && endpoint_for_slot(c.slot).empty()) continue;
+        c.no_wait = true;
+        ReplyPtr r = exec(c);
+        if (!r && call_status_ == KW_ERR_AUTH) return call_status_;
+        if (!r) {
+            // Refused (CLUSTERDOWN: the cluster is down as this master sees it) or not
+            // reached: the master's share is left out and named.
+            (*unreachable)[c.endpoint.empty() ? ref.endpoint : c.endpoint] = error_;
+            continue;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+            return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
+        *now = r->element[0]->integer;
+        QueueFigures f{ref.name,
+                       r->element[1]->integer,
+                       r->element[2]->integer,
+                       r->element[3]->integer,
+                       r->element[4]->integer,
+                       r->element[5]->integer};
+        (*per_node)[ref.endpoint][ref.name].add(f);
+    }
     return KW_OK;
 }
 
@@ -746,6 +771,7 @@ void Client::unread_nodes(const std::map<std::string, std::string> &unreachable,
         out->unreachable.push_back(
             {d.master.endpoint(), static_cast<int64_t>(d.slots),
              "the cluster marks this master failed and no replica took over"});
+    out->unassigned = topology_.unassigned();
     out->unread_slots += static_cast<int64_t>(topology_.uncovered());
 }
 

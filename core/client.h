@@ -56,7 +56,8 @@ struct Inspection {
     bool cluster = false;
     int64_t unread_slots = 0;  // 0 when complete
     std::vector<UnreadNode> unreachable;
-    std::vector<QueueFigures> queues;  // summed over the masters, sorted by name
+    std::vector<std::pair<int, int>> unassigned;  // slot ranges no shard holds (unread)
+    std::vector<QueueFigures> queues;             // summed over the masters, sorted by name
     std::vector<NodeFigures> nodes;
     bool complete() const { return unread_slots == 0; }
 };
@@ -136,6 +137,10 @@ class Client {
         int slot;
         std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
         Decode decode;
+        // A report (inspect): CLUSTERDOWN fails the call at once instead of being waited
+        // out, so that the rest can be read and the refusal named. (TRYAGAIN, a slot's
+        // keys split by a migration for a moment, is still waited out.)
+        bool no_wait = false;
     };
     // A queue instance: (name, tag) on a node.
     struct QueueRef {
@@ -177,6 +182,14 @@ class Client {
                                       std::map<std::string, std::string> *unreachable = nullptr);
     // inspect: the masters and shards whose queues could not be read.
     void unread_nodes(const std::map<std::string, std::string> &unreachable, Inspection *out) const;
+    // inspect: reads the figures of each queue instance into per_node; a master that
+    // refuses or cannot be reached is added to unreachable and its instances skipped, one
+    // in a slot that no master serves is skipped (unread_nodes counts it). KW_OK, or the
+    // status of a failure that reading elsewhere cannot get round (a refused password).
+    int read_figures(const std::vector<QueueRef> &refs,
+                     std::map<std::string, std::string> *unreachable,
+                     std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
+                     int64_t *now);
     const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
     // Redis's clock on a node, estimated from an offset to the local steady clock that is
     // measured with TIME at most once a second (never inside a pipeline: pipeline_begin

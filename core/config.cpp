@@ -208,6 +208,8 @@ const std::map<std::string, Option> &options() {
           },
           [](const Config &c) { return std::string(c.tls.verify ? "true" : "false"); }}},
         {"cluster.refresh", duration_opt(&Config::cluster_refresh_ms, 100, "cluster.refresh")},
+        {"cluster.migration_wait",
+         duration_opt(&Config::migration_wait_ms, 100, "cluster.migration_wait")},
         {"namespace",
          {[](Config &c, const std::string &v, std::string *err) {
               if (!valid_queue_name(v, err)) {

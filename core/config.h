@@ -30,6 +30,9 @@ struct Config {
     int64_t command_timeout_ms = 10000;
     std::string mode = "auto";  // redis.mode: auto | standalone | cluster
     int64_t cluster_refresh_ms = 5000;
+    // cluster.migration_wait: how long a slot queue migrating in is swept again while its
+    // new master still answers MOVED
+    int64_t migration_wait_ms = 60000;
     TlsOptions tls;  // tls.*: used by rediss:// URLs
 
     // Reliable delivery (see scripts.h for the data in Redis).

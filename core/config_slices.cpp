@@ -30,6 +30,7 @@ Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     o.connect_timeout_ms = c.connect_timeout_ms;
     o.reconnect = c.reconnect_backoff();
     o.scan_interval_ms = c.scan_interval_ms;
+    o.migration_wait_ms = c.migration_wait_ms;
     return o;
 }
 

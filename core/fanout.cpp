@@ -343,8 +343,37 @@ void Fanout::refresh() {
         });
 }
 
+std::map<std::string, Fanout::Handover> Fanout::handovers(const Topology &t) const {
+    std::map<std::string, Handover> out;
+    if (!opts_.sweepers) return out;
+    const Topology &old = opts_.topology;
+    std::vector<int> now_index(old.masters.size());  // old master -> its index in t, or -1
+    for (size_t i = 0; i < old.masters.size(); i++)
+        now_index[i] = t.find(old.masters[i].endpoint());
+    std::vector<std::vector<bool>> lost(old.masters.size());  // per old master: slots it lost
+    for (size_t s = 0; s < t.slot_owner.size(); s++) {
+        const int16_t now = t.slot_owner[s], was = old.slot_owner[s];
+        if (now < 0 || (was >= 0 && now_index[static_cast<size_t>(was)] == now)) continue;
+        Handover &h = out[t.masters[static_cast<size_t>(now)].endpoint()];
+        h.slots.resize(t.slot_owner.size(), false);
+        h.slots[s] = true;
+        if (was < 0) continue;
+        lost[static_cast<size_t>(was)].resize(t.slot_owner.size(), false);
+        lost[static_cast<size_t>(was)][s] = true;
+    }
+    for (size_t i = 0; i < lost.size(); i++) {
+        auto node = nodes_by_endpoint_.find(old.masters[i].endpoint());
+        if (lost[i].empty() || node == nodes_by_endpoint_.end() || !node->second.sweeper) continue;
+        for (auto &q : node->second.sweeper->queues_in(lost[i]))
+            out[t.master_for_slot(q.slot)->endpoint()].queues.push_back(q);
+    }
+    return out;
+}
+
 void Fanout::apply(const Topology &t) {
     if (t.masters.empty()) return;  // a node that knows nothing (yet): keep what we have
+    // Read before the old masters' sweepers go: what they knew of the slots that moved.
+    std::map<std::string, Handover> moved = handovers(t);
     opts_.topology = t;
     opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
                                         std::memory_order_relaxed);
@@ -380,6 +409,13 @@ void Fanout::apply(const Topology &t) {
         add(m.host, m.port);
     }
     index_sweepers();
+    // A slot's new master sweeps its queues now: a migration's last step (SETSLOT NODE)
+    // may come long after the keys, when the new master has stopped looking.
+    for (auto &kv : moved) {
+        auto node = nodes_by_endpoint_.find(kv.first);
+        if (node != nodes_by_endpoint_.end() && node->second.sweeper)
+            node->second.sweeper->take_over(kv.second.slots, kv.second.queues);
+    }
     route_parked();
 }
 

@@ -10,7 +10,9 @@
 // In cluster mode it follows the topology: it asks a node for CLUSTER SHARDS (CLUSTER
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
 // connection; a node that is no longer a master is dropped (a demoted master keeps its
-// subscribers connected and silently publishes only `del`), a new master is subscribed.
+// subscribers connected and silently publishes only `del`), a new master is subscribed,
+// and a slot that changed master (a migration's end, a failover) has its queues swept by
+// the new one.
 // Loop thread only.
 #pragma once
 
@@ -109,6 +111,14 @@ class Fanout : private SubscriberSink {
     void add(const std::string &host, int port);
     void refresh();
     void apply(const Topology &t);
+    // Slots whose master changed from the old topology to `t`: the queues that their old
+    // master's sweeper knew there, keyed by the endpoint of the new master (its sweeper
+    // takes them over once it is added: Sweeper::take_over), with the slots themselves.
+    struct Handover {
+        std::vector<bool> slots;
+        std::vector<SlotQueueName> queues;
+    };
+    std::map<std::string, Handover> handovers(const Topology &t) const;
     const std::string *intern(const std::string &name);
 
     EventLoop &loop_;

@@ -20,7 +20,9 @@
 // connect), and sweeps each such slot queue at its own earliest deadline: an empty slot
 // queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
 // topology refresh; a slot migrating in (its keys restored here, the importing master
-// answering MOVED until the migration ends) is swept again until it is served here.
+// answering MOVED until the migration ends) is swept again until it is served here, for at
+// most cluster.migration_wait; a slot the topology shows handed over to this master is
+// taken over with its queues (take_over()).
 // The class is split by concept: sweeper.cpp (queues, connection, script calls),
 // sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
 // sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
@@ -97,6 +99,7 @@ class Sweeper {
         NodeStats *node_stats = nullptr;
         bool cluster = false;
         int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
+        int64_t migration_wait_ms;       // cluster: how long Where::Arriving lasts
         std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
         // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
         // be routed to the slot's new master while their lease lasts. Null: retried here.
@@ -132,6 +135,13 @@ class Sweeper {
     // Cluster: a keyspace notification on a due key of this node (new items, a slot
     // migrated in): sweep that slot queue soon.
     void touched(const std::string &due_key, const std::string &event);
+    // Cluster: the slot queues it knows in `slots` (indexed by slot), for a slot's new
+    // master when the topology shows the slot moved.
+    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const;
+    // Cluster: the topology shows this master serving `slots` (indexed by slot) that another
+    // served before. Its queues there that it gave up (MOVED) and those the old master knew
+    // (`known`) are swept now, and again, backing off, while it still answers MOVED.
+    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known);
 
   private:
     using Queue = SlotQueue;

@@ -1,7 +1,8 @@
 // Sweeper, part 5 of 5: what only a Redis Cluster needs. Replies that redirect (MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN) change where a slot queue is served; keyspace notifications
 // on due keys (touched) and a periodic SCAN find the slot queues with items on this
-// master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim.
+// master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim;
+// a slot the topology hands over brings its queues along (take_over).
 // Loop thread only.
 #include "core/sweeper.h"
 
@@ -11,18 +12,13 @@
 #include "core/reply_error.h"
 
 namespace keywatch {
-namespace {
-
-// How long a slot queue whose keys were restored here is swept again while this master
-// still answers MOVED (a migration in progress; redis-cli moves a slot in well under it).
-constexpr int64_t kArrivalMs = 60000;
-
-}  // namespace
 
 bool Sweeper::redirected(Queue &q, const redisReply *r) {
     const ReplyError kind = classify(r);
+    // A slot queue whose keys were restored here is swept again while this master still
+    // answers MOVED, for cluster.migration_wait (redis-cli moves a slot in well under it).
     if (kind == ReplyError::Moved && q.where == Where::Arriving &&
-        wall_ms() - q.arrival.since_ms < kArrivalMs) {
+        wall_ms() - q.arrival.since_ms < opts_.migration_wait_ms) {
         // Migrating in: this master serves the slot once the migration's last step
         // (SETSLOT NODE) is done, whatever order its keys came in. Look again soon.
         if (!q.arrival.retry_ms && opts_.on_moved) opts_.on_moved();
@@ -68,6 +64,33 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
     }
     // Coalesce: a burst of writes to one slot queue costs one sweep.
     if (!dirty_timer_.pending()) dirty_timer_.arm(5);
+}
+
+std::vector<SlotQueueName> Sweeper::queues_in(const std::vector<bool> &slots) const {
+    std::vector<SlotQueueName> out;
+    for (auto &kv : queues_)
+        if (slots[static_cast<size_t>(kv.second.slot)])
+            out.push_back({kv.second.name, kv.second.tag, kv.second.slot});
+    return out;
+}
+
+void Sweeper::take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known) {
+    std::vector<Queue *> taken;
+    for (auto &kv : queues_)
+        if (slots[static_cast<size_t>(kv.second.slot)] && kv.second.where != Where::Here)
+            taken.push_back(&kv.second);
+    for (auto &k : known) {
+        const bool fresh = !queues_.count(QueueKeys::due_key(opts_.ns, k.name, k.tag));
+        Queue *q = queue(k.name, k.tag);
+        if (q && fresh) taken.push_back(q);
+    }
+    for (Queue *q : taken) {
+        // Served here now by the topology's word, or about to be (the slot's new master
+        // may answer MOVED until its own SETSLOT NODE): look until it does.
+        arriving(*q);
+        q->arrival.since_ms = wall_ms();
+        sweep(*q);
+    }
 }
 
 void Sweeper::arriving(Queue &q) {

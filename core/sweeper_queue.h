@@ -19,13 +19,20 @@
 
 namespace keywatch {
 
+// A slot queue by name: queue name, slot tag and the tag's slot.
+struct SlotQueueName {
+    std::string name, tag;
+    int slot = 0;
+};
+
 struct SlotQueue {
     // Cluster: where the slot queue is served, as far as this sweeper knows.
     enum class Where {
         Here,      // by this master
-        Arriving,  // its keys were restored here (a slot migrating in), but this master
-                   // still answers MOVED until the migration's last step: sweep again,
-                   // backing off, for at most kArrivalMs
+        Arriving,  // its keys were restored here (a slot migrating in), or the topology
+                   // shows this master serving its slot now, but this master still
+                   // answers MOVED until the migration's last step: sweep again, backing
+                   // off, for at most cluster.migration_wait
         Moved,     // by another master: swept again only when touched or found by a scan
     };
     // Where::Arriving: since when, and the wait after the last MOVED (none yet: the first

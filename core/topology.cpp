@@ -93,6 +93,22 @@ size_t Topology::uncovered() const {
     return n;
 }
 
+std::vector<std::pair<int, int>> Topology::unassigned() const {
+    std::vector<bool> held(slot_owner.size(), false);
+    for (auto &d : down)
+        for (auto &r : d.ranges)
+            for (int s = r.first; s <= r.second; s++) held[static_cast<size_t>(s)] = true;
+    std::vector<std::pair<int, int>> out;
+    for (int s = 0; s < static_cast<int>(slot_owner.size()); s++) {
+        if (slot_owner[static_cast<size_t>(s)] >= 0 || held[static_cast<size_t>(s)]) continue;
+        if (!out.empty() && out.back().second == s - 1)
+            out.back().second = s;
+        else
+            out.emplace_back(s, s);
+    }
+    return out;
+}
+
 const ClusterNode *Topology::master_for_slot(int slot) const {
     int16_t o = slot_owner[static_cast<size_t>(slot)];
     return o < 0 ? nullptr : &masters[static_cast<size_t>(o)];
@@ -147,7 +163,10 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
             }
             for (size_t j = 0; j + 1 < slots->elements; j += 2) {
                 long long lo = num(slots->element[j]), hi = num(slots->element[j + 1]);
-                if (lo >= 0 && hi <= 16383 && lo <= hi) d.slots += static_cast<size_t>(hi - lo + 1);
+                if (lo >= 0 && hi <= 16383 && lo <= hi) {
+                    d.slots += static_cast<size_t>(hi - lo + 1);
+                    d.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
+                }
             }
             t.down.push_back(std::move(d));
             continue;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keywatch {
@@ -21,8 +22,9 @@ struct ClusterNode {
 // A shard that holds slots but has no working master: its master is marked failed and no
 // replica took over (yet). Its slots are uncovered.
 struct DownShard {
-    ClusterNode master;  // the failed master as the cluster lists it
-    size_t slots = 0;    // how many slots it holds
+    ClusterNode master;                       // the failed master as the cluster lists it
+    size_t slots = 0;                         // how many slots it holds
+    std::vector<std::pair<int, int>> ranges;  // which: first and last slot of each range
 };
 
 struct Topology {
@@ -32,6 +34,9 @@ struct Topology {
 
     // Slots no master serves.
     size_t uncovered() const;
+    // The ranges (first, last) of slots that no shard holds, working or down: unassigned
+    // (CLUSTER DELSLOTS, or never added; CLUSTER INFO counts the others in slots_assigned).
+    std::vector<std::pair<int, int>> unassigned() const;
     // The master serving `slot`, or null.
     const ClusterNode *master_for_slot(int slot) const;
     // Index of a master by endpoint, or -1.

@@ -87,8 +87,15 @@ TEST_F(CApiStatsTest, LabelledStatisticsAndHistogramsMoveAfterRealEvents) {
             << kw_client_last_error(c);
     ASSERT_EQ(kw_client_track(c, "k1", 2, "v", 1, 50, 0, nullptr), KW_OK)
         << kw_client_last_error(c);
-    ASSERT_TRUE(wait_until(
-        [&] { return engine.stat("items.acked") >= 3 && engine.stat("items.dead") >= 1; }));
+    // Every figure read from the snapshots below, once the engine's thread has counted it.
+    ASSERT_TRUE(engine.stat_reaches("queue.acked.jobs", 3));
+    ASSERT_TRUE(engine.stat_reaches("queue.rejected.keys", 1));
+    ASSERT_TRUE(engine.stat_reaches("expiry.lateness.jobs", 3));
+    ASSERT_TRUE(engine.stat_reaches("expiry.lateness.keys", 1));
+    ASSERT_TRUE(engine.stat_reaches("handler.calls.0", 3));
+    ASSERT_TRUE(engine.stat_reaches("handler.calls.1", 1));
+    ASSERT_TRUE(engine.stat_reaches("handler.errors.1", 1));
+    ASSERT_TRUE(engine.stat_reaches("handler.duration.0", 3));
 
     kw_engine_t *e = engine.get();
     // Per queue: handler outcomes and the lateness histogram of first deliveries.
@@ -129,10 +136,8 @@ TEST_F(CApiStatsTest, LabelledStatisticsAndHistogramsMoveAfterRealEvents) {
     EXPECT_EQ(state.value, KW_CONN_READY);
 
     // The same figures by name and in the JSON.
-    EXPECT_EQ(engine.stat("queue.acked.jobs"), 3);
-    EXPECT_EQ(engine.stat("handler.duration.0"), 3);
-    EXPECT_EQ(engine.stat("node.state." + node), KW_CONN_READY);
-    EXPECT_EQ(engine.stat("queue.acked.nosuchqueue"), 0);
+    EXPECT_TRUE(engine.stat_reaches("node.state." + node, KW_CONN_READY));
+    EXPECT_TRUE(engine.stat_reaches("queue.acked.nosuchqueue", 0));
     char *text = nullptr;
     ASSERT_EQ(kw_engine_stats_json(e, &text), KW_OK);
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -152,11 +157,12 @@ TEST_F(CApiStatsTest, NodeReconnectsCountAfterTheConnectionIsKilled) {
     engine.add(&sink, {});
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
     const std::string node = redis().host() + ":" + std::to_string(redis().port());
-    EXPECT_EQ(engine.stat("node.reconnects." + node), 0);
+    EXPECT_TRUE(engine.stat_reaches("node.reconnects." + node, 0));
     auto admin = client();
     admin->command({"CLIENT", "KILL", "TYPE", "pubsub"});
-    ASSERT_TRUE(wait_until([&] { return engine.stat("node.reconnects." + node) >= 1; }));
-    EXPECT_EQ(engine.stat("conn.reconnects"), engine.stat("node.reconnects." + node));
+    int64_t reconnects = 0;
+    ASSERT_TRUE(engine.stat_reaches("node.reconnects." + node, at_least(1), &reconnects));
+    EXPECT_TRUE(engine.stat_reaches("conn.reconnects", reconnects));
 }
 
 // Holds every event it gets; the test completes the holds from its own thread.
@@ -199,11 +205,11 @@ TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
     kw_filter_free(f);
     kw_engine_t *e = engine.get();
     // Before start: no node is listed.
-    EXPECT_EQ(engine.stat("conn.nodes"), 0);
+    EXPECT_TRUE(engine.stat_reaches("conn.nodes", 0));
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
     const std::string node = redis().host() + ":" + std::to_string(redis().port());
     // The sweeper connects after the start: node.sweeping becomes 1.
-    ASSERT_TRUE(wait_until([&] { return engine.stat("node.sweeping." + node) == 1; }));
+    ASSERT_TRUE(engine.stat_reaches("node.sweeping." + node, 1));
     EXPECT_EQ(sample(e, "node.sweeping.<node>", node).type, KW_STAT_GAUGE);
 
     kw_client_t *c = new_client();
@@ -211,38 +217,35 @@ TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
     for (const char *id : {"ok", "again", "bad"})
         ASSERT_EQ(kw_client_schedule(c, "jobs", id, strlen(id), "p", 1, 0, 0, 0, nullptr), KW_OK)
             << kw_client_last_error(c);
-    ASSERT_TRUE(wait_until([&] {
-        return engine.stat("queue.acked.jobs") == 2 && engine.stat("queue.dead.jobs") == 1;
-    })) << engine.stat("queue.acked.jobs")
-        << " acked, " << engine.stat("queue.dead.jobs") << " dead";
+    ASSERT_TRUE(engine.stat_reaches("queue.acked.jobs", 2));
+    ASSERT_TRUE(engine.stat_reaches("queue.dead.jobs", 1));
     // Per queue: four claims (one of them the retry), one retry, one dead letter, none of
     // them after a lease ran out.
-    EXPECT_EQ(engine.stat("queue.claimed.jobs"), 4);
-    EXPECT_EQ(engine.stat("queue.retried.jobs"), 1);
-    EXPECT_EQ(engine.stat("queue.rejected.jobs"), 1);
-    EXPECT_EQ(engine.stat("queue.lease_expired.jobs"), 0);
-    EXPECT_EQ(engine.stat("items.claimed"), 4);
-    EXPECT_EQ(engine.stat("items.dead"), 1);
+    EXPECT_TRUE(engine.stat_reaches("queue.claimed.jobs", 4));
+    EXPECT_TRUE(engine.stat_reaches("queue.retried.jobs", 1));
+    EXPECT_TRUE(engine.stat_reaches("queue.rejected.jobs", 1));
+    EXPECT_TRUE(engine.stat_reaches("queue.lease_expired.jobs", 0));
+    EXPECT_TRUE(engine.stat_reaches("items.claimed", 4));
+    EXPECT_TRUE(engine.stat_reaches("items.dead", 1));
     Sample claimed = sample(e, "queue.claimed.<queue>", "jobs");
     ASSERT_TRUE(claimed.found);
     EXPECT_EQ(claimed.type, KW_STAT_COUNTER);
     EXPECT_EQ(claimed.label_name, "queue");
     // Per handler: each event's result once.
-    EXPECT_EQ(engine.stat("handler.acked.0"), 2);
-    EXPECT_EQ(engine.stat("handler.retried.0"), 1);
-    EXPECT_EQ(engine.stat("handler.rejected.0"), 1);
-    EXPECT_EQ(engine.stat("handler.pending.0"), 0);
+    EXPECT_TRUE(engine.stat_reaches("handler.acked.0", 2));
+    EXPECT_TRUE(engine.stat_reaches("handler.retried.0", 1));
+    EXPECT_TRUE(engine.stat_reaches("handler.rejected.0", 1));
+    EXPECT_TRUE(engine.stat_reaches("handler.pending.0", 0));
     EXPECT_EQ(sample(e, "handler.acked.<handler>", "0").label_name, "handler");
 
     // Handler 1 holds three live events; the holds complete ACK, REJECT and never.
     auto raw = client();
     for (const char *k : {"h1", "h2", "h3"}) raw->command({"SET", k, "v"});
     // The handler records its hold before it returns; the engine counts the call after.
-    ASSERT_TRUE(wait_until([&] {
-        return holder.size() == 3 && engine.stat("handler.pending.1") == 3;
-    })) << holder.size();
-    EXPECT_EQ(engine.stat("handler.calls.1"), 3);
-    EXPECT_EQ(engine.stat("handler.acked.1"), 0);
+    ASSERT_TRUE(wait_until([&] { return holder.size() == 3; })) << holder.size();
+    ASSERT_TRUE(engine.stat_reaches("handler.pending.1", 3));
+    EXPECT_TRUE(engine.stat_reaches("handler.calls.1", 3));
+    EXPECT_TRUE(engine.stat_reaches("handler.acked.1", 0));
     {
         std::lock_guard<std::mutex> lock(holder.mu);
         EXPECT_EQ(kw_event_complete(holder.holds[0], KW_RESULT_ACK, nullptr, -1), KW_OK);
@@ -250,31 +253,30 @@ TEST_F(CApiStatsTest, QueueHandlerAndNodeRowsCountRealTrafficAndHolds) {
         for (kw_hold_t *h : holder.holds) kw_hold_free(h);  // the third: released
         holder.holds.clear();
     }
-    EXPECT_EQ(engine.stat("handler.acked.1"), 1);
-    EXPECT_EQ(engine.stat("handler.rejected.1"), 1);
-    EXPECT_EQ(engine.stat("handler.retried.1"), 0);
-    EXPECT_EQ(engine.stat("handler.pending.1"), 3);
-    EXPECT_EQ(engine.stat("handler.calls.1"), 3);
+    EXPECT_TRUE(engine.stat_reaches("handler.acked.1", 1));
+    EXPECT_TRUE(engine.stat_reaches("handler.rejected.1", 1));
+    EXPECT_TRUE(engine.stat_reaches("handler.retried.1", 0));
+    EXPECT_TRUE(engine.stat_reaches("handler.pending.1", 3));
+    EXPECT_TRUE(engine.stat_reaches("handler.calls.1", 3));
 
     // Per node: what was read from it (the three `set` events), as events.received.
-    EXPECT_EQ(engine.stat("node.received." + node), 3);
-    EXPECT_EQ(engine.stat("node.received." + node), engine.stat("events.received"));
-    EXPECT_EQ(engine.stat("conn.nodes"), 1);
+    EXPECT_TRUE(engine.stat_reaches("node.received." + node, 3));
+    EXPECT_TRUE(engine.stat_reaches("events.received", 3));
+    EXPECT_TRUE(engine.stat_reaches("conn.nodes", 1));
     // Standalone: no topology to refresh.
-    EXPECT_EQ(engine.stat("topology.refreshes"), 0);
+    EXPECT_TRUE(engine.stat_reaches("topology.refreshes", 0));
 
     // The server gone: the sweeper stops sweeping; back: it sweeps again.
     redis().kill9();
-    ASSERT_TRUE(wait_until([&] { return engine.stat("node.sweeping." + node) == 0; }));
+    ASSERT_TRUE(engine.stat_reaches("node.sweeping." + node, 0));
     // The subscriber's connection is another one: it may notice the loss a little later.
-    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.state") != KW_CONN_READY; }));
+    EXPECT_TRUE(engine.stat_reaches("conn.state", other_than(KW_CONN_READY)));
     redis().start();  // the same port
-    ASSERT_TRUE(
-        wait_until([&] { return engine.stat("node.sweeping." + node) == 1; }, milliseconds(15000)));
-    ASSERT_TRUE(wait_until([&] { return engine.stat("conn.state") == KW_CONN_READY; }));
+    ASSERT_TRUE(engine.stat_reaches("node.sweeping." + node, 1, nullptr, milliseconds(15000)));
+    ASSERT_TRUE(engine.stat_reaches("conn.state", KW_CONN_READY));
     // Stopped: nothing sweeps.
     ASSERT_EQ(kw_engine_stop(e, 5000), KW_OK) << engine.last_error();
-    EXPECT_EQ(engine.stat("node.sweeping." + node), 0);
+    EXPECT_TRUE(engine.stat_reaches("node.sweeping." + node, 0));
     kw_client_free(c);
 }
 
@@ -304,7 +306,7 @@ TEST_F(CApiStatsTest, CheckSubscribesButHandlesAndClaimsNothing) {
     ASSERT_EQ(rc, KW_OK) << engine.last_error();
     const std::string node = redis().host() + ":" + std::to_string(redis().port());
     EXPECT_TRUE(sample(engine.get(), "node.state.<node>", node).found);
-    EXPECT_EQ(engine.stat("items.claimed"), 0);
+    EXPECT_TRUE(engine.stat_reaches("items.claimed", 0));
     EXPECT_EQ(kw_engine_start(engine.get()), KW_ERR_STATE);
     EXPECT_NE(engine.last_error().find("only once"), std::string::npos) << engine.last_error();
     EXPECT_EQ(kw_engine_stop(engine.get(), 1000), KW_OK);

@@ -25,6 +25,7 @@ Config odd_config() {
           {"health.interval", "321ms"},
           {"health.timeout", "4321ms"},
           {"cluster.refresh", "2345ms"},
+          {"cluster.migration_wait", "8765ms"},
           {"namespace", "ns1"},
           {"lease", "3456ms"},
           {"hold.timeout", "654321ms"},
@@ -71,6 +72,7 @@ TEST(ConfigSlices, SweeperGetsEverySettingFromConfig) {
     EXPECT_EQ(o.reconnect.min_ms, 7);
     EXPECT_EQ(o.reconnect.max_ms, 777);
     EXPECT_EQ(o.scan_interval_ms, 56000);
+    EXPECT_EQ(o.migration_wait_ms, 8765);
 }
 
 TEST(ConfigSlices, FanoutGetsItsSettingsAndBothSlices) {

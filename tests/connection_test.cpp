@@ -100,8 +100,8 @@ TEST_F(Connection, ReportsConnectingThenReadyAndReadyState) {
     auto changes = states.changes();
     EXPECT_EQ(changes.front().state, KW_CONN_CONNECTING) << states.describe();
     EXPECT_EQ(changes.front().node, "127.0.0.1:" + std::to_string(redis().port()));
-    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_READY);
-    EXPECT_EQ(engine.stat("conn.reconnects"), 0);
+    EXPECT_TRUE(engine.stat_reaches("conn.state", KW_CONN_READY));
+    EXPECT_TRUE(engine.stat_reaches("conn.reconnects", 0));
 }
 
 TEST_F(Connection, ReconnectsAfterClientKillPubsub) {
@@ -119,9 +119,8 @@ TEST_F(Connection, ReconnectsAfterClientKillPubsub) {
     ASSERT_NE(killed, "0") << "no pubsub client to kill";
     ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2)) << states.describe();
     EXPECT_TRUE(saw_reconnect(states));
-    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 1; }))
-        << "conn.reconnects = " << engine.stat("conn.reconnects");
-    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_READY);
+    EXPECT_TRUE(engine.stat_reaches("conn.reconnects", at_least(1)));
+    EXPECT_TRUE(engine.stat_reaches("conn.state", KW_CONN_READY));
 
     ASSERT_EQ(c->command({"SET", "after", "v"}), "OK");
     EXPECT_TRUE(sink.wait_for("set", "after")) << sink.describe();
@@ -142,8 +141,7 @@ TEST_F(Connection, ReconnectsAfterEveryOneOfSeveralKills) {
         ASSERT_EQ(c->command({"SET", key, "v"}), "OK");
         EXPECT_TRUE(sink.wait_for("set", key)) << sink.describe();
     }
-    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 3; }))
-        << "conn.reconnects = " << engine.stat("conn.reconnects");
+    EXPECT_TRUE(engine.stat_reaches("conn.reconnects", at_least(3)));
 }
 
 TEST_F(Connection, ReconnectsAfterServerRestart) {
@@ -159,7 +157,7 @@ TEST_F(Connection, ReconnectsAfterServerRestart) {
     ASSERT_EQ(redis().port(), port);
     ASSERT_TRUE(states.wait_count(KW_CONN_READY, 2, milliseconds(15000))) << states.describe();
     EXPECT_TRUE(saw_reconnect(states));
-    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.reconnects") >= 1; }));
+    EXPECT_TRUE(engine.stat_reaches("conn.reconnects", at_least(1)));
 
     auto c = client();
     ASSERT_EQ(c->command({"SET", "after-restart", "v"}), "OK");
@@ -176,7 +174,7 @@ TEST_F(Connection, KeepsRetryingWhileServerIsDownThenRecovers) {
 
     redis().stop();
     ASSERT_TRUE(states.wait_count(KW_CONN_BROKEN, 1)) << states.describe();
-    EXPECT_TRUE(wait_until([&] { return engine.stat("conn.state") != KW_CONN_READY; }));
+    EXPECT_TRUE(engine.stat_reaches("conn.state", other_than(KW_CONN_READY)));
     // Several failed attempts while it is down (reconnect.max is 500ms in these tests).
     std::this_thread::sleep_for(milliseconds(1500));
     EXPECT_EQ(states.count(KW_CONN_READY), 1u) << states.describe();
@@ -226,7 +224,7 @@ TEST_F(Connection, UnreachableHostFailsPromptlyWithConnectError) {
     std::string err = engine.last_error();
     EXPECT_TRUE(contains(err, "127.0.0.1:" + std::to_string(port)))
         << "error does not name the endpoint: " << err;
-    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_DISCONNECTED);
+    EXPECT_TRUE(engine.stat_reaches("conn.state", KW_CONN_DISCONNECTED));
     EXPECT_EQ(kw_engine_stop(engine.get(), 1000), KW_OK);
 }
 
@@ -335,7 +333,7 @@ TEST_F(Connection, StartFailureLeavesNothingRunning) {
     // No background reconnects after a failed start: the state callback stays quiet.
     std::this_thread::sleep_for(milliseconds(1000));
     EXPECT_EQ(states.changes().size(), reported) << states.describe();
-    EXPECT_EQ(engine.stat("conn.state"), KW_CONN_DISCONNECTED);
+    EXPECT_TRUE(engine.stat_reaches("conn.state", KW_CONN_DISCONNECTED));
 }
 
 class ConnectionWithPassword : public RedisTest {

@@ -177,8 +177,8 @@ TEST_F(FilterDelivery, HandlersWithDifferentFiltersSplitTheStream) {
         << "users:\n"
         << users.describe() << "orders:\n"
         << orders.describe() << "all:\n"
-        << all.describe() << "received " << engine.stat("events.received") << " delivered "
-        << engine.stat("events.delivered") << " queued " << engine.stat("dispatch.queued");
+        << all.describe()
+        << engine.stats_text({"events.received", "events.delivered", "dispatch.queued"});
     ASSERT_TRUE(all.wait_for("set", "user:2")) << all.describe();
     EXPECT_EQ(names_and_keys(users), (std::vector<std::string>{"set user:1", "set user:2"}));
     EXPECT_EQ(names_and_keys(orders), (std::vector<std::string>{"set order:1", "del order:1"}));

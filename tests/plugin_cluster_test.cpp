@@ -100,11 +100,8 @@ TEST_F(PluginClusterTest, SessionIndexAndStreamReachKeysOnOtherMasters) {
     EXPECT_TRUE(wait_until([&] { return on_owner("events", {"XLEN", "events"}) == "3"; }));
     // The plugins count a write once its reply reached their thread, which may be after
     // this client saw it.
-    EXPECT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.sessions.removed") == 3 &&
-               engine_->stat("plugin.out.appended") == 3;
-    })) << engine_->stat("plugin.sessions.removed")
-        << " " << engine_->stat("plugin.out.appended");
+    EXPECT_TRUE(engine_->stat_reaches("plugin.sessions.removed", 3));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.out.appended", 3));
 }
 
 }  // namespace

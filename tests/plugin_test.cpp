@@ -220,10 +220,7 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
     // Nothing refused was added: the engine runs the one loaded instance.
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("after-refusals", "v");
-    EXPECT_TRUE(wait_until([&] {
-        int64_t v = 0;
-        return kw_engine_stat(engine_->get(), "plugin.p1.handled", &v) == KW_OK && v == 1;
-    }));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.p1.handled", 1));
 }
 
 // The built-ins are found beside the library that runs (here: in the build tree, the
@@ -292,8 +289,8 @@ TEST_F(PluginTest, RetryThenAckSeesAttemptTwoAndCounterAndLogReachTheHost) {
         return redis_cmd({"LLEN", "calls"}) == "2";
     })) << redis_cmd({"LRANGE", "calls", "0", "-1"});
     EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "job:1:1\njob:1:2");
-    EXPECT_TRUE(wait_until([&] { return engine_->stat("plugin.probe.handled") == 2; }));
-    EXPECT_EQ(engine_->stat("plugin.probe.never_counted"), 0);
+    EXPECT_TRUE(engine_->stat_reaches("plugin.probe.handled", 2));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.probe.never_counted", 0));
     int64_t v;
     EXPECT_EQ(kw_engine_stat(engine_->get(), "plugin.nobody.handled", &v), KW_ERR_INVALID_ARG);
     EXPECT_NE(logs_.find(KW_LOG_INFO,
@@ -334,7 +331,7 @@ TEST_F(PluginTest, AnExceptionInACppPluginIsARetry) {
     load(test_plugin("probe_cpp"), nullptr, {});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("job:throws", "v");
-    EXPECT_TRUE(wait_until([&] { return engine_->stat("handler.retries") >= 2; }));
+    EXPECT_TRUE(engine_->stat_reaches("handler.retries", at_least(2)));
 }
 
 TEST_F(PluginTest, SeveralInstancesOfOnePluginWithTheirOwnConfiguration) {
@@ -369,11 +366,9 @@ TEST_F(PluginTest, SessionIndexRemovesTheSessionFromItsUsersIndex) {
     }));
     EXPECT_TRUE(wait_until([&] { return redis_cmd({"HKEYS", "user:7:h"}) == "sj:keep"; }));
     EXPECT_TRUE(wait_until([&] { return redis_cmd({"ZRANGE", "user:9:z", "0", "-1"}) == "keep"; }));
-    EXPECT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.by_value.removed") == 1 &&
-               engine_->stat("plugin.by_json.removed") == 1 &&
-               engine_->stat("plugin.by_key.removed") == 1;
-    }));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.by_value.removed", 1));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.by_json.removed", 1));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.by_key.removed", 1));
 }
 
 TEST_F(PluginTest, SessionIndexRejectsAKeyOutsideItsPatternToTheDeadLetters) {
@@ -381,7 +376,7 @@ TEST_F(PluginTest, SessionIndexRejectsAKeyOutsideItsPatternToTheDeadLetters) {
     load("session_index", "s", {{"index", "u:{user}"}, {"user", "key"}, {"pattern", "s:{user}"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("other:1", "v");
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 1; }));
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
     std::string stream = redis_cmd({"KEYS", "*dead*"});
     std::string dead = redis_cmd({"XRANGE", stream, "-", "+"});
     EXPECT_TRUE(contains(dead, "s: key \"other:1\" does not match pattern \"s:{user}\""))
@@ -396,10 +391,8 @@ TEST_F(PluginTest, StreamAppendsOncePerEventIdWithTheWatchFields) {
     std::string binary("bin\xff\x00key", 8);
     track("order:1", "payload");
     track(binary, "v");
-    ASSERT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.s1.appended") + engine_->stat("plugin.s2.appended") == 2 &&
-               engine_->stat("plugin.s1.duplicates") + engine_->stat("plugin.s2.duplicates") == 2;
-    }));
+    ASSERT_TRUE(stats_reach(engine_->get(), {"plugin.s1.appended", "plugin.s2.appended"}, 2));
+    ASSERT_TRUE(stats_reach(engine_->get(), {"plugin.s1.duplicates", "plugin.s2.duplicates"}, 2));
     EXPECT_EQ(redis_cmd({"XLEN", "events"}), "2");
     std::string entries = redis_cmd({"XRANGE", "events", "-", "+"});
     // Field names and encoding as `keywatch watch` prints them.
@@ -421,11 +414,9 @@ TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     track("ok:1", "v1");
     track("flaky:1", "v2");
     track("bad:1", "v3");
-    ASSERT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.ok.delivered") == 1 &&
-               engine_->stat("plugin.flaky.delivered") == 1 &&
-               engine_->stat("plugin.bad.rejected") == 1;
-    }));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.ok.delivered", 1));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.flaky.delivered", 1));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.bad.rejected", 1));
     auto ok = server.requests("/ok");
     ASSERT_EQ(ok.size(), 1u);
     EXPECT_TRUE(ok[0]["sig_ok"].get<bool>()) << ok[0].dump();
@@ -438,8 +429,8 @@ TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
     auto flaky = server.requests("/flaky");
     ASSERT_EQ(flaky.size(), 2u) << "503 then 200";
     EXPECT_EQ(nlohmann::json::parse(flaky[1]["body"].get<std::string>())["attempt"], 2);
-    EXPECT_EQ(engine_->stat("plugin.flaky.retried"), 1);
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 1; }));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.flaky.retried", 1));
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
     std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
     EXPECT_TRUE(contains(dead, "HTTP 400: bad payload: no")) << dead;
     EXPECT_EQ(server.requests("/reject").size(), 1u) << "a 400 is not retried";
@@ -455,10 +446,8 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     track("limited:1", "v");
     track("unavailable:1", "v");
     track("soon:1", "v");
-    ASSERT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.limited.retry_after") == 1 &&
-               engine_->stat("plugin.unavailable.retry_after") == 1;
-    })) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.limited.retry_after", 1)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.unavailable.retry_after", 1)) << logs_.describe();
     // Due again after the server's delay (120 s), not the engine's backoff (50..100ms).
     ASSERT_TRUE(wait_until([&] { return score("keys", "due", "limited:1") >= 0; }));
     ASSERT_TRUE(wait_until([&] { return score("keys", "due", "unavailable:1") >= 0; }));
@@ -472,13 +461,13 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     EXPECT_LE(unavailable, now + 120000);
     EXPECT_EQ(server.requests("/limited").size(), 1u);
     EXPECT_EQ(server.requests("/unavailable").size(), 1u);
-    EXPECT_EQ(engine_->stat("plugin.limited.retried"), 1);
+    EXPECT_TRUE(engine_->stat_reaches("plugin.limited.retried", 1));
     std::string error = redis_cmd({"HGET", "kw:keys:{0}:data", "e:limited:1"});
     EXPECT_TRUE(contains(error, "limited: POST 127.0.0.1:")) << error;
     EXPECT_TRUE(contains(error, "/limited: HTTP 429 (Retry-After: 120000 ms)")) << error;
     // A short Retry-After: the event comes back after it and is delivered (attempt 2).
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.soon.delivered") == 1; }));
-    EXPECT_EQ(engine_->stat("plugin.soon.retry_after"), 1);
+    ASSERT_TRUE(engine_->stat_reaches("plugin.soon.delivered", 1));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.soon.retry_after", 1));
     auto soon = server.requests("/soon");
     ASSERT_EQ(soon.size(), 2u) << "429 then 200";
     EXPECT_EQ(nlohmann::json::parse(soon[1]["body"].get<std::string>())["attempt"], 2);
@@ -505,19 +494,17 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     track("again:1", "v");
     track("bad:1", "v");
     track("slow:1", "v");
-    ASSERT_TRUE(wait_until([&] {
-        return engine_->stat("plugin.ok.succeeded") == 1 &&
-               engine_->stat("plugin.again.succeeded") == 1 &&
-               engine_->stat("plugin.bad.rejected") == 1 &&
-               engine_->stat("plugin.slow.timed_out") == 2;
-    })) << engine_->stat("plugin.slow.timed_out");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.ok.succeeded", 1));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.again.succeeded", 1));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.bad.rejected", 1));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.slow.timed_out", 2));
     std::ifstream in(dir + "/stdin");
     std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto j = nlohmann::json::parse(line);
     EXPECT_EQ(j["key"], "ok:1");
     EXPECT_EQ(j["value"], "v1");
-    EXPECT_EQ(engine_->stat("plugin.again.retried"), 1) << "75 means retry";
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("items.dead") == 2; }));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.again.retried", 1)) << "75 means retry";
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 2));
     std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
     EXPECT_TRUE(contains(dead, "bad: sh exited 3: it broke")) << dead;
     EXPECT_TRUE(contains(dead, "slow: sh ran longer than 300ms: killed")) << dead;
@@ -534,10 +521,9 @@ TEST_F(PluginTest, APluginHoldsItsEventsAndCompletesThemFromItsOwnThread) {
     schedule("ack:1");
     schedule("retry:1");
     schedule("reject:1");
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.completed") == 3; }))
-        << logs_.describe();
-    EXPECT_EQ(engine_->stat("plugin.holder.held"), 3);
-    EXPECT_EQ(engine_->stat("plugin.holder.complete_failed"), 0);
+    ASSERT_TRUE(engine_->stat_reaches("plugin.holder.completed", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.holder.held", 3));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.holder.complete_failed", 0));
     EXPECT_TRUE(wait_until([&] { return gone("jobs", "ack:1"); })) << "acked";
     // The retry is due when the plugin asked, not after the usual backoff (50..100ms).
     ASSERT_TRUE(wait_until([&] { return score("jobs", "due", "retry:1") >= 0; }));
@@ -552,11 +538,9 @@ TEST_F(PluginTest, APluginHoldsItsEventsAndCompletesThemFromItsOwnThread) {
     EXPECT_TRUE(contains(dead, "reject:1")) << dead;
     EXPECT_TRUE(contains(dead, "rejected on purpose by holder")) << dead;
     // Counted as each script's reply reaches the engine, which may be after Redis shows it.
-    EXPECT_TRUE(wait_until([&] {
-        return engine_->stat("items.acked") == 1 && engine_->stat("items.retried") == 1 &&
-               engine_->stat("items.dead") == 1;
-    })) << engine_->stat("items.acked")
-        << " " << engine_->stat("items.retried") << " " << engine_->stat("items.dead");
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 1));
+    EXPECT_TRUE(engine_->stat_reaches("items.retried", 1));
+    EXPECT_TRUE(engine_->stat_reaches("items.dead", 1));
     EXPECT_EQ(redis_cmd({"LLEN", "calls"}), "3") << "each delivered once";
 }
 
@@ -571,7 +555,7 @@ TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt)
                   {{"hold_ms", "3000"}, {"record", "calls"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     schedule("long:1");
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.held") == 1; }));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.holder.held", 1));
     Engine other(redis().url());
     other.set("queues", "jobs");
     other.set("lease", "600ms");
@@ -579,13 +563,12 @@ TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt)
     load_filtered({{"events", "task"}}, test_plugin("probe"), "probe", {{"record", "other_calls"}},
                   &other);
     ASSERT_EQ(other.start(), KW_OK) << other.last_error();
-    ASSERT_TRUE(wait_until([&] { return engine_->stat("plugin.holder.completed") == 1; }))
-        << logs_.describe();
-    EXPECT_TRUE(wait_until([&] { return engine_->stat("items.acked") == 1; }));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.holder.completed", 1)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 1));
     EXPECT_TRUE(gone("jobs", "long:1"));
     EXPECT_EQ(redis_cmd({"LLEN", "other_calls"}), "0") << "the held item stayed with its holder";
-    EXPECT_EQ(other.stat("items.lease_expired"), 0);
-    EXPECT_EQ(engine_->stat("items.late_acks"), 0);
+    EXPECT_TRUE(other.stat_reaches("items.lease_expired", 0));
+    EXPECT_TRUE(engine_->stat_reaches("items.late_acks", 0));
     EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1");
     // The other engine does serve the queue: with the holder gone it takes the next item.
     engine_.reset();

@@ -139,7 +139,7 @@ TEST_F(QueueTest, ExpiriesWhileNoWatcherRunsAreDeliveredAfterStart) {
     }
     EXPECT_EQ(sink.size(), 50u) << "each tracked key exactly once";
     EXPECT_EQ(keys.size(), 50u);
-    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 50; }));
+    EXPECT_TRUE(e->stat_reaches("items.acked", 50));
     EXPECT_EQ(c.inspect("keys", "due"), 0);
     EXPECT_EQ(c.inspect("keys", "inflight"), 0);
 }
@@ -240,7 +240,9 @@ TEST_F(QueueTest, ASlowHandlerLeavesTrackedKeysInRedisEvenWithNotificationsOn) {
         << "keys left: " << raw->command(exists);
     int64_t most = 0;
     for (int i = 0; i < 20; i++) {
-        most = std::max(most, e.stat("dispatch.queued"));
+        int64_t queued = 0;
+        EXPECT_TRUE(e.stat_reaches("dispatch.queued", at_least(0), &queued, milliseconds(0)));
+        most = std::max(most, queued);
         std::this_thread::sleep_for(milliseconds(50));
     }
     // The room, plus at most one sweep's and one live claim's worth on their way.
@@ -333,7 +335,7 @@ TEST_F(QueueTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {
             EXPECT_TRUE(ev.has_value) << "the snapshot comes with it";
             EXPECT_EQ(ev.value, "v1");
         }
-    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 2; }));
+    EXPECT_TRUE(e->stat_reaches("items.acked", 2));
     EXPECT_EQ(c.inspect("keys", "due"), 0) << "nothing left for the old deadline";
     EXPECT_EQ(c.inspect("keys", "inflight"), 0);
     EXPECT_EQ(sink.size(), 2u) << sink.describe();
@@ -381,8 +383,8 @@ TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
     }
     std::this_thread::sleep_for(milliseconds(400));
     EXPECT_EQ(sink.size(), 3u) << "max_attempts=3: no fourth delivery";
-    EXPECT_EQ(e->stat("items.retried"), 2);
-    EXPECT_EQ(e->stat("items.dead"), 1);
+    EXPECT_TRUE(e->stat_reaches("items.retried", 2));
+    EXPECT_TRUE(e->stat_reaches("items.dead", 1));
 
     char *dead = nullptr;
     ASSERT_EQ(kw_client_dead_list_json(c.get(), "keys", 10, &dead), KW_OK) << c.error();
@@ -716,8 +718,8 @@ TEST_F(QueueTest, LeasesOfItemsWaitingForAWorkerAreRenewed) {
     auto events = sink.events();
     EXPECT_EQ(events.size(), 6u) << sink.describe();
     for (auto &ev : events) EXPECT_EQ(ev.attempt, 1) << ev.key;
-    EXPECT_EQ(e->stat("items.lease_expired"), 0);
-    EXPECT_EQ(e->stat("items.acked"), 6);
+    EXPECT_TRUE(e->stat_reaches("items.lease_expired", 0));
+    EXPECT_TRUE(e->stat_reaches("items.acked", 6));
 }
 
 TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
@@ -737,11 +739,10 @@ TEST_F(QueueTest, RenewalsWhileHandlersRunDeliverEachItemOnce) {
     ASSERT_EQ(kw_client_pipeline_end(c.get(), nullptr, 0, &n), KW_OK) << c.error();
     ASSERT_EQ(n, 2000u);
     ASSERT_TRUE(sink.wait_count(2000, milliseconds(30000))) << sink.size();
-    EXPECT_TRUE(wait_until([&] { return e->stat("items.acked") == 2000; }))
-        << e->stat("items.acked");
+    EXPECT_TRUE(e->stat_reaches("items.acked", 2000));
     std::this_thread::sleep_for(milliseconds(800));  // a redelivery would come by now
     EXPECT_EQ(sink.size(), 2000u) << "no item delivered twice";
-    EXPECT_EQ(e->stat("items.lease_expired"), 0);
+    EXPECT_TRUE(e->stat_reaches("items.lease_expired", 0));
 }
 
 TEST_F(QueueTest, StopAcksEveryHandledItemEvenWhileClaimsAreOnTheirWay) {
@@ -762,10 +763,8 @@ TEST_F(QueueTest, StopAcksEveryHandledItemEvenWhileClaimsAreOnTheirWay) {
     ASSERT_EQ(kw_engine_stop(e->get(), 5000), KW_OK) << e->last_error();
     size_t handled = sink.size();
     EXPECT_LT(handled, 3000u) << "stopped before the end, as intended";
-    EXPECT_EQ(e->stat("items.acked"), static_cast<int64_t>(handled))
-        << "late acks " << e->stat("items.late_acks") << ", released " << e->stat("items.released")
-        << ", claimed " << e->stat("items.claimed") << ", delivered "
-        << e->stat("events.delivered");
+    EXPECT_TRUE(e->stat_reaches("items.acked", static_cast<int64_t>(handled))) << e->stats_text(
+        {"items.late_acks", "items.released", "items.claimed", "events.delivered"});
     EXPECT_EQ(c.inspect("keys", "inflight"), 0) << "nothing left leased";
 }
 
@@ -827,16 +826,14 @@ TEST_F(QueueTest, PerQueueStatisticsCountClaimsAfterAnExpiredLeaseAndDeadLetters
     };
     auto b = engine(&sink);
     ASSERT_EQ(b->start(), KW_OK) << b->last_error();
-    ASSERT_TRUE(wait_until(
-        [&] { return b->stat("queue.acked.keys") == 3 && b->stat("queue.dead.keys") == 1; },
-        milliseconds(15000)))
-        << b->stat("queue.acked.keys") << " acked, " << b->stat("queue.dead.keys") << " dead";
-    EXPECT_EQ(b->stat("queue.claimed.keys"), 4);
-    EXPECT_EQ(b->stat("queue.lease_expired.keys"), 4);
-    EXPECT_EQ(b->stat("items.lease_expired"), 4);
-    EXPECT_EQ(b->stat("queue.rejected.keys"), 1);
-    EXPECT_EQ(b->stat("handler.acked.0"), 3);
-    EXPECT_EQ(b->stat("handler.rejected.0"), 1);
+    ASSERT_TRUE(b->stat_reaches("queue.acked.keys", 3, nullptr, milliseconds(15000)));
+    ASSERT_TRUE(b->stat_reaches("queue.dead.keys", 1));
+    EXPECT_TRUE(b->stat_reaches("queue.claimed.keys", 4));
+    EXPECT_TRUE(b->stat_reaches("queue.lease_expired.keys", 4));
+    EXPECT_TRUE(b->stat_reaches("items.lease_expired", 4));
+    EXPECT_TRUE(b->stat_reaches("queue.rejected.keys", 1));
+    EXPECT_TRUE(b->stat_reaches("handler.acked.0", 3));
+    EXPECT_TRUE(b->stat_reaches("handler.rejected.0", 1));
     EXPECT_EQ(c.inspect("keys", "dead"), 1);
 }
 

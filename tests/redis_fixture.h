@@ -30,24 +30,9 @@
 #include "core/clock.h"
 #include "embedded/redis_process.h"
 #include "keywatch.h"
+#include "tests/wait.h"
 
 namespace kwtest {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-// Generous: a loaded CI machine must not make a correct engine fail. Never a speed claim.
-constexpr milliseconds kWait{10000};
-
-// Polls pred every 10 ms until it holds or timeout passes; returns its last value.
-inline bool wait_until(const std::function<bool()> &pred, milliseconds timeout = kWait) {
-    auto deadline = Clock::now() + timeout;
-    while (!pred()) {
-        if (Clock::now() >= deadline) return pred();
-        std::this_thread::sleep_for(milliseconds(10));
-    }
-    return true;
-}
 
 // Printable form of a binary key for failure messages.
 inline std::string printable(const std::string &bytes, size_t max = 80) {
@@ -494,15 +479,14 @@ class Engine {
     int start() { return kw_engine_start(get()); }
     std::string last_error() { return kw_engine_last_error(get()); }
 
-    // A statistic by name; -1 (and a test failure) if the name is refused.
-    int64_t stat(const std::string &name) {
-        int64_t v = -1;
-        int rc = kw_engine_stat(get(), name.c_str(), &v);
-        if (rc != KW_OK) {
-            ADD_FAILURE() << "kw_engine_stat(" << name << ") = " << kw_err_name(rc);
-            return -1;
-        }
-        return v;
+    // Waits until a statistic reaches `want` (kwtest::stat_reaches): the only way to read one.
+    ::testing::AssertionResult stat_reaches(const std::string &name, StatWant want,
+                                            int64_t *seen = nullptr, milliseconds timeout = kWait) {
+        return kwtest::stat_reaches(get(), name, want, seen, timeout);
+    }
+    // "name=value, ..." of the statistics named, for failure messages only.
+    std::string stats_text(const std::vector<std::string> &names) {
+        return kwtest::stats_text(get(), names);
     }
 
     kw_conf_t *conf() { return conf_; }

@@ -161,7 +161,8 @@ class Client:
     def inspect(self) -> Dict[str, Any]:
         """The queues' figures (what ``keywatch inspect`` shows) as a dict: ``now_ms``,
         ``mode``, ``queues`` (a list of dicts: queue, due, due_now, inflight, dead,
-        oldest_overdue_ms), ``nodes``, ``complete``, ``unread_slots``, ``unreachable``."""
+        oldest_overdue_ms), ``nodes``, ``complete``, ``unread_slots``, ``unreachable``,
+        ``unassigned``."""
         result: Dict[str, Any] = self._run(_calls.inspect())
         return result
 

@@ -32,6 +32,23 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "
         time.sleep(0.02)
 
 
+def wait_stat(engine, name: str, want: "int | Callable[[int], bool]", timeout: float = 20.0) -> int:
+    """The one way a test reads an engine statistic while the engine runs (docs/testing.md,
+    "Waiting, not timing"): a counter moves when a reply reaches the engine's thread, which
+    can be after the test saw the effect in Redis or in a handler. Waits until
+    engine.stat(name) equals want (or want(value) is true); fails naming the last value
+    after timeout. Returns the value."""
+    holds = want if callable(want) else (lambda v: v == want)
+    end = time.monotonic() + timeout
+    while True:
+        value = engine.stat(name)
+        if holds(value):
+            return value
+        if time.monotonic() > end:
+            pytest.fail(f"{name} is {value} after {timeout} s; wanted {want}")
+        time.sleep(0.02)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import keywatch
-from conftest import wait_for
+from conftest import wait_for, wait_stat
 
 
 def test_tracked_keys_and_tasks_on_every_master_are_delivered_once(cluster):
@@ -25,7 +25,7 @@ def test_tracked_keys_and_tasks_on_every_master_are_delivered_once(cluster):
 
     engine.start()
     try:
-        assert engine.stats()["conn.nodes"] == 3
+        wait_stat(engine, "conn.nodes", 3)
         with keywatch.Client(cluster.seed) as client:
             with client.pipeline() as p:
                 for key in sorted(keys):

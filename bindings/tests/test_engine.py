@@ -13,7 +13,7 @@ import pytest
 import redis as redispy
 
 import keywatch
-from conftest import wait_for
+from conftest import wait_for, wait_stat
 
 FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms", lease="5s")
 
@@ -114,7 +114,7 @@ def test_retry_then_dead_letter_then_replay(redis, client, caplog):
         wait_for(lambda: len(attempts) == 3, what="the replayed task")
         assert attempts[2] == 1  # attempts reset by replay
         assert errors[2] is None  # a replayed dead letter starts afresh
-        wait_for(lambda: engine.stat("items.acked") == 1, what="the ack")
+        wait_stat(engine, "items.acked", 1)
         assert client.dead_letters("jobs") == []
     finally:
         engine.stop()
@@ -138,7 +138,7 @@ def test_retry_delay_is_honoured_and_reasons_reach_the_next_attempt(redis, clien
     engine = started(redis, setup, max_attempts=4)
     try:
         client.track(b"r:\x00", b"v", ttl=0.05)
-        wait_for(lambda: engine.stat("items.acked") == 1, what="the third attempt's ack")
+        wait_stat(engine, "items.acked", 1)
     finally:
         engine.stop()
     assert [(a, m, e) for a, m, e, _ in seen] == [
@@ -167,7 +167,7 @@ def test_reject_dead_letters_at_once_and_purge(redis, client):
         assert dead[0]["payload_b64"] == "/wA="
         assert client.purge("jobs") == 1 and client.dead_letters("jobs") == []
         # Counted when the script's reply reaches the engine, which may be after Redis shows it.
-        wait_for(lambda: engine.stats()["items.dead"] == 1, what="items.dead == 1")
+        wait_stat(engine, "items.dead", 1)
     finally:
         engine.stop()
 
@@ -208,7 +208,7 @@ def test_handler_exception_is_logged_and_retried(redis, client, caplog):
     try:
         client.track(b"k", b"v", ttl=0.1)
         wait_for(lambda: calls == [1, 2], what="the retry")
-        wait_for(lambda: engine.stat("items.acked") == 1, what="the ack")
+        wait_stat(engine, "items.acked", 1)
     finally:
         engine.stop()
     assert engine.stat("items.retried") == 1
@@ -295,7 +295,7 @@ def test_stats_after_real_events_have_labelled_samples_and_histograms(redis, cli
         for i in range(3):
             client.track(f"s:{i}", b"", ttl=0.05)
         client.schedule("emails", b"e1")
-        wait_for(lambda: engine.stat("items.acked") == 4, what="three keys and a task acked")
+        wait_stat(engine, "items.acked", 4)
         running = engine.stats()
         assert running.family("node.state") == {f"127.0.0.1:{redis.port}": 2}  # READY
     finally:
@@ -380,7 +380,7 @@ def test_slow_handler_leaves_tracked_keys_in_redis(redis, client):
         with client.pipeline() as p:
             for i in range(500):
                 p.track(f"bp:{i}", b"", ttl=0.05)
-        wait_for(lambda: engine.stat("items.claimed") >= 1, what="the first claim")
+        wait_stat(engine, "items.claimed", lambda n: n >= 1)
         for _ in range(10):
             assert engine.stat("dispatch.queued") <= 16
             keys = next(q for q in client.inspect()["queues"] if q["queue"] == "keys")

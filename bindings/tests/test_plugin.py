@@ -16,7 +16,7 @@ import redis as redispy
 
 import keywatch
 from keywatch import aio
-from conftest import wait_for
+from conftest import wait_for, wait_stat
 
 FAST = dict(sweep_interval="20ms", retry_base="20ms", retry_max="50ms", lease="5s")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
@@ -49,9 +49,8 @@ def test_session_index_plugin_by_path_removes_expired_sessions_from_the_index(
         client.track("other:s4", "alice", ttl=0.2, snapshot=True)  # not the filter's
         r.sadd("user:alice:sessions", "s4")
     with engine:  # starts it
-        wait_for(lambda: engine.stat("plugin.sessions.removed") == 3,
-                 what="the plugin removing three sessions")
-        assert engine.stat("plugin.sessions.absent") == 0
+        wait_stat(engine, "plugin.sessions.removed", 3)
+        wait_stat(engine, "plugin.sessions.absent", 0)
     assert r.smembers("user:alice:sessions") == {b"kept-s1", b"kept-s2", b"s4"}
     assert r.smembers("user:bob:sessions") == {b"kept-s3"}
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "embedded/redis_process.h"
 #include "keywatch.h"
 #include "tests/support/redis_cluster.h"
+#include "tests/wait.h"
 
 #ifndef KW_CLI_PATH
 #error "KW_CLI_PATH must name the keywatch binary"
@@ -679,13 +681,7 @@ void reject_tasks(const std::string &url, int64_t n) {
     };
     ASSERT_EQ(kw_engine_add_handler(engine, filter, reject, nullptr, nullptr), KW_OK);
     ASSERT_EQ(kw_engine_start(engine), KW_OK) << kw_engine_last_error(engine);
-    int64_t dead = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 15s;
-    while (dead < n && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
-        kw_engine_stat(engine, "items.dead", &dead);
-    }
-    EXPECT_EQ(dead, n);
+    EXPECT_TRUE(kwtest::stat_reaches(engine, "items.dead", n, nullptr, 15s));
     kw_engine_stop(engine, -1);
     kw_engine_free(engine);
     kw_filter_free(filter);
@@ -1127,25 +1123,45 @@ TEST(CliCluster, WatchNamesAPromotedReplicaAsANewMaster) {
     std::filesystem::remove_all(dir);
 }
 
+// A real cluster and a scratch folder for the keywatch binary run against it (`--redis` a
+// node still running); the folder goes with it.
+class ClusterCli {
+  public:
+    ClusterCli() {
+        char tmpl[] = "/tmp/kwclus.XXXXXX";
+        if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+        dir_ = tmpl;
+        cluster.start();
+    }
+    ~ClusterCli() { std::filesystem::remove_all(dir_); }
+    Result kw(std::vector<std::string> args) {
+        args.insert(args.end(), {"--redis", cluster.seed_url()});
+        Process p(KW_CLI_PATH, args, dir_, "c" + std::to_string(runs_++), {});
+        return p.finish(60s, false);
+    }
+
+    keywatch::RedisCluster cluster;
+
+  private:
+    std::string dir_;
+    int runs_ = 0;
+};
+
+// The tracked keys an inspect document counts as due.
+static int64_t keys_due(const Json &doc) {
+    for (const auto &q : doc.at("queues"))
+        if (q.at("queue") == "keys") return q.at("due").get<int64_t>();
+    return -1;
+}
+
 // Issue 10 item 7: a shard whose master and replica are both down cannot be read: inspect
 // names it, counts its slots as unread and exits 1 instead of printing partial totals as
 // if they were the whole picture.
 TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
-    char tmpl[] = "/tmp/kwclus.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::string dir = tmpl;
-    keywatch::RedisCluster cluster;
-    cluster.start();
-    int runs = 0;
-    auto kw = [&](std::vector<std::string> args, const std::string &url) {
-        args.push_back("--redis");
-        args.push_back(url);
-        Process p(KW_CLI_PATH, args, dir, "d" + std::to_string(runs++), {});
-        return p.finish(60s, false);
-    };
-    const std::string url = cluster.seed_url();
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
     for (int i = 0; i < 30; i++) {
-        const Result t = kw({"track", "shard:" + std::to_string(i), "v", "--ttl", "1h"}, url);
+        const Result t = run.kw({"track", "shard:" + std::to_string(i), "v", "--ttl", "1h"});
         ASSERT_EQ(t.status, 0) << describe(t);
     }
     ASSERT_TRUE(cluster.wait_replicated());
@@ -1156,9 +1172,8 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
     const std::string down_node = "127.0.0.1:" + std::to_string(cluster.node(down).port());
     cluster.node(replica).kill9();
     cluster.node(down).kill9();
-    const std::string live = cluster.seed_url();  // a node still running
     // Whether or not the cluster has marked the master failed yet, it is named.
-    const Result j = kw({"inspect", "--json"}, live);
+    const Result j = run.kw({"inspect", "--json"});
     EXPECT_EQ(j.status, 1) << describe(j);
     const Json doc = Json::parse(j.out);
     EXPECT_EQ(doc.at("complete"), false) << j.out;
@@ -1166,18 +1181,119 @@ TEST(CliCluster, InspectNamesAShardThatIsDownAndExitsNonZero) {
     bool named = false;
     for (const auto &u : doc.at("unreachable")) named = named || u.at("node") == down_node;
     EXPECT_TRUE(named) << j.out;
-    int64_t total = 0;
-    for (const auto &q : doc.at("queues"))
-        if (q.at("queue") == "keys") total = q.at("due");
-    EXPECT_LT(total, 30) << "the dead shard's keys cannot be counted";
+    EXPECT_LT(keys_due(doc), 30) << "the dead shard's keys cannot be counted";
     EXPECT_NE(j.err.find("incomplete"), std::string::npos) << describe(j);
     // Once the cluster has marked it failed, as well.
     ASSERT_TRUE(wait_until_failed(cluster, down_node));
-    const Result t = kw({"inspect"}, live);
+    const Result t = run.kw({"inspect"});
     EXPECT_EQ(t.status, 1) << describe(t);
     EXPECT_NE(t.out.find("NOT READ"), std::string::npos) << describe(t);
     EXPECT_NE(t.out.find(down_node), std::string::npos) << describe(t);
     EXPECT_NE(t.err.find(down_node), std::string::npos) << describe(t);
     EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
-    std::filesystem::remove_all(dir);
+}
+
+// Issue 20 item 16: queue keys in slots that no shard holds any more (DELSLOTS everywhere;
+// cluster-require-full-coverage no, so every node still serves the rest) used to make
+// inspect fail with no figures ("no master serves slot 144 now"). Every other figure is
+// read; the unread slots are counted and named, and the exit status is 1.
+TEST(CliCluster, InspectReadsTheRestWhenQueueKeysSitInUnassignedSlots) {
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
+    keywatch::RedisProcess &any = cluster.node(cluster.masters().at(0));
+    auto slot_of = [&](const std::string &key) {
+        return std::stoi(any.command({"CLUSTER", "KEYSLOT", key}));
+    };
+    // Three keys in slots 100-199 (one hash tag), five elsewhere.
+    std::string tag;
+    for (int i = 0; tag.empty(); i++)
+        if (int s = slot_of("u" + std::to_string(i)); s >= 100 && s <= 199)
+            tag = "u" + std::to_string(i);
+    std::vector<std::string> inside, outside;
+    for (int i = 0; i < 3; i++) inside.push_back("{" + tag + "}:" + std::to_string(i));
+    for (int i = 0; outside.size() < 5; i++)
+        if (int s = slot_of("out:" + std::to_string(i)); s < 100 || s > 199)
+            outside.push_back("out:" + std::to_string(i));
+    for (auto *keys : {&inside, &outside})
+        for (const auto &k : *keys) ASSERT_EQ(run.kw({"track", k, "v", "--ttl", "1h"}).status, 0);
+    for (size_t i = 0; i < cluster.size(); i++)
+        ASSERT_EQ(cluster.node(i).command({"CLUSTER", "DELSLOTSRANGE", "100", "199"}), "OK");
+    ASSERT_TRUE(kwtest::wait_until([&] {
+        for (size_t i = 0; i < cluster.size(); i++)
+            if (cluster.node(i).command({"CLUSTER", "INFO"}).find("cluster_slots_assigned:16284") ==
+                std::string::npos)
+                return false;
+        return true;
+    }));
+
+    const Result j = run.kw({"inspect", "--json"});
+    EXPECT_EQ(j.status, 1) << describe(j);
+    const Json doc = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(j);
+    EXPECT_EQ(doc.at("complete"), false) << j.out;
+    EXPECT_EQ(doc.at("unread_slots"), 100) << j.out;
+    EXPECT_EQ(doc.at("unassigned"), Json::parse("[[100,199]]")) << j.out;
+    EXPECT_EQ(doc.at("unreachable"), Json::array()) << "every master answers: " << j.out;
+    EXPECT_EQ(keys_due(doc), static_cast<int64_t>(outside.size()))
+        << "every key outside them: " << j.out;
+
+    const Result t = run.kw({"inspect"});
+    EXPECT_EQ(t.status, 1) << describe(t);
+    const size_t heading = t.out.find("NOT READ");
+    ASSERT_NE(heading, std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find("slots 100-199", heading), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find("slots 100-199"), std::string::npos) << describe(t);
+    EXPECT_NE(t.err.find("incomplete: the queues of 100 slot(s)"), std::string::npos)
+        << describe(t);
+}
+
+// The same with full coverage required (Redis's default) and the slots deleted on their
+// master only: that master sees the cluster down and refuses every key command
+// (CLUSTERDOWN), which used to fail inspect with no figures. The other masters' figures
+// are read; the refusing master is named with its answer and its slots counted as unread.
+TEST(CliCluster, InspectReadsTheOtherMastersWhenOneAnswersClusterDown) {
+    ClusterCli run;
+    keywatch::RedisCluster &cluster = run.cluster;
+    for (int i = 0; i < 30; i++)
+        ASSERT_EQ(run.kw({"track", "cov:" + std::to_string(i), "v", "--ttl", "1h"}).status, 0);
+    const size_t owner = static_cast<size_t>(cluster.master_of_slot(100));
+    const std::string owner_node = "127.0.0.1:" + std::to_string(cluster.node(owner).port());
+    int64_t elsewhere = 0;  // keys the other masters serve
+    for (int i = 0; i < 30; i++)
+        elsewhere +=
+            cluster.master_of_slot(std::stoi(cluster.node(owner).command(
+                {"CLUSTER", "KEYSLOT", "cov:" + std::to_string(i)}))) != static_cast<int>(owner);
+    for (size_t i = 0; i < cluster.size(); i++)
+        cluster.node(i).command({"CONFIG", "SET", "cluster-require-full-coverage", "yes"});
+    ASSERT_EQ(cluster.node(owner).command({"CLUSTER", "DELSLOTSRANGE", "100", "199"}), "OK");
+    ASSERT_TRUE(kwtest::wait_until([&] {
+        return cluster.node(owner).command({"CLUSTER", "INFO"}).find("cluster_state:fail") !=
+               std::string::npos;
+    }));
+
+    const Result j = run.kw({"inspect", "--json"});
+    EXPECT_EQ(j.status, 1) << describe(j);
+    const Json doc = Json::parse(j.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(j);
+    EXPECT_EQ(doc.at("complete"), false) << j.out;
+    bool named = false;
+    for (const auto &u : doc.at("unreachable"))
+        named = named || (u.at("node") == owner_node && u.at("error").get<std::string>().find(
+                                                            "CLUSTERDOWN") != std::string::npos);
+    EXPECT_TRUE(named) << j.out;
+    EXPECT_GE(doc.at("unread_slots").get<int64_t>(), 100) << j.out;
+    EXPECT_LT(doc.at("unread_slots").get<int64_t>(), 16384) << "the others were read: " << j.out;
+    // Every key on the other masters is counted, none of the refusing master's.
+    EXPECT_EQ(keys_due(doc), elsewhere) << j.out;
+    for (const auto &n : doc.at("nodes"))
+        EXPECT_EQ(n.at("reachable"), n.at("node") != owner_node) << n.dump();
+
+    const Result t = run.kw({"inspect"});
+    EXPECT_EQ(t.status, 1) << describe(t);
+    const size_t heading = t.out.find("NOT READ");
+    ASSERT_NE(heading, std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find(owner_node, heading), std::string::npos) << describe(t);
+    EXPECT_NE(t.out.find(owner_node + "  (not read)"), std::string::npos)
+        << "no zeros for what was not read: " << describe(t);
+    EXPECT_NE(t.err.find("incomplete"), std::string::npos) << describe(t);
 }

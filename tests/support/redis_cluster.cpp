@@ -205,7 +205,7 @@ std::string RedisCluster::seed_url() {
 
 void RedisCluster::migrate_slot(int slot, size_t to,
                                 const std::function<bool(const std::string &)> &first,
-                                int before_handover_ms) {
+                                const std::function<void()> &before_handover) {
     int from = master_of_slot(slot);
     if (from < 0) throw std::runtime_error("slot " + std::to_string(slot) + " has no master");
     RedisProcess &src = *nodes_[static_cast<size_t>(from)], &dst = *nodes_[to];
@@ -232,7 +232,7 @@ void RedisCluster::migrate_slot(int slot, size_t to,
         }
         must(src.command(args), "MIGRATE");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(before_handover_ms));
+    if (before_handover) before_handover();
     for (size_t m : masters()) nodes_[m]->command({"CLUSTER", "SETSLOT", s, "NODE", dst_id});
 }
 

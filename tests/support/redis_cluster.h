@@ -53,12 +53,13 @@ class RedisCluster {
     int index_of_port(int port) const;
     // Moves `slot` with every key in it from its master to master `to`, step by step as
     // `redis-cli --cluster reshard` does: SETSLOT IMPORTING and MIGRATING, MIGRATE in
-    // batches (keys for which `first` is true before the others, when given), a wait of
-    // `before_handover_ms` (a large slot takes that long), then SETSLOT NODE on every
-    // master. Throws std::runtime_error when a step fails.
+    // batches (keys for which `first` is true before the others, when given), then
+    // `before_handover` if given (a large slot takes a while; an interrupted reshard is
+    // finished later), then SETSLOT NODE on every master. Throws std::runtime_error when a
+    // step fails.
     void migrate_slot(int slot, size_t to,
                       const std::function<bool(const std::string &)> &first = {},
-                      int before_handover_ms = 0);
+                      const std::function<void()> &before_handover = {});
     // "redis://127.0.0.1:PORT" of a running node, to seed a client.
     std::string seed_url();
 
