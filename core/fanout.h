@@ -11,6 +11,12 @@
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
 // connection; a node that is no longer a master is dropped (a demoted master keeps its
 // subscribers connected and silently publishes only `del`), a new master is subscribed.
+//
+// Evidence that a node is back ends its connections' reconnect waits at once (node_back):
+// the subscriber's connection and the sweeper's tell each other when they are made, and in
+// cluster mode the topology probe, and a connection tried at each refresh to every master
+// not subscribed now, tell both. Without it each would sleep its own backoff (up to
+// reconnect.max) after a node, or the whole cluster, came back.
 // Loop thread only.
 #pragma once
 
@@ -72,6 +78,7 @@ class Fanout : private SubscriberSink {
 
   private:
     struct Node {
+        RedisUrl url;
         std::shared_ptr<NodeStats> stats;    // its samples: intake and sweeper record here
         std::unique_ptr<NodeIntake> intake;  // before sub and sweeper, which point at it
         std::unique_ptr<Subscriber> sub;
@@ -109,6 +116,12 @@ class Fanout : private SubscriberSink {
     void add(const std::string &host, int port);
     void refresh();
     void apply(const Topology &t);
+    // A connection to `endpoint` succeeded: its subscriber and sweeper stop waiting out
+    // their backoff and reconnect now.
+    void node_back(const std::string &endpoint);
+    // Cluster, at each refresh: tries a connection to every node not subscribed now (one at
+    // a time per node, silently); one that succeeds calls node_back().
+    void reach_lost_nodes();
     const std::string *intern(const std::string &name);
 
     EventLoop &loop_;
@@ -123,6 +136,7 @@ class Fanout : private SubscriberSink {
     static constexpr size_t kMaxParkedLive = 100000;
     std::set<std::string> names_;       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
+    std::map<std::string, std::unique_ptr<RedisConn>> reach_;  // reach_lost_nodes(), by node
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology
