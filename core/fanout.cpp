@@ -104,7 +104,7 @@ void Fanout::shutdown_subscribers() {
     refresh_timer_.cancel();
     soon_timer_.cancel();
     if (probe_) probe_->close();
-    for (auto &kv : reach_) kv.second->close();
+    for (auto &kv : reach_) kv.second.conn->close();
     for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
 }
 
@@ -247,19 +247,28 @@ void Fanout::node_back(const std::string &endpoint) {
 }
 
 void Fanout::reach_lost_nodes() {
+    const int64_t now = wall_ms();
     for (auto &kv : nodes_by_endpoint_) {
         if (kv.second.state == KW_CONN_READY) continue;
-        std::unique_ptr<RedisConn> &conn = reach_[kv.first];
-        if (conn && conn->state() != RedisConn::State::Idle) continue;  // still trying
-        if (!conn) conn = std::make_unique<RedisConn>(loop_.base(), kv.second.url, "reach");
-        RedisConn *c = conn.get();
+        Reach &reach = reach_[kv.first];
+        if (!reach.conn)
+            reach.conn = std::make_unique<RedisConn>(loop_.base(), kv.second.url, "reach");
+        RedisConn *c = reach.conn.get();
+        // Still trying, and not for too long (a paused server accepts, then never answers).
+        if (c->state() != RedisConn::State::Idle &&
+            now - reach.since_ms < opts_.sub.connect_timeout_ms)
+            continue;
+        reach.since_ms = now;
         const std::string *name = intern(kv.first);
-        // A node still down is its subscriber's to report: nothing is logged here.
+        // A node still down is its subscriber's to report: nothing is logged here. Any
+        // answer to the PING (PONG, LOADING, NOAUTH, ...) shows the server is back.
         c->connect(
             opts_.sub.connect_timeout_ms,
             [this, c, name] {
-                c->close();
-                node_back(*name);
+                c->command({"PING"}, [this, c, name](redisReply *) {
+                    c->close();
+                    node_back(*name);
+                });
             },
             [](const RedisConn::Failure &) {});
     }

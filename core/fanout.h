@@ -119,8 +119,9 @@ class Fanout : private SubscriberSink {
     // A connection to `endpoint` succeeded: its subscriber and sweeper stop waiting out
     // their backoff and reconnect now.
     void node_back(const std::string &endpoint);
-    // Cluster, at each refresh: tries a connection to every node not subscribed now (one at
-    // a time per node, silently); one that succeeds calls node_back().
+    // Cluster, at each refresh: tries a connection and a PING to every node not subscribed
+    // now (one at a time per node, for at most redis.connect_timeout, silently); an answer
+    // calls node_back().
     void reach_lost_nodes();
     const std::string *intern(const std::string &name);
 
@@ -136,7 +137,11 @@ class Fanout : private SubscriberSink {
     static constexpr size_t kMaxParkedLive = 100000;
     std::set<std::string> names_;       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
-    std::map<std::string, std::unique_ptr<RedisConn>> reach_;  // reach_lost_nodes(), by node
+    struct Reach {
+        std::unique_ptr<RedisConn> conn;
+        int64_t since_ms = 0;  // when the try began (wall clock)
+    };
+    std::map<std::string, Reach> reach_;  // reach_lost_nodes(), by node
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology

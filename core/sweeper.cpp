@@ -125,7 +125,9 @@ void Sweeper::retry_now() {
 void Sweeper::on_ready() {
     attempt_ = 0;
     resume();
-    if (opts_.on_connected) opts_.on_connected();
+    // The node's other connections hear of it once the server has answered on this one (a
+    // paused server's kernel still accepts connections).
+    if (opts_.on_connected) command({"PING"}, [this](redisReply *) { opts_.on_connected(); });
 }
 
 void Sweeper::resume() {

@@ -113,8 +113,8 @@ class Sweeper {
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
-        // The connection is ready (made or re-made): evidence that the node is back, for
-        // the node's other connections (null: none told).
+        // The connection was made (or re-made) and the server answered on it: evidence that
+        // the node is back, for the node's other connections (null: none told).
         std::function<void()> on_connected;
     };
 
