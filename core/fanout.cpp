@@ -358,6 +358,10 @@ void Fanout::refresh() {
                 };
                 Topology t;
                 std::string err;
+                if (classify(r) == ReplyError::Loading) {
+                    done(nullptr, url.endpoint() + " is loading its data set (LOADING)");
+                    return;  // the next refresh asks the next node
+                }
                 if (r->type == REDIS_REPLY_ERROR) {
                     // Before 7.0: CLUSTER SLOTS.
                     probe_->command({"CLUSTER", "SLOTS"}, [done, url](redisReply *r2) {
