@@ -293,9 +293,10 @@ def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon
 # ---- a server that is still loading its data set -----------------------------------------
 
 # Keys in the restarted server's dump.rdb, and Redis's own delay per key loaded (hidden
-# option key-load-delay, microseconds): the load lasts at least 30000 x 200 us = 6 s on any
-# machine (about 8 s here), long enough for all three commands to start during it.
-LOADING_KEYS, LOADING_KEY_DELAY_US = 30000, 200
+# option key-load-delay, microseconds): the load lasts at least 20000 x 200 us = 4 s on any
+# machine (5 to 8 s on a busy 2-core one), long enough for all three commands to start and
+# meet it.
+LOADING_KEYS, LOADING_KEY_DELAY_US = 20000, 200
 
 
 def test_watch_track_and_run_started_while_redis_loads_wait_and_succeed(configured_redis,
