@@ -364,7 +364,9 @@ KW_API int kw_engine_set_log_fields_cb(kw_engine_t *engine, kw_log_fields_fn fn,
  * ACL permissions keywatch needs, check notify-keyspace-events and subscribe. While
  * nothing answers at redis.url (connection refused or unreachable: a server or cluster
  * still starting) the seeds are tried again, backing off from 50 ms to 1 s, until
- * redis.connect_timeout has passed. Blocks until subscribed or redis.connect_timeout
+ * redis.connect_timeout has passed; while a seed is loading its data set (it answers
+ * LOADING after a restart) it is asked again every 100 ms for as long, and then
+ * KW_ERR_TIMEOUT says it is still loading. Blocks until subscribed or redis.connect_timeout
  * passes: on failure nothing keeps running and kw_engine_last_error() says what was wrong
  * and what to do. What a retry cannot fix fails at once: KW_ERR_AUTH for a refused
  * password or a missing ACL permission (the message names the ACL SETUSER rule),
@@ -571,9 +573,11 @@ KW_API size_t kw_stats_buckets(const kw_stats_t *stats, size_t i, const double *
  * A blocking client for producers and operators. It holds one connection (opened by
  * kw_client_new, re-opened on the next call after a failure), or on a Redis Cluster one per
  * master, each call going to the master of its key's (or task id's) slot and following
- * MOVED/ASK redirections. Not thread-safe: use one client per thread. Every call records a message
- * for kw_client_last_error on failure. Times are ms since the Unix epoch on Redis's clock; TTLs and
- * delays are ms.
+ * MOVED/ASK redirections. A server or master loading its data set (it answers LOADING after a
+ * restart) is asked again every 100 ms for up to redis.connect_timeout, then the call fails
+ * with KW_ERR_TIMEOUT; an unreachable one is reported at once. Not thread-safe: use one
+ * client per thread. Every call records a message for kw_client_last_error on failure.
+ * Times are ms since the Unix epoch on Redis's clock; TTLs and delays are ms.
  *
  * The latest deadline keywatch accepts is KW_MAX_TIME_MS, 9999-12-31T23:59:59.999Z (a queue's
  * score is a double, exact only up to 2^53 ms, and the deadline is part of the event id). A

@@ -152,8 +152,8 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
     cmd->add_option("--duration", a->duration,
                     "stop after this long, e.g. 500ms, 30s, 5m, 1h (default: until Ctrl-C)");
     cmd->add_option("--connect-timeout", a->connect_timeout,
-                    "keep trying to connect (refused or unreachable) for this long, then "
-                    "give up (default 5s)");
+                    "keep trying to connect (refused or unreachable, or Redis still loading "
+                    "its data) for this long, then give up (default 5s)");
     cmd->add_option("-c,--conf", a->conf,
                     "NAME=VALUE: any library option, e.g. lease=10s or max_attempts=3 "
                     "(repeatable)")

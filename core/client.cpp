@@ -32,6 +32,12 @@ std::string text(const redisReply *r) {
 // Redirections one call may follow before giving up (a resharding in full swing).
 constexpr int kMaxRedirects = 8;
 
+int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 // host:port (or [v6]:port) into a URL that otherwise keeps the seed's credentials.
 RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
     if (endpoint == seed.endpoint()) return seed;
@@ -151,6 +157,7 @@ ReplyPtr Client::exec(Call &c) {
     bool asking = false;
     std::string last_error, last_node;  // the last refusal, to name the real state
     ReplyError last_kind = ReplyError::None;
+    int64_t loading_since = -1;  // when a node first answered LOADING to this call
     for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
         if (c.endpoint.empty()) {
             if (cluster_ && refresh_topology() != KW_OK) return nullptr;
@@ -195,6 +202,19 @@ ReplyPtr Client::exec(Call &c) {
             std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
             if (kind == ReplyError::ClusterDown) refresh_topology();
             c.endpoint = endpoint_for_slot(c.slot);
+        } else if (kind == ReplyError::Loading) {
+            // A restarted server (or a promoted replica) loading its data set: asked again
+            // every kPollMs for up to redis.connect_timeout, as at a start. Not a
+            // redirect: the attempt is not counted.
+            if (loading_since < 0) loading_since = steady_ms();
+            if (steady_ms() - loading_since >= config_.connect_timeout_ms) {
+                call_status_ = KW_ERR_TIMEOUT;
+                fail(KW_ERR_TIMEOUT,
+                     still_loading_message(url_at(seed_, c.endpoint), config_.connect_timeout_ms));
+                return nullptr;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+            attempt--;
         } else {
             return r;
         }
@@ -522,11 +542,6 @@ int Client::reschedule(const std::string &qname, const std::string &id, int64_t 
 }
 
 namespace {
-int64_t steady_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 // How long a measured clock offset is trusted.
 constexpr int64_t kClockResyncMs = 1000;
 }  // namespace
@@ -614,7 +629,8 @@ int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *e
         }
         const ReplyError kind = classify(r.get());
         if (kind == ReplyError::NoScript || kind == ReplyError::Moved || kind == ReplyError::Ask ||
-            kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
+            kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown ||
+            kind == ReplyError::Loading) {
             again.push_back(i);
             continue;
         }

@@ -46,6 +46,18 @@ std::vector<Completion> CompletionStore::take_all() {
     return take_waiting();
 }
 
+std::optional<int64_t> CompletionStore::first_lease_end(int64_t lease_ms) const {
+    std::optional<int64_t> first;
+    auto consider = [&](const Completion &c) {
+        if (c.leased_ms > 0 && (!first || c.leased_ms + lease_ms < *first))
+            first = c.leased_ms + lease_ms;
+    };
+    for (const Completion &c : waiting_) consider(c);
+    for (const auto &kv : in_flight_)
+        for (const Completion &c : kv.second) consider(c);
+    return first;
+}
+
 size_t CompletionStore::drop_expired(int64_t now_ms, int64_t lease_ms) {
     auto gone = std::remove_if(waiting_.begin(), waiting_.end(), [&](const Completion &c) {
         return lease_surely_ended(c, now_ms, lease_ms);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,10 @@ struct Completion {
     int slot = -1;                // cluster: the id's slot if known
     int64_t claimed_ms = 0;       // when the item was claimed (local clock; 0: unknown)
     int64_t done_ms = 0;          // when the handler finished (local clock; set on intake)
+    // When its lease was last set, as far as this engine knows: the claim, or a renewal
+    // Redis confirmed (local clock; set on intake; 0: unknown). The lease runs at least
+    // until leased_ms + lease.
+    int64_t leased_ms = 0;
     int64_t retry_delay_ms = -1;  // RETRY: when due again (<0: the usual backoff)
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
@@ -56,6 +61,9 @@ class CompletionStore {
     std::vector<Completion> take_all();
     // Gives up waiting completions whose lease has surely ended; returns how many.
     size_t drop_expired(int64_t now_ms, int64_t lease_ms);
+    // The earliest time a lease of those waiting or in flight may end (the first leased_ms
+    // + lease_ms); none when the store is empty or no lease time is known.
+    std::optional<int64_t> first_lease_end(int64_t lease_ms) const;
 
   private:
     std::vector<Completion> waiting_;

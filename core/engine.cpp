@@ -155,9 +155,10 @@ int Engine::start_or_check(bool check_only) {
             "Redis events, tracked keys or a task queue");
         return KW_ERR_STATE;
     }
+    auto waiting = [this](const std::string &m) { log(KW_LOG_INFO, m, {}); };
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
                              &fo.seed, &fo.cluster, &fo.topology, &why,
-                             /*wait_for_server=*/true);
+                             /*wait_for_server=*/true, waiting);
         rc != KW_OK) {
         set_error(why);
         return rc;

@@ -26,6 +26,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     so.node_name = name;
     so.retry_from_start = opts_.cluster;
     Node &n = nodes_by_endpoint_[endpoint];
+    n.url = url;
     n.stats = opts_.stats->add_node(endpoint, opts_.sweepers);
     NodeIntake::Options io;
     io.ns = opts_.sweep.ns;
@@ -47,6 +48,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.cluster = opts_.cluster;
         sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] { refresh_soon(50); };
+        sw.on_connected = [this, name] { node_back(*name); };
         if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
@@ -102,6 +104,7 @@ void Fanout::shutdown_subscribers() {
     refresh_timer_.cancel();
     soon_timer_.cancel();
     if (probe_) probe_->close();
+    for (auto &kv : reach_) kv.second.conn->close();
     for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
 }
 
@@ -233,6 +236,42 @@ void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     // A lost master may have failed over: look at the topology soon, not at the next
     // periodic refresh.
     if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
+    if (state == KW_CONN_READY) node_back(sub.endpoint());
+}
+
+void Fanout::node_back(const std::string &endpoint) {
+    auto it = nodes_by_endpoint_.find(endpoint);
+    if (it == nodes_by_endpoint_.end()) return;
+    it->second.sub->retry_now();
+    if (it->second.sweeper) it->second.sweeper->retry_now();
+}
+
+void Fanout::reach_lost_nodes() {
+    const int64_t now = wall_ms();
+    for (auto &kv : nodes_by_endpoint_) {
+        if (kv.second.state == KW_CONN_READY) continue;
+        Reach &reach = reach_[kv.first];
+        if (!reach.conn)
+            reach.conn = std::make_unique<RedisConn>(loop_.base(), kv.second.url, "reach");
+        RedisConn *c = reach.conn.get();
+        // Still trying, and not for too long (a paused server accepts, then never answers).
+        if (c->state() != RedisConn::State::Idle &&
+            now - reach.since_ms < opts_.sub.connect_timeout_ms)
+            continue;
+        reach.since_ms = now;
+        const std::string *name = intern(kv.first);
+        // A node still down is its subscriber's to report: nothing is logged here. Any
+        // answer to the PING (PONG, LOADING, NOAUTH, ...) shows the server is back.
+        c->connect(
+            opts_.sub.connect_timeout_ms,
+            [this, c, name] {
+                c->command({"PING"}, [this, c, name](redisReply *) {
+                    c->close();
+                    node_back(*name);
+                });
+            },
+            [](const RedisConn::Failure &) {});
+    }
 }
 
 void Fanout::on_started(Subscriber &sub, int status, const std::string &message) {
@@ -267,6 +306,7 @@ void Fanout::on_started(Subscriber &sub, int status, const std::string &message)
 
 void Fanout::refresh() {
     if (down_) return;
+    reach_lost_nodes();
     if (refreshing_) {
         // One probe at a time; keep the periodic chain alive behind it.
         refresh_timer_.arm(300);
@@ -302,6 +342,7 @@ void Fanout::refresh() {
     probe_->connect(
         opts_.sub.connect_timeout_ms,
         [this, url] {
+            node_back(url.endpoint());
             probe_->command({"CLUSTER", "SHARDS"}, [this, url](redisReply *r) {
                 auto done = [this, url](const Topology *t, const std::string &err) {
                     refreshing_ = false;
@@ -317,6 +358,10 @@ void Fanout::refresh() {
                 };
                 Topology t;
                 std::string err;
+                if (classify(r) == ReplyError::Loading) {
+                    done(nullptr, url.endpoint() + " is loading its data set (LOADING)");
+                    return;  // the next refresh asks the next node
+                }
                 if (r->type == REDIS_REPLY_ERROR) {
                     // Before 7.0: CLUSTER SLOTS.
                     probe_->command({"CLUSTER", "SLOTS"}, [done, url](redisReply *r2) {
@@ -399,6 +444,7 @@ void Fanout::apply(const Topology &t) {
             it->second.sweeper->shutdown();
         }
         opts_.stats->drop_node(it->first);  // its samples leave the snapshot
+        reach_.erase(it->first);
         retired_.push_back(std::move(it->second));
         it = nodes_by_endpoint_.erase(it);
     }

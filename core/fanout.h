@@ -13,6 +13,12 @@
 // subscribers connected and silently publishes only `del`), a new master is subscribed,
 // and a slot that changed master (a migration's end, a failover) has its queues swept by
 // the new one.
+//
+// Evidence that a node is back ends its connections' reconnect waits at once (node_back):
+// the subscriber's connection and the sweeper's tell each other when they are made, and in
+// cluster mode the topology probe, and a connection tried at each refresh to every master
+// not subscribed now, tell both. Without it each would sleep its own backoff (up to
+// reconnect.max) after a node, or the whole cluster, came back.
 // Loop thread only.
 #pragma once
 
@@ -74,6 +80,7 @@ class Fanout : private SubscriberSink {
 
   private:
     struct Node {
+        RedisUrl url;
         std::shared_ptr<NodeStats> stats;    // its samples: intake and sweeper record here
         std::unique_ptr<NodeIntake> intake;  // before sub and sweeper, which point at it
         std::unique_ptr<Subscriber> sub;
@@ -119,6 +126,13 @@ class Fanout : private SubscriberSink {
         std::vector<SlotQueueName> queues;
     };
     std::map<std::string, Handover> handovers(const Topology &t) const;
+    // A connection to `endpoint` succeeded: its subscriber and sweeper stop waiting out
+    // their backoff and reconnect now.
+    void node_back(const std::string &endpoint);
+    // Cluster, at each refresh: tries a connection and a PING to every node not subscribed
+    // now (one at a time per node, for at most redis.connect_timeout, silently); an answer
+    // calls node_back().
+    void reach_lost_nodes();
     const std::string *intern(const std::string &name);
 
     EventLoop &loop_;
@@ -133,6 +147,11 @@ class Fanout : private SubscriberSink {
     static constexpr size_t kMaxParkedLive = 100000;
     std::set<std::string> names_;       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
+    struct Reach {
+        std::unique_ptr<RedisConn> conn;
+        int64_t since_ms = 0;  // when the try began (wall clock)
+    };
+    std::map<std::string, Reach> reach_;  // reach_lost_nodes(), by node
     std::vector<std::string> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology

@@ -37,6 +37,12 @@ bool is_transient(ReplyError e) {
            e == ReplyError::Busy;
 }
 
+bool whole_cluster_down(const redisReply *r) {
+    static constexpr char kDown[] = "CLUSTERDOWN The cluster is down";
+    return classify(r) == ReplyError::ClusterDown && r->len >= sizeof kDown - 1 &&
+           memcmp(r->str, kDown, sizeof kDown - 1) == 0;
+}
+
 std::string redirect_target(const redisReply *r) {
     ReplyError e = classify(r);
     if (e != ReplyError::Moved && e != ReplyError::Ask) return "";

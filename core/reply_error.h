@@ -32,6 +32,10 @@ ReplyError classify(const redisReply *r);
 // is loading, busy, migrating a slot, or the cluster is settling.
 bool is_transient(ReplyError e);
 
+// -CLUSTERDOWN for the whole node ("The cluster is down": its cluster is in the fail state,
+// every key refused), as opposed to one slot no master serves ("Hash slot not served").
+bool whole_cluster_down(const redisReply *r);
+
 // The "host:port" a -MOVED or -ASK names (empty for any other reply).
 std::string redirect_target(const redisReply *r);
 

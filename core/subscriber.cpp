@@ -99,6 +99,12 @@ void Subscriber::shutdown() {
     set_state(KW_CONN_DISCONNECTED, "stopped");
 }
 
+void Subscriber::retry_now() {
+    if (down_ || !retry_timer_.pending() || retry_after_permanent_) return;
+    retry_timer_.cancel();
+    connect_all();
+}
+
 void Subscriber::set_state(kw_conn_state s, const std::string &detail) {
     if (state_.load() == s) return;
     state_.store(s);
@@ -340,6 +346,7 @@ void Subscriber::lost(const RedisConn::Failure &f) {
         sink_->on_started(*this, status, f.message);
     }
     set_state(KW_CONN_BROKEN, f.message);
+    retry_after_permanent_ = f.permanent;
     // Jittered, so a fleet of watchers does not reconnect in lockstep after a restart.
     int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
     log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN,

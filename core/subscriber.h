@@ -3,7 +3,8 @@
 // PSUBSCRIBEs to the keyevent channels and hears the heartbeats: a PUBLISH that went
 // through the server's pub/sub path proves more than a PING, which the server answers
 // without it (and which hiredis 0.14 lost on subscribed connections). Any failure
-// drops both connections and reconnects with capped exponential backoff and jitter.
+// drops both connections and reconnects with capped exponential backoff and jitter;
+// retry_now() ends that wait when another connection to the node succeeded.
 // Loop thread only, except state(), which any thread may read.
 #pragma once
 
@@ -93,6 +94,9 @@ class Subscriber {
 
     void start();
     void shutdown();  // close both connections; no callback follows
+    // Evidence that the node is back (another connection to it succeeded): a reconnect
+    // waiting out its backoff after a failure that was not permanent starts now.
+    void retry_now();
 
     const std::string &endpoint() const { return endpoint_; }
     kw_conn_state state() const { return state_.load(std::memory_order_relaxed); }
@@ -127,6 +131,7 @@ class Subscriber {
     bool down_ = true;           // shut down or failed at start: no reconnects
     size_t confirmations_ = 0;   // (p)subscribe confirmations still expected
     int attempt_ = 0;            // reconnect attempts since the last ready
+    bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
     uint64_t hb_sent_ = 0;
     int64_t last_hb_ms_ = 0;
     std::mt19937_64 rng_;

@@ -1,6 +1,7 @@
-// Sweeper, part 1 of 5: construction, the slot queues it serves, its connection (start,
+// Sweeper, part 1 of 6: construction, the slot queues it serves, its connection (start,
 // stop, reconnect) and the one place commands and scripts are sent. The other parts:
-// sweeper_due.cpp, sweeper_live.cpp, sweeper_completion.cpp, sweeper_cluster.cpp.
+// sweeper_due.cpp, sweeper_live.cpp, sweeper_completion.cpp, sweeper_cluster.cpp,
+// sweeper_waiting.cpp.
 // Loop thread only.
 #include "core/sweeper.h"
 
@@ -25,6 +26,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       prune_timer_(loop.base(), [this] { prune_done(); }),
       ack_timer_(loop.base(), [this] { send_completions(); }),
       renew_timer_(loop.base(), [this] { renew_leases(); }),
+      wait_timer_(loop.base(), [this] { poll_server(); }),
       rng_(std::random_device{}()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
     if (opts_.track_keys) served_.insert(kKeysQueue);
@@ -99,6 +101,8 @@ void Sweeper::shutdown() {
     retry_timer_.cancel();
     ack_timer_.cancel();
     renew_timer_.cancel();
+    wait_timer_.cancel();
+    waiting_for_ = ReplyError::None;
     conn_.close();
     outstanding_ = 0;
     *opts_.claims_in_flight -= claims_out_;
@@ -112,9 +116,22 @@ void Sweeper::connect() {
         [this](const RedisConn::Failure &f) { on_lost(f); });
 }
 
+void Sweeper::retry_now() {
+    if (down_ || !retry_timer_.pending() || retry_after_permanent_) return;
+    retry_timer_.cancel();
+    connect();
+}
+
 void Sweeper::on_ready() {
     attempt_ = 0;
-    completion_backoff_ms_.reset();  // a new connection: completions go out at once
+    resume();
+    // The node's other connections hear of it once the server has answered on this one (a
+    // paused server's kernel still accepts connections).
+    if (opts_.on_connected) command({"PING"}, [this](redisReply *) { opts_.on_connected(); });
+}
+
+void Sweeper::resume() {
+    completion_backoff_ms_.reset();  // a new connection (or loaded): completions go out at once
     ack_timer_.cancel();
     // Load our scripts before anything else is sent on this connection, so that the
     // first EVALSHAs find them. Without it, the sweep of a burst sends thousands of
@@ -140,6 +157,8 @@ void Sweeper::on_ready() {
 void Sweeper::on_lost(const RedisConn::Failure &f) {
     set_sweeping(false);
     outstanding_ = 0;
+    waiting_for_ = ReplyError::None;  // the next connection finds out again
+    wait_timer_.cancel();
     store_.connection_lost();  // no answer will come: they wait for the next connection
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
@@ -153,11 +172,22 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
         q.deferred.clear();
     }
     if (down_) return;
-    int64_t delay = opts_.reconnect.jittered(attempt_++, rng_());
+    retry_after_permanent_ = f.permanent;
+    const int64_t delay = within_leases(opts_.reconnect.jittered(attempt_++, rng_()));
     log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN, "queue connection: " + f.message +
                                                       "; reconnecting in " + std::to_string(delay) +
                                                       "ms (tracked items wait safely in Redis)");
+    retry_at_ms_ = wall_ms() + delay;
     retry_timer_.arm(delay);
+}
+
+void Sweeper::hasten_reconnect() {
+    if (!retry_timer_.pending()) return;
+    const int64_t left = retry_at_ms_ - wall_ms();
+    const int64_t cut = within_leases(left);
+    if (cut >= left) return;
+    retry_at_ms_ = wall_ms() + cut;
+    retry_timer_.arm(cut);
 }
 
 bool Sweeper::command(const std::vector<std::string> &args, ReplyFn fn) {

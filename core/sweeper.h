@@ -10,6 +10,11 @@
 //    items this engine holds (claimed, not completed: queued, running or held) every
 //    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
+// While the server cannot serve (-LOADING, or -CLUSTERDOWN for the whole cluster) all of
+// this waits and one command every kPollMs tells when it can (sweeper_waiting.cpp). A lost
+// connection is re-made with capped backoff, cut short while completions wait and their
+// leases run out, and ended at once by retry_now() when another connection to the node
+// succeeded.
 // Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
 // whatever the number of items not yet due.
 //
@@ -26,8 +31,9 @@
 // The class is split by concept: sweeper.cpp (queues, connection, script calls),
 // sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
 // sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
-// hold.timeout), sweeper_cluster.cpp
-// (redirects, keyspace touches, scan and peek); per-queue state in sweeper_queue.h.
+// hold.timeout), sweeper_cluster.cpp (redirects, keyspace touches, scan and peek),
+// sweeper_waiting.cpp (a server that cannot serve for now); per-queue state in
+// sweeper_queue.h.
 // Loop thread only.
 #pragma once
 
@@ -110,6 +116,9 @@ class Sweeper {
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
+        // The connection was made (or re-made) and the server answered on it: evidence that
+        // the node is back, for the node's other connections (null: none told).
+        std::function<void()> on_connected;
     };
 
     Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
@@ -119,6 +128,9 @@ class Sweeper {
     Sweeper &operator=(const Sweeper &) = delete;
 
     void start();
+    // Evidence that the node is back (another connection to it succeeded): a reconnect
+    // waiting out its backoff after a failure that was not permanent starts now.
+    void retry_now();
     void stop_claiming();  // no new sweeps or live claims; acks still go out
     void shutdown();       // close the connection; nothing follows
     // Replies still awaited and completions Redis has not confirmed yet: the owner waits
@@ -168,6 +180,11 @@ class Sweeper {
     void connect();
     void on_ready();
     void on_lost(const RedisConn::Failure &f);
+    // Completions came while the connection is away: its pending reconnect is brought
+    // forward as far as within_leases() asks.
+    void hasten_reconnect();
+    // Connected, or loaded: scripts loaded, every queue swept, what waited sent.
+    void resume();
     // Sends a command, counting it in outstanding() until its reply. False if it could
     // not be sent (fn is not called then).
     bool command(const std::vector<std::string> &args, ReplyFn fn);
@@ -184,8 +201,9 @@ class Sweeper {
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
-    // A claim of q failed (CLUSTERDOWN, NOPERM, LOADING, ...): back off, and say so at
-    // most every kClaimWarningMs; claims_work() says when they work again.
+    // A claim of q failed (NOPERM, BUSY, a slot no master serves, ...; LOADING and a whole
+    // cluster down are server_waits()'s): back off, and say so at most every
+    // kClaimWarningMs; claims_work() says when they work again.
     void claims_failing(Queue &q, const redisReply *r);
     void claims_work(Queue &q);
     // A claim script went out / was answered (see Options::claims_in_flight).
@@ -216,7 +234,8 @@ class Sweeper {
 
     // --- sweeper_completion.cpp: completions ---
     // Intake of a completion: the item is no longer held (handled keys are remembered).
-    void note_completed(const Completion &c, int64_t now);
+    // Sets c.leased_ms.
+    void note_completed(Completion &c, int64_t now);
     void send_completions();
     void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
     // Acks or releases (s) of one queue, in calls of at most kChunk ids.
@@ -228,8 +247,20 @@ class Sweeper {
     // A completion call met a transient error (or could not be sent): try again later,
     // backing off; logged once per backoff step.
     void completions_wait(const std::string &why);
+    // A wait (a reconnect's, completions_wait's), cut while completions wait so that
+    // several tries fit before the first of their leases may end (before_deadline()).
+    int64_t within_leases(int64_t delay) const;
     // Forgets handled keys older than track.done_window.
     void prune_done();
+
+    // --- sweeper_waiting.cpp: a server that cannot serve for now ---
+    // A reply said the whole server cannot serve for now: `why` is Loading (its data set is
+    // loading) or ClusterDown (whole_cluster_down(); `key` is one of ours to ask about).
+    // Everything waits (waiting()) and the server is asked every kPollMs; resume() runs the
+    // moment it serves.
+    void server_waits(ReplyError why, const std::string &key = "");
+    void poll_server();
+    bool waiting() const { return waiting_for_ != ReplyError::None; }
 
     // --- sweeper_leases.cpp: lease renewal ---
     // Every lease/3: renews what this engine holds, releases what it held past
@@ -265,7 +296,13 @@ class Sweeper {
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
     bool started_ = false;  // start() was called (before it, live claims wait)
+    ReplyError waiting_for_ = ReplyError::None;  // see server_waits()
+    std::string poll_key_;                       // ClusterDown: the key asked about
+    int64_t waiting_since_ms_ = 0;
+    Timer wait_timer_;  // the next poll while waiting()
     int attempt_ = 0;
+    bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
+    int64_t retry_at_ms_ = 0;             // when the pending reconnect fires (wall clock)
     size_t outstanding_ = 0;                        // replies awaited: counted by command() alone
     std::vector<Event> live_backlog_;               // live claims waiting for the connection
     CompletionStore store_;                         // completions until Redis confirms them

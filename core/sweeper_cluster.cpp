@@ -1,4 +1,4 @@
-// Sweeper, part 5 of 5: what only a Redis Cluster needs. Replies that redirect (MOVED,
+// Sweeper, part 5 of 6: what only a Redis Cluster needs. Replies that redirect (MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN) change where a slot queue is served; keyspace notifications
 // on due keys (touched) and a periodic SCAN find the slot queues with items on this
 // master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim;
@@ -41,7 +41,10 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
         return true;
     }
     if (kind == ReplyError::ClusterDown) {
-        claims_failing(q, r);  // says so (rate-limited), backs off
+        if (whole_cluster_down(r))
+            server_waits(kind, q.keys.due);  // every queue waits; polled
+        else
+            claims_failing(q, r);  // this slot has no master: says so (rate-limited), backs off
         return true;
     }
     return false;
@@ -114,7 +117,7 @@ void Sweeper::sweep_dirty() {
 }
 
 void Sweeper::peek(Queue &q) {
-    if (q.peeking || conn_.state() != RedisConn::State::Ready) return;
+    if (q.peeking || waiting() || conn_.state() != RedisConn::State::Ready) return;
     q.peeking = true;
     Queue *qp = &q;
     bool sent = command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
@@ -134,7 +137,8 @@ void Sweeper::peek(Queue &q) {
 }
 
 void Sweeper::scan(const std::string &cursor) {
-    if (!opts_.cluster || !claiming_ || conn_.state() != RedisConn::State::Ready) return;
+    if (!opts_.cluster || !claiming_ || waiting() || conn_.state() != RedisConn::State::Ready)
+        return;  // waiting: resume() scans once the server serves
     if (cursor == "0") {
         if (scanning_) return;
         scanning_ = true;
@@ -144,6 +148,11 @@ void Sweeper::scan(const std::string &cursor) {
     std::string match = opts_.ns + ":*:{*}:*";
     bool sent = command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
+            if (classify(r) == ReplyError::Loading) {
+                scanning_ = false;
+                server_waits(ReplyError::Loading);
+                return;
+            }
             if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 scanning_ = false;
                 log(KW_LOG_WARN,

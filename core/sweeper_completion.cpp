@@ -1,4 +1,4 @@
-// Sweeper, part 4 of 5: completions and leases. What handlers finished comes in through
+// Sweeper, part 4 of 6: completions and leases. What handlers finished comes in through
 // complete() and waits in the CompletionStore until Redis confirms it: acks and releases
 // go out in batches per slot queue (held back briefly while claims are on their way),
 // retries and rejects one by one; transient errors back off and send again, MOVED routes
@@ -37,10 +37,12 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         store_.add(std::move(c));
     }
     send_completions();
+    hasten_reconnect();  // if they must wait for the connection
 }
 
-void Sweeper::note_completed(const Completion &c, int64_t now) {
+void Sweeper::note_completed(Completion &c, int64_t now) {
     Queue *qp = queue_of(c.queue, c.id, c.slot);
+    c.leased_ms = std::max(c.claimed_ms, qp ? qp->renewed_ms : 0);
     if (!qp) return;
     Queue &q = *qp;
     auto h = q.held.find(c.id);
@@ -59,7 +61,8 @@ void Sweeper::note_completed(const Completion &c, int64_t now) {
 }
 
 void Sweeper::send_completions() {
-    if (!store_.has_waiting() || conn_.state() != RedisConn::State::Ready) return;
+    // While the server cannot serve, they wait for resume().
+    if (!store_.has_waiting() || conn_.state() != RedisConn::State::Ready || waiting()) return;
     if (ack_timer_.pending() && completion_backoff_ms_) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
     // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
@@ -168,8 +171,15 @@ void Sweeper::send_ids(const Script &s, Queue &q, std::vector<Completion> &&all)
 void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
                          std::vector<Completion> &&batch, ReplyFn on_done) {
     CompletionStore::Ticket ticket = store_.sent(std::move(batch));
-    bool sent = eval(s, q, std::move(argv), [this, ticket, on_done](redisReply *r) {
+    const std::string &key = q.keys.due;  // queues are never erased
+    bool sent = eval(s, q, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
         const ReplyError kind = classify(r);
+        if (kind == ReplyError::Loading || whole_cluster_down(r)) {
+            // Redis did nothing: sent again as soon as it serves.
+            store_.retry_later(ticket);
+            server_waits(kind, key);
+            return;
+        }
         if (is_transient(kind) || kind == ReplyError::Ask ||
             (kind == ReplyError::Moved && !opts_.on_redirect)) {
             // Loading, busy, a slot on the move: Redis did nothing; send it again.
@@ -193,11 +203,19 @@ void Sweeper::completions_wait(const std::string &why) {
     std::optional<int64_t> previous = completion_backoff_ms_;
     int64_t next = opts_.reconnect.after(previous.value_or(0));
     completion_backoff_ms_ = next;
+    const int64_t delay = within_leases(next);
     if (next != previous)
         log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
-                             "; sending them again in " + std::to_string(next) +
+                             "; sending them again in " + std::to_string(delay) +
                              "ms (the items stay leased to us)");
-    ack_timer_.arm(next);
+    ack_timer_.arm(delay);
+}
+
+int64_t Sweeper::within_leases(int64_t delay) const {
+    // A backoff grown while Redis was away or refusing must not sleep through the little
+    // lease the waiting completions have left: their items would be delivered again.
+    const std::optional<int64_t> end = store_.first_lease_end(opts_.lease_ms);
+    return end ? before_deadline(delay, *end - wall_ms()) : delay;
 }
 
 void Sweeper::prune_done() {

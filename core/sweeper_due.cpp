@@ -1,4 +1,4 @@
-// Sweeper, part 2 of 5: due-claim scheduling. Each slot queue is swept (claim_due) at the
+// Sweeper, part 2 of 6: due-claim scheduling. Each slot queue is swept (claim_due) at the
 // earliest deadline the last claim saw, or after sweep.interval; no more is claimed than
 // the dispatch queue has room for; claimed items become events held by this engine and go
 // to the node's intake. Failing claims back off and are reported. Loop thread only.
@@ -17,7 +17,9 @@ constexpr int64_t kClaimWarningMs = 10000;
 }  // namespace
 
 void Sweeper::sweep(Queue &q) {
-    if (!claiming_ || q.where == Where::Moved || conn_.state() != RedisConn::State::Ready) return;
+    if (!claiming_ || waiting() || q.where == Where::Moved ||
+        conn_.state() != RedisConn::State::Ready)
+        return;  // waiting: resume() sweeps every queue once the server serves
     if (q.sweeping) {
         q.again = true;
         return;
@@ -66,6 +68,10 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
             if (!evs.empty()) s->claim_live(std::move(evs));
         }
     } later{this, deferred};
+    if (classify(r) == ReplyError::Loading) {
+        server_waits(ReplyError::Loading);  // swept again once the server has loaded
+        return;
+    }
     if (redirected(q, r)) return;
     q.where = Where::Here;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
@@ -180,9 +186,9 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     std::string why = reply_to_string(r), hint;
     switch (classify(r)) {
         case ReplyError::ClusterDown:
-            hint =
-                "the cluster refuses commands: a shard has no master, and under "
-                "cluster-require-full-coverage yes (Redis's default) every node refuses then";
+            // The whole cluster down is server_waits()'s: here one slot has no master
+            // (cluster-require-full-coverage no).
+            hint = "no master serves this queue's slot now";
             break;
         case ReplyError::NoPerm:
             hint =
@@ -190,9 +196,8 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
                 "and keys, e.g. ACL SETUSER <user> +@scripting +@read +@write +time ~" +
                 opts_.ns + ":* ~<your tracked keys> (keywatch check prints the exact rule)";
             break;
-        case ReplyError::Loading:
         case ReplyError::Busy:
-            hint = "the server is busy or loading its data";
+            hint = "the server is busy (a long script) or a replica lost its master";
             break;
         default:
             hint = "see the server's log";

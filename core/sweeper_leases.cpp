@@ -46,13 +46,18 @@ void Sweeper::renew_leases() {
 }
 
 void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
-    if (conn_.state() != RedisConn::State::Ready) return;
+    if (conn_.state() != RedisConn::State::Ready || waiting()) return;
+    const int64_t sent = wall_ms();
+    Queue *qp = &q;  // queues are never erased
     for (size_t i = 0; i < ids.size(); i += kRenewChunk) {
         std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
         auto begin = ids.begin() + static_cast<long>(i);
         auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kRenewChunk));
         argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
-        eval(scripts::kRenew, q, std::move(argv), [](redisReply *) {});
+        eval(scripts::kRenew, q, std::move(argv), [qp, sent](redisReply *r) {
+            // Their leases run at least a lease from when it went out (completions use it).
+            if (r->type == REDIS_REPLY_INTEGER) qp->renewed_ms = std::max(qp->renewed_ms, sent);
+        });
     }
 }
 

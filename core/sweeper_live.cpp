@@ -1,4 +1,4 @@
-// Sweeper, part 3 of 5: live claims. `expired`/`evicted` events of the tracked db, from
+// Sweeper, part 3 of 6: live claims. `expired`/`evicted` events of the tracked db, from
 // the node's intake, are claimed in one script call per chunk (claim_live), so that one
 // instance gets each tracked key and the others are handed back as untracked; our own
 // items and keys handled a moment ago are recognised without asking. `del` events drop
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/reply_error.h"
 #include "core/slots.h"
 
 namespace keywatch {
@@ -57,7 +58,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
     shed_beyond_room(ask);
     if (ask.empty()) return;
-    if (conn_.state() != RedisConn::State::Ready) {
+    if (conn_.state() != RedisConn::State::Ready || waiting()) {
         for (auto &kv : ask) {
             // Stopping: nobody will ask later; hand them over as untracked (what they
             // most likely are, as a tracked key is swept anyway). Not yet started (the
@@ -134,6 +135,12 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
 // The reply of claim_live: per event C (claimed: ours now), U (untracked) or anything
 // else (someone else's, or handled a moment ago: suppressed).
 void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r) {
+    if (classify(r) == ReplyError::Loading) {
+        // Asked again once the server has loaded (resume() claims the backlog).
+        for (auto &ev : events) keep_for_later(std::move(ev));
+        server_waits(ReplyError::Loading);
+        return;
+    }
     if (redirected(q, r)) {
         // The slot is on the move (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: what redirected()
         // deals with): the events go to whoever serves it once the topology says so (a
@@ -181,7 +188,7 @@ void Sweeper::keep_for_later(Event &&ev) {
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
-    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready)
+    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready || waiting())
         return;  // the sweep checks later
     std::map<Queue *, std::vector<std::string>> by_queue;
     for (auto &k : keys) by_queue[queue_of(kKeysQueue, k)].push_back(std::move(k));
@@ -194,8 +201,8 @@ void Sweeper::forget(std::vector<std::string> &&keys) {
 }
 
 void Sweeper::untracked(std::vector<Event> &&events) {
-    if (!opts_.dedupe || conn_.state() != RedisConn::State::Ready) {
-        sink_->deliver_untracked(events);
+    if (!opts_.dedupe || conn_.state() != RedisConn::State::Ready || waiting()) {
+        sink_->deliver_untracked(events);  // cannot ask: deliver (best effort)
         return;
     }
     // One SET NX per event; the batch is delivered when every answer is in.

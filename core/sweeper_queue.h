@@ -57,7 +57,7 @@ struct SlotQueue {
     bool sweeping = false, again = false, peeking = false;
     std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
     std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
-    // Set while its claims fail (CLUSTERDOWN, NOPERM, LOADING, ...): the current back-off.
+    // Set while its claims fail (CLUSTERDOWN, NOPERM, BUSY, ...): the current back-off.
     std::optional<int64_t> claim_retry_ms;
     std::vector<Event> deferred;  // live events awaiting the claim in flight
 
@@ -74,6 +74,9 @@ struct SlotQueue {
     // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
     // late notification is recognised without asking Redis.
     std::unordered_map<std::string, Mark> handled;
+    // When Redis last confirmed a renewal of the leases of the items held here (the renew
+    // call's send time, local clock; 0: never): each such lease runs at least lease from it.
+    int64_t renewed_ms = 0;
     // Items released at hold.timeout whose completion has not come yet (id -> claim time):
     // that completion is counted late and not written.
     std::unordered_map<std::string, int64_t> timed_out;

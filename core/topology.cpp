@@ -235,19 +235,29 @@ int no_reply(const BlockingRedis &c, int64_t timeout_ms, std::string *err) {
     return c.status();
 }
 
+// A server loading its data set answers -LOADING to nearly every command: probe_seeds
+// waits for it (*loading) as for a server not listening yet. Sets *err, returns the status.
+int loading_reply(const RedisUrl &seed, std::string *err, bool *loading) {
+    if (loading) *loading = true;
+    *err = "Redis at " + seed.endpoint() + " is loading its data set into memory (LOADING)";
+    return KW_ERR_TIMEOUT;
+}
+
 // redis.mode=standalone against a node of a Redis Cluster would run on that one node and
 // meet CROSSSLOT or see only its slots: refused, naming the fix. Whatever else happens
 // (no answer, a proxy that does not know CLUSTER) is left to the connection itself.
 int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *err,
-                        int64_t named_timeout_ms, bool *unreachable) {
-    bool is_cluster = false;
+                        int64_t named_timeout_ms, bool *unreachable, bool *loading) {
+    bool is_cluster = false, is_loading = false;
     Topology t;
     std::string why;
     if (seed.is_unix()) return KW_OK;
     int rc = probe_topology(seed, timeout_ms, "auto", &is_cluster, &t, &why, named_timeout_ms,
-                            unreachable);
-    if (rc == KW_ERR_CONNECT) {
-        // Nothing listens (yet): probe_seeds may wait for it (redis.connect_timeout).
+                            unreachable, &is_loading);
+    if (rc == KW_ERR_CONNECT || is_loading) {
+        // Nothing listens (yet), or the server is loading: probe_seeds may wait for it
+        // (redis.connect_timeout).
+        if (loading) *loading = is_loading;
         *err = why;
         return rc;
     }
@@ -262,12 +272,13 @@ int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *e
 
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
                    bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms,
-                   bool *unreachable) {
+                   bool *unreachable, bool *loading) {
     if (unreachable) *unreachable = false;
+    if (loading) *loading = false;
     *is_cluster = false;
     const int64_t named = named_timeout_ms > 0 ? named_timeout_ms : timeout_ms;
     if (mode == "standalone")
-        return refuse_cluster_node(seed, timeout_ms, err, named_timeout_ms, unreachable);
+        return refuse_cluster_node(seed, timeout_ms, err, named_timeout_ms, unreachable, loading);
     if (seed.is_unix() && mode == "cluster") {
         *err = "redis.mode=cluster needs a TCP node address, not a unix socket";
         return KW_ERR_URL;
@@ -284,11 +295,18 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         if (unreachable) *unreachable = c.unreachable();
         return no_reply(c, named, err);
     }
-    // A unix socket is a standalone server: only whether it answers matters here.
-    if (seed.is_unix()) return KW_OK;
     auto run = [&](std::vector<std::string> args) { return c.command(args, left()); };
+    if (seed.is_unix()) {
+        // A unix socket is a standalone server: only whether it answers (and has loaded its
+        // data) matters here.
+        auto pong = run({"PING"});
+        if (!pong) return no_reply(c, named, err);
+        return classify(pong.get()) == ReplyError::Loading ? loading_reply(seed, err, loading)
+                                                           : KW_OK;
+    }
     auto r = run({"CLUSTER", "SHARDS"});
     if (!r) return no_reply(c, named, err);
+    if (classify(r.get()) == ReplyError::Loading) return loading_reply(seed, err, loading);
     std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
     if (classify(r.get()) == ReplyError::Auth) {
         *err = password_required_message(seed);
@@ -309,6 +327,7 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
     if (!e.empty()) {
         // Before 7.0 there is no CLUSTER SHARDS.
         r = run({"CLUSTER", "SLOTS"});
+        if (classify(r.get()) == ReplyError::Loading) return loading_reply(seed, err, loading);
         if (!r || r->type == REDIS_REPLY_ERROR) {
             *err = "cannot read the cluster topology from " + seed.endpoint() + ": " +
                    (r ? std::string(r->str, r->len) : e);
@@ -335,28 +354,31 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
 
 int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
                 RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err,
-                bool wait_for_server) {
+                bool wait_for_server, const std::function<void(const std::string &)> &on_loading) {
     using Clock = std::chrono::steady_clock;
     const auto deadline =
         Clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1));
     const Backoff pause{50, 1000};
+    bool told = false;  // on_loading was called
     for (int round = 0;; round++) {
         int rc = KW_ERR_CONNECT;
         bool only_unreachable = true;  // every seed refused the connection (or was unreachable)
+        const RedisUrl *loading = nullptr;  // a seed that is loading its data set
         std::string all;
         for (const RedisUrl &seed : seeds) {
             const int64_t left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
                     .count();
             // Each attempt gets what is left of the budget, so the whole search keeps it.
-            bool unreachable = false;
+            bool unreachable = false, is_loading = false;
             rc = probe_topology(seed, std::max<int64_t>(left, 1), mode, is_cluster, out, err,
-                                timeout_ms, &unreachable);
+                                timeout_ms, &unreachable, &is_loading);
             if (rc == KW_OK) {
                 *chosen = seed;
                 return KW_OK;
             }
             if (rc == KW_ERR_AUTH) return rc;
+            if (is_loading) loading = &seed;
             // A server that answered wrongly (not RESP, closed the connection) will not do
             // better later: only a connection that could not be made is waited for.
             if (!unreachable) only_unreachable = false;
@@ -366,15 +388,30 @@ int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const st
             *err = "none of the " + std::to_string(seeds.size()) + " seeds answered: " + all;
         const int64_t left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (!wait_for_server || !only_unreachable || left <= 0) {
-            if (wait_for_server && only_unreachable && round > 0)
+        // A seed loading its data set answers once it has loaded: always waited for. One
+        // not listening yet (a server or cluster still starting) only with wait_for_server.
+        const bool wait = loading || (wait_for_server && only_unreachable);
+        if (!wait || left <= 0) {
+            if (loading) {
+                *err = still_loading_message(*loading, timeout_ms);
+                return KW_ERR_TIMEOUT;
+            }
+            if (wait && round > 0)
                 *err += " (kept trying for redis.connect_timeout, " + std::to_string(timeout_ms) +
                         "ms)";
             return rc;
         }
-        // Nothing listens yet (a server or cluster still starting): try again with capped
-        // backoff until redis.connect_timeout runs out.
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause.delay(round), left)));
+        if (loading && !told && on_loading) {
+            told = true;
+            on_loading("Redis at " + loading->endpoint() +
+                       " is loading its data set into memory: waiting until it has loaded (at "
+                       "most redis.connect_timeout, " +
+                       std::to_string(timeout_ms) + "ms)");
+        }
+        // Try again until redis.connect_timeout runs out: with capped backoff while nothing
+        // listens, every kPollMs while a seed loads.
+        const int64_t pause_ms = loading ? kPollMs : pause.delay(round);
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left)));
     }
 }
 

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,19 +64,24 @@ struct RedisUrl;
 // named_timeout_ms: the redis.connect_timeout a message names when nothing answered (the
 // part of it left for this attempt is timeout_ms); 0: timeout_ms itself. *unreachable (if
 // given) is set when the connection itself could not be made (refused, unreachable: a
-// server may still be starting), as opposed to a server that answered wrongly.
+// server may still be starting), as opposed to a server that answered wrongly; *loading (if
+// given) when the server answered -LOADING (it is loading its data set: KW_ERR_TIMEOUT).
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
                    bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms = 0,
-                   bool *unreachable = nullptr);
+                   bool *unreachable = nullptr, bool *loading = nullptr);
 
 // probe_topology on each seed in turn until one answers; *chosen gets that seed. A refused
-// AUTH ends the search at once (the credentials are the same for all). With
-// wait_for_server, while every seed refuses the connection (or cannot be reached) the seeds
-// are tried again with capped backoff (50 ms doubling to 1 s) until timeout_ms has passed in
-// all: a server or cluster that is still starting is waited for (kw_engine_start). Any other
-// answer (AUTH refused, not a cluster node, ...) ends the search at once.
+// AUTH ends the search at once (the credentials are the same for all). While a seed is
+// loading its data set, the seeds are tried again every kPollMs until timeout_ms has
+// passed in all (then KW_ERR_TIMEOUT, naming the server still loading); on_loading (if
+// given) is told once, when that wait begins. With wait_for_server, while every seed
+// refuses the connection (or cannot be reached) the seeds are tried again with capped
+// backoff (50 ms doubling to 1 s) until timeout_ms has passed in all: a server or cluster
+// that is still starting is waited for (kw_engine_start). Any other answer (AUTH refused,
+// not a cluster node, ...) ends the search at once.
 int probe_seeds(const std::vector<RedisUrl> &seeds, int64_t timeout_ms, const std::string &mode,
                 RedisUrl *chosen, bool *is_cluster, Topology *out, std::string *err,
-                bool wait_for_server = false);
+                bool wait_for_server = false,
+                const std::function<void(const std::string &)> &on_loading = {});
 
 }  // namespace keywatch

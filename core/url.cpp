@@ -114,6 +114,14 @@ std::string select_refused_message(const RedisUrl &url, const std::string &serve
            "how many it has, numbered from 0)";
 }
 
+std::string still_loading_message(const RedisUrl &url, int64_t waited_ms) {
+    return "Redis at " + url.endpoint() +
+           " is still loading its data set into memory after redis.connect_timeout (" +
+           std::to_string(waited_ms) +
+           "ms): try again once it has loaded (INFO persistence shows loading:0), or raise "
+           "redis.connect_timeout";
+}
+
 std::string permission_message(const RedisUrl &url, const std::string &what,
                                const std::string &server_error, const std::string &grant) {
     const std::string user = url.user.empty() ? "default" : url.user;

@@ -51,6 +51,9 @@ std::string no_answer_message(const RedisUrl &url, int64_t timeout_ms, const std
 std::string not_redis_message(const RedisUrl &url, const std::string &detail);
 // SELECT refused: the URL's db does not exist there (retrying cannot help).
 std::string select_refused_message(const RedisUrl &url, const std::string &server_error);
+// A server that still answered -LOADING (its data set is being loaded into memory) when the
+// wait for it, redis.connect_timeout (waited_ms), ran out.
+std::string still_loading_message(const RedisUrl &url, int64_t waited_ms);
 // NOPERM for something keywatch needs: which ACL user, what was refused (`what`), the
 // server's words and the ACL SETUSER rule (`grant`, without "ACL SETUSER user") that fixes it.
 std::string permission_message(const RedisUrl &url, const std::string &what,

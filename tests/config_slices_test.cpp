@@ -123,6 +123,14 @@ TEST(Backoff, JitterStaysWithinHalfToFullDelay) {
     }
 }
 
+TEST(Backoff, AWaitBeforeADeadlineLeavesRoomForSeveralTries) {
+    EXPECT_EQ(before_deadline(30000, 8000), 2000);     // a quarter of the time left
+    EXPECT_EQ(before_deadline(1000, 8000), 1000);      // a shorter wait stays
+    EXPECT_EQ(before_deadline(30000, 200), kPollMs);   // never below kPollMs
+    EXPECT_EQ(before_deadline(30000, -500), kPollMs);  // past the deadline: try now and then
+    EXPECT_EQ(before_deadline(50, -500), 50);
+}
+
 TEST(Backoff, NeverExceedsItsMaximum) {
     // A minimum above the maximum (Config::validate refuses it) still waits no longer.
     Backoff b{500, 100};

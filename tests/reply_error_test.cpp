@@ -68,6 +68,19 @@ TEST(ReplyError, RetryCanFixOnlyTransientKinds) {
         EXPECT_FALSE(is_transient(e)) << reply_error_name(e);
 }
 
+TEST(ReplyError, AWholeClusterDownIsToldFromOneSlotWithoutAMaster) {
+    auto whole = [](std::string text) {
+        redisReply r = error_reply(text);
+        return whole_cluster_down(&r);
+    };
+    EXPECT_TRUE(whole("CLUSTERDOWN The cluster is down"));
+    EXPECT_TRUE(whole("CLUSTERDOWN The cluster is down and only accepts read commands"));
+    EXPECT_FALSE(whole("CLUSTERDOWN Hash slot not served"));
+    EXPECT_FALSE(whole("CLUSTERDOWN"));
+    EXPECT_FALSE(whole("LOADING Redis is loading the dataset in memory"));
+    EXPECT_FALSE(whole_cluster_down(nullptr));
+}
+
 TEST(ReplyError, RedirectTargetIsTheNodeNamedLast) {
     std::string moved = "MOVED 3999 127.0.0.1:6381", ask = "ASK 12 [::1]:7000", other = "ERR 1 h:1";
     redisReply m = error_reply(moved), a = error_reply(ask), o = error_reply(other);

@@ -293,20 +293,47 @@ class ConfiguredServer:
     """A private redis-server (from PATH, a free loopback port, a directory under tmp_path,
     no persistence unless the options say so) started with extra command-line options: the
     misconfiguration a `keywatch check` case inspects. ``admin`` is a client of the default
-    user, to set the scene. Stopped by pid."""
+    user, to set the scene. ``restart()`` kills it and starts it again on its data (SAVE
+    first to keep any). Stopped by pid."""
 
     def __init__(self, root: Path, options: list) -> None:
         self.port = free_port()
         self.dir = root / f"redis-{self.port}"
         self.dir.mkdir()
+        self._options = options
         self._log = open(self.dir / "log", "wb")
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-             str(self.dir), "--save", "", "--appendonly", "no", *options],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._spawn()
         self.url = f"redis://127.0.0.1:{self.port}"
         self.admin = redis_py.Redis(host="127.0.0.1", port=self.port)
         wait_for(self._answers, 20, f"redis-server on port {self.port}")
+
+    def _spawn(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.dir), "--save", "", "--appendonly", "no", *self._options],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def restart(self) -> None:
+        """kill -9, then the same server on the same port and directory (it loads the
+        dump.rdb a SAVE wrote there); returns once it accepts connections, which may be
+        while it is still loading (``loading()``)."""
+        self.proc.kill()
+        self.proc.wait(30)
+        self._spawn()
+        wait_for(self._accepts, 20, f"redis-server on port {self.port} after a restart")
+
+    def _accepts(self) -> bool:
+        if self.proc.poll() is not None:
+            pytest.fail(f"redis-server exited: {(self.dir / 'log').read_text()}")
+        try:
+            self.admin.info("persistence")  # answered while loading too
+            return True
+        except redis_py.ConnectionError:
+            return False
+
+    def loading(self) -> bool:
+        """INFO persistence says loading:1 (the server is loading its data set)."""
+        return int(self.admin.info("persistence").get("loading", 0)) == 1
 
     def _answers(self) -> bool:
         if self.proc.poll() is not None:

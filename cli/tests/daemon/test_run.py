@@ -463,6 +463,66 @@ def test_a_daemon_killed_while_holding_claims_is_replaced_after_the_lease(daemon
         kill_pids(pids)  # the first daemon's orphaned handler
 
 
+# ---- a server that is still loading its data set -----------------------------------------
+
+# Keys in the restarted server's dump.rdb, and Redis's own delay per key loaded (hidden
+# option key-load-delay, microseconds): the load lasts at least 20000 x 200 us = 4 s on any
+# machine (5 to 8 s on a busy 2-core one), long enough for all three commands to start and
+# meet it.
+LOADING_KEYS, LOADING_KEY_DELAY_US = 20000, 200
+
+
+def test_watch_track_and_run_started_while_redis_loads_wait_and_succeed(configured_redis,
+                                                                       daemon, tmp_path):
+    """Issue 20 item 12: a server restarted with data to load answers LOADING for seconds;
+    `watch`, `track` and `run` (redis.mode=auto) started then wait for the load, within
+    redis.connect_timeout, instead of failing at once on the topology probe's LOADING."""
+    server = configured_redis("--enable-debug-command", "local", "--key-load-delay",
+                              str(LOADING_KEY_DELAY_US),
+                              # Clients are served every KB loaded, not every 2 MB.
+                              "--loading-process-events-interval-bytes", "1024")
+    server.admin.execute_command("DEBUG", "POPULATE", LOADING_KEYS)
+    server.admin.save()
+    server.restart()
+    cli = _env_path("KW_CLI")
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        assert server.loading(), f"the server had loaded before {name} started: grow the data"
+        with open(tmp_path / f"{name}.out", "wb") as out, \
+                open(tmp_path / f"{name}.err", "wb") as err:
+            return subprocess.Popen([cli, *args], stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+
+    def stderr(name: str) -> str:
+        return (tmp_path / f"{name}.err").read_text(errors="replace")
+
+    watch = start("watch", "watch", "-v", "--redis", server.url, "--connect-timeout", "60s")
+    track = start("track", "track", "--redis", server.url, "--conf",
+                  "redis.connect_timeout=60s", "loaded:key", "v", "--ttl", "1h")
+    assert server.loading(), "the server had loaded before run started: grow the data"
+    run = daemon(f"[[handler]]\nplugin = \"print\"\n\n[redis]\nurl = {toml_str(server.url)}\n"
+                 f"connect_timeout = \"60s\"\n\n[http]\nlisten = \"127.0.0.1:0\"\n")
+    try:
+        # The engine's commands say they wait (proof that they met the load), then start.
+        waiting = "is loading its data set into memory: waiting until it has loaded"
+        wait_for(lambda: waiting in stderr("watch") or watch.poll() is not None, 60,
+                 "watch to wait for the load")
+        assert watch.poll() is None, stderr("watch")
+        run.wait_log(waiting, 60)
+        wait_for(lambda: "keywatch: watching" in stderr("watch") or watch.poll() is not None,
+                 60, "watch to start")
+        assert watch.poll() is None, stderr("watch")
+        run.wait_running(60)
+        assert track.wait(60) == 0, stderr("track")
+        assert not server.loading()
+        assert server.admin.ttl("loaded:key") > 0
+    finally:
+        for p in (watch, track):
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
+
+
 # ---- --embedded, logs, HTTP -------------------------------------------------------------
 
 def test_embedded_prints_events_and_stops_its_server(daemon):
