@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/reply_error.h"
+#include "core/url.h"
 
 namespace keywatch {
 namespace {
@@ -191,10 +192,8 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
             hint = "no master serves this queue's slot now";
             break;
         case ReplyError::NoPerm:
-            hint =
-                "the ACL user lacks a permission keywatch needs: grant it the queue scripts "
-                "and keys, e.g. ACL SETUSER <user> +@scripting +@read +@write +time ~" +
-                opts_.ns + ":* ~<your tracked keys> (keywatch check prints the exact rule)";
+            hint = scripts_permission_message(conn_.url(), opts_.ns, "NOPERM") +
+                   " (keywatch check prints the exact rule)";
             break;
         case ReplyError::Busy:
             hint = "the server is busy (a long script) or a replica lost its master";

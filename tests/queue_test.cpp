@@ -689,9 +689,8 @@ TEST_F(QueueTest, ItemsNoFilterTakesAreCountedAndSaidOncePerQueue) {
                           })
                     .empty();
     };
-    ASSERT_TRUE(wait_until([&] { return e->stat("items.unhandled") == 2 && said_once(); }))
-        << e->stat("items.unhandled") << "\n"
-        << logs.describe();
+    ASSERT_TRUE(e->stat_reaches("items.unhandled", 2));
+    ASSERT_TRUE(wait_until(said_once)) << logs.describe();
     size_t said = 0;
     for (const auto &line : logs.lines())
         if (line.message.find("items.unhandled") != std::string::npos) {
@@ -973,11 +972,9 @@ class HeldAcks {
     void finish() { finish_.open(); }
     // Every ack written, none late, each item delivered once, nothing left in flight.
     void expect_acked_once() {
-        ASSERT_TRUE(
-            wait_until([&] { return engine_->stat("items.acked") == kKeys; }, milliseconds(30000)))
-            << "acked " << engine_->stat("items.acked") << "\n"
+        ASSERT_TRUE(engine_->stat_reaches("items.acked", kKeys, nullptr, milliseconds(30000)))
             << logs_.describe();
-        EXPECT_EQ(engine_->stat("items.late_acks"), 0) << logs_.describe();
+        EXPECT_TRUE(engine_->stat_reaches("items.late_acks", 0)) << logs_.describe();
         EXPECT_EQ(logs_.find(
                       KW_LOG_WARN,
                       [](const std::string &m) { return contains(m, "before their lease ended"); }),

@@ -294,9 +294,10 @@ class Engine:
                    db: Optional[int] = None, queue: Optional[Text] = None,
                    options: Optional[Mapping[str, str]] = None) -> None:
         """Loads a handler plugin (docs/plugins.md) for the events the filter selects (the
-        filter arguments of :meth:`add_handler`). ``plugin`` is a path (it contains a '/')
-        or a name, looked up as ``<name>.so`` in ``$KEYWATCH_PLUGIN_PATH`` and then in the
-        installed plugin directory; ``instance`` names this instance (default: the plugin's
+        filter arguments of :meth:`add_handler`). ``plugin`` is a path (it contains a '/' or
+        ends in '.so') or a name, looked up as ``<name>.so`` in ``$KEYWATCH_PLUGIN_PATH`` and
+        then in the plugin directory configured when the package was built (where
+        ``cmake --install`` puts the built-ins); ``instance`` names this instance (default: the plugin's
         name; its counters are the statistics ``plugin.<instance>.<counter>``); ``options``
         go to the plugin's init. A refused plugin (not found, not loadable, bad option, ...)
         raises with the library's message and leaves the engine unchanged. Before

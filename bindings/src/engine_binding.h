@@ -48,8 +48,8 @@ class Engine {
     void add_async_handler(const std::string &events, std::optional<std::string> prefix,
                            std::optional<std::string> glob, std::optional<int> db,
                            std::optional<std::string> queue, int id, size_t limit);
-    // A handler plugin (docs/plugins.md): a path, or a name looked up in
-    // $KEYWATCH_PLUGIN_PATH then the installed plugin directory, with its options.
+    // A handler plugin (docs/plugins.md) with its options; the lookup of a name is
+    // kw_engine_add_plugin's (capi/keywatch.h).
     void add_plugin(const std::string &plugin, std::optional<std::string> instance,
                     const std::string &events, std::optional<std::string> prefix,
                     std::optional<std::string> glob, std::optional<int> db,

@@ -213,7 +213,7 @@ TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
     // A plugin's counter moves (plugin.<counter>) once it handled an event.
     auto rc = client();
     ASSERT_TRUE(set_and_expire(*rc, "p:1"));
-    ASSERT_TRUE(wait_until([&] { return engine.stat("plugin.audit.appended") == 1; }));
+    ASSERT_TRUE(engine.stat_reaches("plugin.audit.appended", 1));
     kw_stats_t *s = nullptr;
     ASSERT_EQ(kw_engine_stats(engine.get(), &s), KW_OK);
     std::map<std::string, kw_stat_type> family_type;
@@ -275,7 +275,7 @@ TEST_F(DaemonMetricsTest, EveryMetricServedIsInDocsMetricsMd) {
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
     auto rc = client();
     ASSERT_TRUE(set_and_expire(*rc, "p:1"));
-    ASSERT_TRUE(wait_until([&] { return engine.stat("plugin.audit.appended") == 1; }));
+    ASSERT_TRUE(engine.stat_reaches("plugin.audit.appended", 1));
     QueueGauges gauges(engine.conf(), 50, {});
     gauges.start();
     ASSERT_TRUE(wait_until([&] { return gauges.figures().read_ms > 0; }));
