@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent
 
 
 def version() -> str:
-    text = (ROOT / "capi" / "keywatch_types.h").read_text()
+    text = (ROOT / "include" / "keywatch_types.h").read_text()
     return re.search(r'#define KW_VERSION_STRING "([0-9.]+)"', text).group(1)
 
 

@@ -103,7 +103,7 @@ class Native:
         lib = next(pkg.glob("libkeywatch.so*"))
         self.kw = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
         so = workdir / "python_bench_native.so"
-        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I", str(ROOT / "capi"), "-o",
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I", str(ROOT / "include"), "-o",
                         str(so), str(ROOT / "bench" / "python_bench_native.c")], check=True)
         self.native = ctypes.CDLL(str(so))
         kw, vp, cp = self.kw, ctypes.c_void_p, ctypes.c_char_p

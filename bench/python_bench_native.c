@@ -1,7 +1,7 @@
 /*
  * python_bench_native.c - the C side of bench/python_bench.py, the baselines its Python
  * figures are compared with in the same run. python_bench.py compiles it with cc at start
- * (against capi/keywatch.h) and loads it with ctypes after the libkeywatch inside the
+ * (against include/keywatch.h) and loads it with ctypes after the libkeywatch inside the
  * installed keywatch package, so both sides use the same library:
  *  - kw_pybench_noop: a no-op C handler (KW_RESULT_ACK) for kw_engine_add_handler;
  *  - kw_pybench_track: n kw_client_track calls in pipelines of `batch`, 16-byte keys

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capi/keywatch_types.h"
+#include "keywatch_types.h"
 
 namespace keywatch::cli {
 

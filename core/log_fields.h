@@ -1,6 +1,6 @@
 // LogFields: the structured fields of one log line, name/value pairs in order ("node",
 // "127.0.0.1:6379"), and LogFn, the log function every part of the engine writes through.
-// The names used (capi/keywatch.h, kw_log_fields_fn): node (a line about one Redis node),
+// The names used (include/keywatch.h, kw_log_fields_fn): node (a line about one Redis node),
 // queue (about one queue), handler (a plugin instance's line), event_id (about one event).
 // Thread-safety: plain values.
 #pragma once

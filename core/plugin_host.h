@@ -20,7 +20,7 @@
 #include "core/config.h"
 #include "core/event.h"
 #include "core/log_fields.h"
-#include "handlers/keywatch_plugin.h"
+#include "keywatch_plugin.h"
 
 struct kw_plugin_config {
     std::vector<std::pair<std::string, std::string>> options;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "handlers/keywatch_plugin.h"
+#include "keywatch_plugin.h"
 
 namespace keywatch {
 

@@ -1,5 +1,5 @@
 // Statistics: the one table of every statistic an engine keeps (name, type, unit, help),
-// what is generated from it (the name lookup, the JSON, the list in capi/keywatch.h, which
+// what is generated from it (the name lookup, the JSON, the list in include/keywatch.h, which
 // tests/stats_table_test.cpp checks and rewrites), and the cheap recorders: relaxed atomic
 // counters and histograms with fixed buckets. A row whose name holds "<label>" is a labelled
 // family (one sample per node, queue, handler or event name).
@@ -136,7 +136,7 @@ const char *stat_type_name(StatType type);  // "counter", "gauge", "histogram"
 bool find_stat(std::string_view name, StatId *id, std::string *label_value);
 // A sample's name as kw_engine_stat and the JSON spell it: the row's, placeholder filled.
 std::string stat_sample_name(StatId id, const std::string &label_value);
-// The list in capi/keywatch.h's statistics comment, as generated from the table.
+// The list in include/keywatch.h's statistics comment, as generated from the table.
 std::string stats_header_list();
 
 // Fixed histogram buckets (upper bounds in seconds; a last bucket +Inf follows).

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "capi/keywatch.h"
+#include "keywatch.h"
 #include "cli/daemon/daemon_config.h"
 #include "core/plugin_handler.h"
 #include "fuzz/check.h"

@@ -1,4 +1,4 @@
-// The statistics table (core/stats.h) against the list in capi/keywatch.h, which is generated
+// The statistics table (core/stats.h) against the list in include/keywatch.h, which is generated
 // from it, and the table's lookup and histogram recording. Run with KW_STATS_WRITE_HEADER=1
 // to rewrite the header's list from the table after changing a row.
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ TEST(StatsTable, HeaderListIsGeneratedFromTheTable) {
         GTEST_SKIP() << "rewrote the list in " << KW_HEADER_PATH;
     }
     EXPECT_EQ(header.substr(begin, end - begin), expected)
-        << "capi/keywatch.h's statistics list differs from core/stats.h's table: run "
+        << "include/keywatch.h's statistics list differs from core/stats.h's table: run "
            "KW_STATS_WRITE_HEADER=1 build/tests/kw_unit_tests --gtest_filter='StatsTable.*'";
 }
 

@@ -20,7 +20,7 @@ from .client import Client, Pipeline
 from .engine import Engine, Event, Reject, Retry
 from .stats import Histogram, Sample, Stats
 
-#: The version of keywatch this package was built from (capi/keywatch_types.h).
+#: The version of keywatch this package was built from (include/keywatch_types.h).
 __version__: str = _keywatch.__version__
 
 

@@ -1,4 +1,4 @@
-"""keywatch.Stats: an engine's statistics (the table in capi/keywatch.h), read from one
+"""keywatch.Stats: an engine's statistics (the table in include/keywatch.h), read from one
 snapshot (kw_engine_stats) without parsing text.
 
 Example::

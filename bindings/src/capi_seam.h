@@ -1,4 +1,4 @@
-// The one place where the Python binding calls the C API (capi/keywatch.h). Every C
+// The one place where the Python binding calls the C API (include/keywatch.h). Every C
 // function the binding uses is wrapped here once, so a renamed or re-shaped C function is
 // a one-line change in this file and nowhere else. The wrappers add nothing but shape:
 // JSON getters return a status and hand the text back through a std::string.

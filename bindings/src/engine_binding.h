@@ -49,7 +49,7 @@ class Engine {
                            std::optional<std::string> glob, std::optional<int> db,
                            std::optional<std::string> queue, int id, size_t limit);
     // A handler plugin (docs/plugins.md) with its options; the lookup of a name is
-    // kw_engine_add_plugin's (capi/keywatch.h).
+    // kw_engine_add_plugin's (include/keywatch.h).
     void add_plugin(const std::string &plugin, std::optional<std::string> instance,
                     const std::string &events, std::optional<std::string> prefix,
                     std::optional<std::string> glob, std::optional<int> db,

@@ -8,7 +8,7 @@
 #include <memory>
 #include <set>
 
-#include "capi/keywatch.h"
+#include "keywatch.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/redact_url.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "capi/keywatch.h"
+#include "keywatch.h"
 #include "cli/closest_name.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/event_names.h"
