@@ -98,7 +98,7 @@
 //
 // Exit status: 0 whatever the verdict; 1 when the benchmark itself could not run.
 #include "bench_util.h"
-#include "core/slots.h"
+#include "core/redis/slots.h"
 #include "tests/support/redis_cluster.h"
 
 #include <event2/thread.h>

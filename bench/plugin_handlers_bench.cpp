@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "core/slots.h"
+#include "core/redis/slots.h"
 #include "tests/support/redis_cluster.h"
 
 namespace {

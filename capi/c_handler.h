@@ -1,12 +1,12 @@
 // The C API's handler adapter: a kw_handler_fn + opaque (+ optional free_opaque) behind
-// the core's Handler interface (core/handler.h), and the cast between the core's Event and
-// the C API's opaque kw_event_t. Thread-safety: as core/handler.h.
+// the core's Handler interface (core/engine/handler.h), and the cast between the core's Event and
+// the C API's opaque kw_event_t. Thread-safety: as core/engine/handler.h.
 #pragma once
 
 #include <string>
 
-#include "core/event.h"
-#include "core/handler.h"
+#include "core/base/event.h"
+#include "core/engine/handler.h"
 #include "keywatch.h"
 
 namespace keywatch {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/client.h"
+#include "core/client/client.h"
 
 namespace keywatch {
 

@@ -1,11 +1,11 @@
 // The C API's events, handlers and holds: accessors over keywatch::Event (kw_event_t is
 // one behind an opaque pointer), the kw_handler_fn adapter and deferred completion
-// (core/hold.h). No C++ exception crosses this boundary.
+// (core/engine/hold.h). No C++ exception crosses this boundary.
 #include <memory>
 #include <string>
 
 #include "capi/c_handler.h"
-#include "core/hold.h"
+#include "core/engine/hold.h"
 #include "keywatch.h"
 
 struct kw_hold_s {

@@ -18,14 +18,14 @@
 
 #include "capi/c_handler.h"
 #include "capi/client_json.h"
-#include "core/client.h"
-#include "core/config.h"
-#include "core/engine.h"
-#include "core/event.h"
-#include "core/filter.h"
-#include "core/stats.h"
-#include "core/plugin_handler.h"
-#include "core/time_limit.h"
+#include "core/client/client.h"
+#include "core/config/config.h"
+#include "core/engine/engine.h"
+#include "core/base/event.h"
+#include "core/engine/filter.h"
+#include "core/base/stats.h"
+#include "core/plugins/plugin_handler.h"
+#include "core/base/time_limit.h"
 
 // The header's documented limit is the one core checks.
 static_assert(KW_MAX_TIME_MS == keywatch::kMaxTimeMs, "KW_MAX_TIME_MS must match core");

@@ -5,11 +5,11 @@
 #include <set>
 #include <string_view>
 
-#include "core/blocking_redis.h"
-#include "core/channel.h"
-#include "core/queue.h"
-#include "core/reply_error.h"
-#include "core/scripts.h"
+#include "core/redis/blocking_redis.h"
+#include "core/redis/channel.h"
+#include "core/queue/queue.h"
+#include "core/redis/reply_error.h"
+#include "core/queue/scripts.h"
 #include "keywatch.h"
 
 namespace keywatch::cli {

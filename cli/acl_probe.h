@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/check_report.h"
-#include "core/url.h"
+#include "core/redis/url.h"
 
 namespace keywatch::cli {
 
@@ -31,7 +31,7 @@ struct AclNeeds {
                                         // an arbitrary key outside the namespace
 
     // The engine runs sweepers (queues or dedupe): in a cluster they also listen to the
-    // keyspace notifications of their due keys (core/engine.cpp).
+    // keyspace notifications of their due keys (core/engine/engine.cpp).
     bool sweeps() const { return !queues.empty() || dedupe; }
     // That keyspace pattern, for namespace ns.
     std::string due_keyspace_pattern() const { return "__keyspace@0__:" + ns + ":*:{*}:due"; }

@@ -14,10 +14,10 @@
 #include "cli/exit_status.h"
 #include "cli/redact_url.h"
 #include "cli/redis_target.h"
-#include "core/config.h"
-#include "core/filter.h"
-#include "core/queue.h"
-#include "core/subscriber.h"
+#include "core/config/config.h"
+#include "core/engine/filter.h"
+#include "core/queue/queue.h"
+#include "core/engine/subscriber.h"
 
 namespace keywatch::cli {
 namespace {

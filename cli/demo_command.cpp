@@ -22,7 +22,7 @@
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 #include "cli/watcher.h"
-#include "core/clock.h"
+#include "core/base/clock.h"
 
 namespace keywatch::cli {
 namespace {

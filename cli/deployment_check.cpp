@@ -6,11 +6,11 @@
 
 #include "cli/client_session.h"
 #include "cli/server_checks.h"
-#include "core/blocking_redis.h"
-#include "core/queue.h"
-#include "core/slots.h"
-#include "core/subscriber.h"
-#include "core/topology.h"
+#include "core/redis/blocking_redis.h"
+#include "core/queue/queue.h"
+#include "core/redis/slots.h"
+#include "core/engine/subscriber.h"
+#include "core/redis/topology.h"
 #include "keywatch.h"
 
 namespace keywatch::cli {
@@ -21,7 +21,7 @@ std::string user_of(const RedisUrl &url) {
 }
 
 // "E" plus the flag of each event; in a cluster with sweepers also what their keyspace
-// notifications of due keys need (as the engine asks, core/engine.cpp).
+// notifications of due keys need (as the engine asks, core/engine/engine.cpp).
 std::string needed_flags(const DeploymentCheck &c, bool cluster) {
     if (c.needs.events.empty() && !(cluster && c.needs.sweeps())) return "";
     std::string need = "E";
@@ -217,7 +217,7 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     Topology topo;
     std::string err;
     // The topology probe asks CLUSTER SHARDS unless told standalone; a unix socket is
-    // taken as standalone without asking (core/topology.cpp).
+    // taken as standalone without asking (core/redis/topology.cpp).
     check.needs.discovery =
         check.mode != "standalone" && !(check.seeds.empty() || check.seeds.front().is_unix());
     check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;

@@ -11,7 +11,7 @@
 
 #include "cli/acl_probe.h"
 #include "cli/check_report.h"
-#include "core/url.h"
+#include "core/redis/url.h"
 
 namespace keywatch::cli {
 

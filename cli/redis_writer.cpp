@@ -2,7 +2,7 @@
 
 #include <sys/time.h>
 
-#include "core/url.h"
+#include "core/redis/url.h"
 
 namespace keywatch::cli {
 

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "core/blocking_redis.h"
-#include "core/reply_error.h"
-#include "core/subscriber.h"
+#include "core/redis/blocking_redis.h"
+#include "core/redis/reply_error.h"
+#include "core/engine/subscriber.h"
 
 namespace keywatch::cli {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/duration.h"
+#include "core/base/duration.h"
 
 namespace keywatch::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/time_limit.h"
+#include "core/base/time_limit.h"
 
 namespace keywatch::cli {
 

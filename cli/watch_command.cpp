@@ -17,7 +17,7 @@
 #include "cli/stop_signal.h"
 #include "cli/watcher.h"
 #include "cli/time_text.h"
-#include "core/url.h"
+#include "core/redis/url.h"
 
 namespace keywatch::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/channel.h"
+#include "core/redis/channel.h"
 #include "fuzz/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

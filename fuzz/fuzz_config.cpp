@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config.h"
-#include "core/filter.h"
+#include "core/config/config.h"
+#include "core/engine/filter.h"
 #include "fuzz/check.h"
 
 namespace {

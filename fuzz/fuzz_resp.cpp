@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <string>
 
-#include "core/queue.h"
-#include "core/redis_conn.h"
-#include "core/reply_error.h"
-#include "core/subscriber.h"
-#include "core/topology.h"
+#include "core/queue/queue.h"
+#include "core/redis/redis_conn.h"
+#include "core/redis/reply_error.h"
+#include "core/engine/subscriber.h"
+#include "core/redis/topology.h"
 #include "fuzz/check.h"
 
 namespace {

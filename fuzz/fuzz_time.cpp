@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli/time_text.h"
-#include "core/duration.h"
+#include "core/base/duration.h"
 #include "fuzz/check.h"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/config.h"
-#include "core/url.h"
+#include "core/config/config.h"
+#include "core/redis/url.h"
 #include "fuzz/check.h"
 
 namespace {

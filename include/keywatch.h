@@ -403,7 +403,7 @@ KW_API int kw_engine_stop(kw_engine_t *engine, int64_t timeout_ms);
 KW_API const char *kw_engine_last_error(kw_engine_t *engine);
 
 /*
- * Statistics. One table (core/stats.h) defines them all; this list is generated from it
+ * Statistics. One table (core/base/stats.h) defines them all; this list is generated from it
  * (tests/stats_table_test.cpp checks that they agree). Columns: name, type, unit, help.
  * A name holding <label> is a labelled family: one sample per node ("host:port" or socket
  * path), queue ("keys" or a task queue), handler (registration index, from 0) or event

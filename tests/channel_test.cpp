@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/channel.h"
+#include "core/redis/channel.h"
 
 namespace keywatch {
 namespace {

@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "core/client.h"
-#include "core/slots.h"
+#include "core/client/client.h"
+#include "core/redis/slots.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
 #include "worker_process.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "core/backoff.h"
-#include "core/config.h"
-#include "core/config_slices.h"
+#include "core/base/backoff.h"
+#include "core/config/config.h"
+#include "core/engine/config_slices.h"
 
 namespace keywatch {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/duration.h"
-#include "core/time_limit.h"
+#include "core/base/duration.h"
+#include "core/base/time_limit.h"
 
 namespace keywatch {
 namespace {

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "core/filter.h"
+#include "core/engine/filter.h"
 
 namespace keywatch {
 namespace {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "tests/support/redis_cluster.h"
-#include "core/slots.h"
+#include "core/redis/slots.h"
 #include "tests/redis_fixture.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// The connection layer (core/redis_conn.h, core/blocking_redis.h) against real servers: the
+// The connection layer (core/redis/redis_conn.h, core/redis/blocking_redis.h) against real servers: the
 // error replies Redis really sends map to their kinds (classify) and to the right status,
 // pub/sub pushes and command replies share a subscribed connection without mixing, and a
 // callback may close its own connection.
@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/blocking_redis.h"
-#include "core/event_loop.h"
-#include "core/redis_conn.h"
-#include "core/url.h"
+#include "core/redis/blocking_redis.h"
+#include "core/redis/event_loop.h"
+#include "core/redis/redis_conn.h"
+#include "core/redis/url.h"
 #include "redis_fixture.h"
 
 namespace kwtest {

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/base/clock.h"
 #include "embedded/redis_process.h"
 #include "keywatch.h"
 #include "tests/wait.h"
@@ -392,7 +392,7 @@ class FieldsLog {
     std::vector<Line> lines_;
 };
 
-using keywatch::wall_ms;  // the local wall clock (core/clock.h)
+using keywatch::wall_ms;  // the local wall clock (core/base/clock.h)
 
 inline bool contains(const std::string &haystack, const std::string &needle) {
     return haystack.find(needle) != std::string::npos;

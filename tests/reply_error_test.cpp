@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/reply_error.h"
+#include "core/redis/reply_error.h"
 
 namespace keywatch {
 namespace {

@@ -1,4 +1,4 @@
-// The queue scripts (core/scripts.cpp) called directly on a real redis-server: what a claim
+// The queue scripts (core/queue/scripts.cpp) called directly on a real redis-server: what a claim
 // takes and reports, and who may ack. The engine-level tests (queue_test.cpp) cover the same
 // paths end to end; these pin the rules the sweeper relies on.
 #include <hiredis/hiredis.h>
@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 
-#include "core/queue.h"
-#include "core/scripts.h"
-#include "core/time_limit.h"
+#include "core/queue/queue.h"
+#include "core/queue/scripts.h"
+#include "core/base/time_limit.h"
 #include "redis_fixture.h"
 
 namespace kwtest {

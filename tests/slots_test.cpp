@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "core/queue.h"
-#include "core/slots.h"
+#include "core/queue/queue.h"
+#include "core/redis/slots.h"
 
 namespace {
 

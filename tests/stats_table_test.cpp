@@ -1,4 +1,4 @@
-// The statistics table (core/stats.h) against the list in include/keywatch.h, which is generated
+// The statistics table (core/base/stats.h) against the list in include/keywatch.h, which is generated
 // from it, and the table's lookup and histogram recording. Run with KW_STATS_WRITE_HEADER=1
 // to rewrite the header's list from the table after changing a row.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/stats.h"
+#include "core/base/stats.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ TEST(StatsTable, HeaderListIsGeneratedFromTheTable) {
         GTEST_SKIP() << "rewrote the list in " << KW_HEADER_PATH;
     }
     EXPECT_EQ(header.substr(begin, end - begin), expected)
-        << "include/keywatch.h's statistics list differs from core/stats.h's table: run "
+        << "include/keywatch.h's statistics list differs from core/base/stats.h's table: run "
            "KW_STATS_WRITE_HEADER=1 build/tests/kw_unit_tests --gtest_filter='StatsTable.*'";
 }
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/topology.h"
+#include "core/redis/topology.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <string>
 
-#include "core/url.h"
+#include "core/redis/url.h"
 
 namespace keywatch {
 namespace {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/closest_name.h"
-#include "core/duration.h"
+#include "core/base/duration.h"
 
 namespace keywatch::cli {
 

@@ -12,7 +12,7 @@
 #include "cli/child_processes.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/exit_status.h"
-#include "core/duration.h"
+#include "core/base/duration.h"
 
 namespace keywatch::cli {
 namespace {

@@ -1,0 +1,896 @@
+#include "core/client/client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "core/base/backoff.h"
+#include "core/redis/reply_error.h"
+#include "core/redis/slots.h"
+#include "core/base/time_limit.h"
+#include "keywatch_types.h"
+
+namespace keywatch {
+namespace {
+
+bool is_error(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR;
+}
+
+std::string text(const redisReply *r) {
+    if (!r) return "(no reply)";
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+        r->type == REDIS_REPLY_ERROR)
+        return std::string(r->str, r->len);
+    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+    return "(unexpected reply)";
+}
+
+// Redirections one call may follow before giving up (a resharding in full swing).
+constexpr int kMaxRedirects = 8;
+
+int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// host:port (or [v6]:port) into a URL that otherwise keeps the seed's credentials.
+RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
+    if (endpoint == seed.endpoint()) return seed;
+    RedisUrl url = seed;
+    size_t colon = endpoint.rfind(':');
+    url.host = endpoint.substr(0, colon);
+    if (url.host.size() > 1 && url.host.front() == '[')
+        url.host = url.host.substr(1, url.host.size() - 2);
+    url.port = std::atoi(endpoint.c_str() + colon + 1);
+    url.unix_path.clear();
+    return url;
+}
+
+}  // namespace
+
+Client::Client(Config config)
+    : config_(std::move(config)),
+      seed_(config_.effective_url()),
+      seed_endpoint_(seed_.endpoint()),
+      base_(event_base_new()) {}
+
+Client::~Client() {
+    nodes_.clear();  // before the base they run on
+    event_base_free(base_);
+}
+
+int Client::fail(int status, const std::string &msg) {
+    error_ = msg;
+    return status;
+}
+
+BlockingRedis *Client::node(const std::string &endpoint) {
+    std::unique_ptr<BlockingRedis> &c = nodes_[endpoint];
+    if (c && c->connected()) return c.get();
+    if (!c) c = std::make_unique<BlockingRedis>(url_at(seed_, endpoint), "client", true, base_);
+    if (int rc = c->connect(config_.connect_timeout_ms); rc != KW_OK) {
+        call_status_ = rc;
+        fail(rc, c->error());
+        return nullptr;
+    }
+    return c.get();
+}
+
+int Client::connect() {
+    if (!topology_known_) {
+        std::string why;
+        int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
+                             &seed_, &cluster_, &topology_, &why);
+        if (rc != KW_OK) return fail(rc, why);
+        seed_endpoint_ = seed_.endpoint();
+        index_masters();
+        topology_known_ = true;
+    }
+    // Standalone: the one server must answer. Cluster: masters are reached when needed.
+    if (!cluster_ && !node(seed_endpoint_)) return call_status_;
+    return KW_OK;
+}
+
+int Client::refresh_topology() {
+    // Any node that answers will do: the seed first, then the masters we knew.
+    std::vector<std::string> candidates = {seed_endpoint_};
+    for (auto &m : topology_.masters) candidates.push_back(m.endpoint());
+    std::string why;
+    for (auto &endpoint : candidates) {
+        bool is_cluster = false;
+        Topology t;
+        if (probe_topology(url_at(seed_, endpoint), config_.connect_timeout_ms, "cluster",
+                           &is_cluster, &t, &why) == KW_OK) {
+            topology_ = std::move(t);
+            index_masters();
+            return KW_OK;
+        }
+    }
+    call_status_ = KW_ERR_CONNECT;
+    return fail(KW_ERR_CONNECT, "cannot read the cluster topology from any known node: " + why);
+}
+
+std::vector<std::string> Client::masters() const {
+    if (!cluster_) return {seed_endpoint_};
+    std::vector<std::string> out;
+    for (auto &m : topology_.masters) out.push_back(m.endpoint());
+    return out;
+}
+
+void Client::index_masters() {
+    master_endpoints_.clear();
+    for (auto &m : topology_.masters) master_endpoints_.push_back(m.endpoint());
+}
+
+const std::string &Client::endpoint_for_slot(int slot) const {
+    static const std::string none;
+    if (!cluster_) return seed_endpoint_;
+    int16_t m = topology_.slot_owner[static_cast<size_t>(slot)];
+    return m < 0 || static_cast<size_t>(m) >= master_endpoints_.size()
+               ? none
+               : master_endpoints_[static_cast<size_t>(m)];
+}
+
+ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
+    BlockingRedis *c = node(endpoint);
+    if (!c) return nullptr;
+    ReplyPtr r = c->command(args, config_.command_timeout_ms);
+    if (!r) {
+        call_status_ = KW_ERR_CONNECT;
+        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->error());
+        return nullptr;
+    }
+    if (classify(r.get()) == ReplyError::Auth) {
+        call_status_ = KW_ERR_AUTH;
+        fail(KW_ERR_AUTH, password_required_message(seed_));
+        return nullptr;
+    }
+    return r;
+}
+
+ReplyPtr Client::exec(Call &c) {
+    bool asking = false;
+    std::string last_error, last_node;  // the last refusal, to name the real state
+    ReplyError last_kind = ReplyError::None;
+    int64_t loading_since = -1;  // when a node first answered LOADING to this call
+    for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
+        if (c.endpoint.empty()) {
+            if (cluster_ && refresh_topology() != KW_OK) return nullptr;
+            c.endpoint = endpoint_for_slot(c.slot);
+            if (c.endpoint.empty()) {
+                call_status_ = KW_ERR_REDIS;
+                fail(KW_ERR_REDIS, "no master serves slot " + std::to_string(c.slot) +
+                                       " now (is the cluster down?): retry later");
+                return nullptr;
+            }
+        }
+        if (asking && !call(c.endpoint, {"ASKING"})) return nullptr;
+        ReplyPtr r = call(c.endpoint, c.args);
+        if (!r) {
+            // A master that went away (failover): read the topology again, once.
+            if (cluster_ && attempt == 0 && call_status_ == KW_ERR_CONNECT) {
+                c.endpoint.clear();
+                continue;
+            }
+            return nullptr;
+        }
+        asking = false;
+        const ReplyError kind = classify(r.get());
+        if (kind != ReplyError::None) {
+            last_kind = kind;
+            last_error = text(r.get());
+            last_node = c.endpoint;
+        }
+        if (kind == ReplyError::NoScript && c.script) {
+            c.args[0] = "EVAL";
+            c.args[1] = c.script->body;
+        } else if (kind == ReplyError::Moved) {
+            refresh_topology();
+            c.endpoint = redirect_target(r.get());
+        } else if (kind == ReplyError::Ask) {
+            c.endpoint = redirect_target(r.get());
+            asking = true;
+        } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
+            if (c.no_wait && kind == ReplyError::ClusterDown) break;  // named below
+            // 50ms doubling to 800ms: a failover or a slot move settles within a few.
+            const Backoff wait{50, 800};
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
+            if (kind == ReplyError::ClusterDown) refresh_topology();
+            c.endpoint = endpoint_for_slot(c.slot);
+        } else if (kind == ReplyError::Loading) {
+            // A restarted server (or a promoted replica) loading its data set: asked again
+            // every kPollMs for up to redis.connect_timeout, as at a start. Not a
+            // redirect: the attempt is not counted.
+            if (loading_since < 0) loading_since = steady_ms();
+            if (steady_ms() - loading_since >= config_.connect_timeout_ms) {
+                call_status_ = KW_ERR_TIMEOUT;
+                fail(KW_ERR_TIMEOUT,
+                     still_loading_message(url_at(seed_, c.endpoint), config_.connect_timeout_ms));
+                return nullptr;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+            attempt--;
+        } else {
+            return r;
+        }
+    }
+    call_status_ = KW_ERR_REDIS;
+    if (last_kind == ReplyError::ClusterDown)
+        fail(KW_ERR_REDIS, "the cluster refuses commands: " + last_node + " answered '" +
+                               last_error +
+                               "' (a slot without a master; with cluster-require-full-coverage "
+                               "yes, Redis's default, a node that sees one refuses every "
+                               "command); retry once the cluster is ok (CLUSTER INFO: "
+                               "cluster_state)");
+    else if (last_kind == ReplyError::TryAgain)
+        fail(KW_ERR_REDIS, "slot " + std::to_string(c.slot) +
+                               " is being migrated and its keys are "
+                               "split between nodes (" +
+                               last_node + ": '" + last_error + "'); retry in a moment");
+    else
+        fail(KW_ERR_REDIS, (c.script ? std::string(c.script->name) : c.args[0]) + ": slot " +
+                               std::to_string(c.slot) + " was redirected " +
+                               std::to_string(kMaxRedirects) + " times (last: " + last_node +
+                               " answered '" + last_error + "'); is the cluster resharding? retry");
+    return nullptr;
+}
+
+int Client::finish(Call &c, ReplyPtr r) {
+    if (!r) return call_status_;
+    if (classify(r.get()) == ReplyError::NoPerm)
+        return fail(KW_ERR_AUTH, scripts_permission_message(url_at(seed_, c.endpoint), config_.ns,
+                                                            text(r.get())));
+    if (is_error(r.get()))
+        return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
+    return c.decode(r.get());
+}
+
+size_t Client::first_key_index(const std::vector<std::string> &args) {
+    if (args.size() < 2) return 0;
+    std::string cmd = args[0];
+    for (auto &ch : cmd) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+    static const std::set<std::string> scripts = {"EVAL",       "EVALSHA", "EVAL_RO",
+                                                  "EVALSHA_RO", "FCALL",   "FCALL_RO"};
+    if (!scripts.count(cmd)) return 1;
+    if (args.size() < 4 || args[2].empty() || args[2] == "0") return 0;
+    return 3;
+}
+
+int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
+    reply->reset();
+    if (args.empty()) return fail(KW_ERR_INVALID_ARG, "command: no arguments");
+    if (int rc = connect(); rc != KW_OK) return rc;
+    size_t k = first_key_index(args);
+    *reply = command_for_key(k ? args[k] : std::string(), args);
+    return *reply ? KW_OK : call_status_;
+}
+
+ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
+    if (args.empty()) {
+        fail(KW_ERR_INVALID_ARG, "command_for_key: no command given");
+        return nullptr;
+    }
+    if (connect() != KW_OK) return nullptr;
+    Call c;
+    c.script = nullptr;
+    c.slot = cluster_ ? key_slot(key) : 0;
+    c.endpoint = endpoint_for_slot(c.slot);
+    c.args = std::move(args);
+    return exec(c);
+}
+
+const QueueKeys &Client::queue_keys(const std::string &name, const std::string &tag) {
+    std::string id = name + "/" + tag;
+    auto it = keys_cache_.find(id);
+    if (it == keys_cache_.end())
+        it = keys_cache_.emplace(id, QueueKeys::make(config_.ns, name, tag)).first;
+    return it->second;
+}
+
+Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
+                                 int slot, const std::string *key,
+                                 std::vector<std::string> &&argv) {
+    const QueueKeys *q;
+    if (name == kKeysQueue &&
+        (cluster_ ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
+        // Every kw_client_track looks these up: by slot, without building a string. (Only the
+        // standard tag of the slot: inspect and replay may name queues found by a scan.)
+        if (keys_queue_by_slot_.empty())
+            keys_queue_by_slot_.assign(cluster_ ? kSlotCount : 1, nullptr);
+        const QueueKeys *&k = keys_queue_by_slot_[static_cast<size_t>(cluster_ ? slot : 0)];
+        if (!k) k = &queue_keys(name, tag);
+        q = k;
+    } else {
+        q = &queue_keys(name, tag);
+    }
+    Call c;
+    c.script = &s;
+    c.slot = slot;
+    c.endpoint = endpoint_for_slot(slot);
+    c.args.reserve(3 + 5 + argv.size());
+    c.args.push_back("EVALSHA");
+    c.args.push_back(s.sha());
+    if (s.key_script) {
+        c.args.push_back("3");
+        c.args.push_back(q->due);
+        c.args.push_back(q->data);
+        c.args.push_back(key ? *key : std::string());
+    } else {
+        c.args.push_back("5");
+        for (auto &k : q->keys()) c.args.push_back(k);
+    }
+    for (auto &a : argv) c.args.push_back(std::move(a));
+    return c;
+}
+
+int Client::run(const Script &s, const std::string &name, const std::string &id,
+                const std::string *key, std::vector<std::string> &&argv, Decode decode, int slot) {
+    if (int rc = connect(); rc != KW_OK) return rc;
+    if (!cluster_)
+        slot = 0;
+    else if (slot < 0)
+        slot = key_slot(id);
+    Call c = script_call(s, name, cluster_ ? SlotTags::instance().tag(slot) : kStandaloneTag, slot,
+                         key, std::move(argv));
+    c.decode = std::move(decode);
+    if (pipelining_) {
+        BlockingRedis *conn = c.endpoint.empty() ? nullptr : node(c.endpoint);
+        if (conn) {
+            argv_scratch_.clear();
+            lens_scratch_.clear();
+            for (auto &a : c.args) {
+                argv_scratch_.push_back(a.data());
+                lens_scratch_.push_back(a.size());
+            }
+            if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
+                                 lens_scratch_.data()))
+                c.endpoint.clear();
+        } else {
+            c.endpoint.clear();  // sent on its own at the end
+        }
+        pipeline_.push_back(std::move(c));
+        return KW_OK;
+    }
+    return finish(c, exec(c));
+}
+
+int Client::check_when(const char *what, int64_t at_ms, int64_t delay_ms) {
+    const std::string verb(what);
+    if (at_ms < 0 || delay_ms < 0)
+        return fail(KW_ERR_INVALID_ARG, verb +
+                                            ": at and delay must not be negative (a time in the "
+                                            "past means now; use at=0 and a delay)");
+    if (!time_within_max(at_ms))
+        return fail(KW_ERR_INVALID_ARG, verb + ": at " + time_after_max(std::to_string(at_ms)) +
+                                            "; nothing was written");
+    if (!duration_within_max(delay_ms))
+        return fail(KW_ERR_INVALID_ARG, verb + ": delay " +
+                                            duration_after_max(std::to_string(delay_ms) + "ms") +
+                                            "; nothing was written");
+    return KW_OK;
+}
+
+int Client::fail_past_max(const char *what) {
+    return fail(KW_ERR_INVALID_ARG, std::string(what) +
+                                        ": the deadline is later than " KW_MAX_TIME_ISO
+                                        " on Redis's clock, the latest keywatch accepts; nothing "
+                                        "was written");
+}
+
+int Client::check_key(const std::string &key) {
+    if (key.empty())
+        return fail(KW_ERR_INVALID_ARG, "the key is empty: give a key of 1 byte or more");
+    if (static_cast<int64_t>(key.size()) > config_.key_limit)
+        return fail(KW_ERR_TOO_LARGE, "the key is " + std::to_string(key.size()) +
+                                          " bytes; limits.key_bytes is " +
+                                          std::to_string(config_.key_limit) +
+                                          ": use a shorter key or raise the limit");
+    return KW_OK;
+}
+
+int Client::check_value(const std::string &value, const char *what) {
+    if (static_cast<int64_t>(value.size()) > config_.value_limit)
+        return fail(KW_ERR_TOO_LARGE,
+                    std::string("the ") + what + " is " + std::to_string(value.size()) +
+                        " bytes; limits.value_bytes is " + std::to_string(config_.value_limit) +
+                        ": store less or raise the limit");
+    return KW_OK;
+}
+
+int Client::check_queue(const std::string &name) {
+    std::string err;
+    if (!valid_queue_name(name, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    if (name == kKeysQueue)
+        return fail(KW_ERR_INVALID_ARG,
+                    "'keys' is the key-tracking queue: use kw_client_track for keys, and another "
+                    "name for task queues");
+    return KW_OK;
+}
+
+int Client::track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags,
+                  int64_t *deadline) {
+    if (int rc = check_key(key); rc != KW_OK) return rc;
+    if (int rc = check_value(value, "value"); rc != KW_OK) return rc;
+    if (ttl_ms <= 0)
+        return fail(KW_ERR_INVALID_ARG,
+                    "ttl " + std::to_string(ttl_ms) +
+                        "ms is not positive: a tracked key needs a TTL > 0 "
+                        "(use kw_client_untrack with delete to remove a key now)");
+    if (!duration_within_max(ttl_ms))
+        return fail(
+            KW_ERR_INVALID_ARG,
+            "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms") + "; nothing was written");
+    if ((flags & KW_TRACK_NX) && (flags & KW_TRACK_XX))
+        return fail(KW_ERR_INVALID_ARG, "KW_TRACK_NX and KW_TRACK_XX exclude each other");
+    std::string mode = (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
+    // The deadline on the key's server clock: the key gets it as PXAT and the queue as its
+    // score, so both agree to the millisecond.
+    if (int rc = connect(); rc != KW_OK) return rc;
+    int slot = cluster_ ? key_slot(key) : 0;
+    int64_t now = 0;
+    if (int rc = redis_now(endpoint_for_slot(slot), &now); rc != KW_OK) return rc;
+    if (!duration_within_max(ttl_ms, now))
+        return fail(KW_ERR_INVALID_ARG,
+                    "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms (Redis clock)") +
+                        "; nothing was written");
+    return run(
+        scripts::kTrack, kKeysQueue, key, &key,
+        {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+        [this, deadline, mode](const redisReply *r) {
+            if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
+            if (r->integer == scripts::kPastMax) return fail_past_max("track");
+            if (r->integer < 0)
+                return fail(KW_ERR_CONDITION, "track " + mode + ": the key " +
+                                                  (mode == "NX" ? "exists" : "does not exist") +
+                                                  "; nothing was written");
+            if (deadline) *deadline = r->integer;
+            return static_cast<int>(KW_OK);
+        },
+        slot);
+}
+
+int Client::untrack(const std::string &key, bool delete_key) {
+    if (int rc = check_key(key); rc != KW_OK) return rc;
+    return run(scripts::kUntrack, kKeysQueue, key, &key, {delete_key ? "1" : "0"},
+               [this](const redisReply *r) {
+                   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+                       return fail(KW_ERR_INTERNAL, "untrack: bad reply");
+                   if (r->element[0]->integer == 0 && r->element[1]->integer == 0)
+                       return fail(KW_ERR_NOT_FOUND, "the key was not tracked");
+                   return static_cast<int>(KW_OK);
+               });
+}
+
+int Client::adopt(const std::string &key, int flags, int64_t *deadline) {
+    if (int rc = check_key(key); rc != KW_OK) return rc;
+    return run(scripts::kAdopt, kKeysQueue, key, &key, {(flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+               [this, deadline](const redisReply *r) {
+                   if (r->type != REDIS_REPLY_INTEGER)
+                       return fail(KW_ERR_INTERNAL, "adopt: bad reply");
+                   if (r->integer == -2)
+                       return fail(KW_ERR_NOT_FOUND, "adopt: no such key; nothing to track");
+                   if (r->integer == -1)
+                       return fail(KW_ERR_INVALID_ARG,
+                                   "adopt: the key has no TTL; give it one (EXPIRE) or use "
+                                   "kw_client_track");
+                   if (r->integer == scripts::kPastMax)
+                       return fail(KW_ERR_INVALID_ARG,
+                                   "adopt: the key expires after " KW_MAX_TIME_ISO
+                                   ", the latest deadline keywatch accepts; nothing was written");
+                   if (r->integer == -3)
+                       return fail(KW_ERR_INVALID_ARG,
+                                   "adopt: a snapshot needs a string key; adopt it without "
+                                   "KW_TRACK_SNAPSHOT");
+                   if (deadline) *deadline = r->integer;
+                   return static_cast<int>(KW_OK);
+               });
+}
+
+int Client::schedule(const std::string &qname, const std::string &id, const std::string &payload,
+                     int64_t at_ms, int64_t delay_ms, int flags, int64_t *at_out) {
+    if (int rc = check_queue(qname); rc != KW_OK) return rc;
+    if (int rc = check_key(id); rc != KW_OK) return rc;
+    if (int rc = check_value(payload, "payload"); rc != KW_OK) return rc;
+    if (int rc = check_when("schedule", at_ms, delay_ms); rc != KW_OK) return rc;
+    return run(scripts::kSchedule, qname, id, nullptr,
+               {id, payload, std::to_string(at_ms), std::to_string(delay_ms),
+                (flags & KW_SCHEDULE_NX) ? "NX" : ""},
+               [this, at_out](const redisReply *r) {
+                   if (r->type != REDIS_REPLY_INTEGER)
+                       return fail(KW_ERR_INTERNAL, "schedule: bad reply");
+                   if (r->integer == scripts::kPastMax) return fail_past_max("schedule");
+                   if (r->integer < 0)
+                       return fail(KW_ERR_CONDITION,
+                                   "schedule NX: a task with this id exists; nothing was written");
+                   if (at_out) *at_out = r->integer;
+                   return static_cast<int>(KW_OK);
+               });
+}
+
+int Client::cancel(const std::string &qname, const std::string &id) {
+    if (int rc = check_queue(qname); rc != KW_OK) return rc;
+    return run(scripts::kCancel, qname, id, nullptr, {id}, [this](const redisReply *r) {
+        if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "cancel: bad reply");
+        if (r->integer == -2)
+            return fail(KW_ERR_IN_FLIGHT, "cancel: the task is being handled right now");
+        if (r->integer == 0) return fail(KW_ERR_NOT_FOUND, "cancel: no such task");
+        return static_cast<int>(KW_OK);
+    });
+}
+
+int Client::reschedule(const std::string &qname, const std::string &id, int64_t at_ms,
+                       int64_t delay_ms, int64_t *at_out) {
+    if (int rc = check_queue(qname); rc != KW_OK) return rc;
+    if (int rc = check_when("reschedule", at_ms, delay_ms); rc != KW_OK) return rc;
+    return run(
+        scripts::kReschedule, qname, id, nullptr,
+        {id, std::to_string(at_ms), std::to_string(delay_ms)}, [this, at_out](const redisReply *r) {
+            if (r->type != REDIS_REPLY_INTEGER)
+                return fail(KW_ERR_INTERNAL, "reschedule: bad reply");
+            if (r->integer == scripts::kPastMax) return fail_past_max("reschedule");
+            if (r->integer == -2)
+                return fail(KW_ERR_IN_FLIGHT, "reschedule: the task is being handled right now");
+            if (r->integer == -1) return fail(KW_ERR_NOT_FOUND, "reschedule: no such task");
+            if (at_out) *at_out = r->integer;
+            return static_cast<int>(KW_OK);
+        });
+}
+
+namespace {
+// How long a measured clock offset is trusted.
+constexpr int64_t kClockResyncMs = 1000;
+}  // namespace
+
+int Client::sync_clock(const std::string &endpoint) {
+    int64_t before = steady_ms();
+    ReplyPtr r = call(endpoint, {"TIME"});
+    int64_t after = steady_ms();
+    if (!r) return call_status_;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return fail(KW_ERR_REDIS, "TIME on " + endpoint + " answered " + text(r.get()));
+    int64_t redis_ms = std::atoll(text(r->element[0]).c_str()) * 1000 +
+                       std::atoll(text(r->element[1]).c_str()) / 1000;
+    clocks_[endpoint] = {redis_ms - (before + after) / 2, after};
+    return KW_OK;
+}
+
+int Client::redis_now(const std::string &endpoint, int64_t *now_ms) {
+    if (endpoint.empty()) {
+        if (int rc = refresh_topology(); rc != KW_OK) return rc;
+        return fail(KW_ERR_REDIS, "no master serves this key's slot now (is the cluster down?)");
+    }
+    auto it = clocks_.find(endpoint);
+    int64_t local = steady_ms();
+    if (!pipelining_ && (it == clocks_.end() || local - it->second.synced_at > kClockResyncMs)) {
+        if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
+        it = clocks_.find(endpoint);
+    }
+    if (it == clocks_.end()) {
+        // A node first met inside a pipeline (cluster): its clock cannot be asked now.
+        return fail(KW_ERR_STATE, "no clock offset for " + endpoint +
+                                      " inside a pipeline: end the pipeline and retry");
+    }
+    *now_ms = local + it->second.offset_ms;
+    return KW_OK;
+}
+
+int Client::pipeline_begin() {
+    if (pipelining_) return fail(KW_ERR_STATE, "a pipeline is already open");
+    if (int rc = connect(); rc != KW_OK) return rc;
+    // Commands are queued from here on: measure the clocks now.
+    for (auto &endpoint : masters()) {
+        auto it = clocks_.find(endpoint);
+        if (it == clocks_.end() || steady_ms() - it->second.synced_at > kClockResyncMs)
+            if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
+    }
+    pipelining_ = true;
+    pipeline_.clear();
+    return KW_OK;
+}
+
+int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *errors) {
+    if (!pipelining_)
+        return fail(KW_ERR_STATE, "no pipeline is open: call kw_client_pipeline_begin");
+    pipelining_ = false;
+    std::vector<Call> calls;
+    calls.swap(pipeline_);
+    int first = KW_OK;
+    std::string first_error;
+    statuses->assign(calls.size(), KW_OK);
+    if (errors) errors->assign(calls.size(), std::string());
+    auto note = [&](size_t i, int rc) {
+        (*statuses)[i] = rc;
+        if (rc != KW_OK && errors) (*errors)[i] = error_;
+        if (rc != KW_OK && first == KW_OK) {
+            first = rc;
+            first_error = error_;
+        }
+    };
+    // Every node got its share as it was queued; the connections share one event_base, so
+    // waiting for the first reply sends to all masters at once and they work in parallel.
+    std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
+    for (size_t i = 0; i < calls.size(); i++) {
+        Call &c = calls[i];
+        auto it = c.endpoint.empty() ? nodes_.end() : nodes_.find(c.endpoint);
+        if (it == nodes_.end()) {
+            again.push_back(i);
+            continue;
+        }
+        ReplyPtr r = it->second->receive(config_.command_timeout_ms);
+        if (!r) {
+            note(i, fail(KW_ERR_CONNECT, "lost the connection to " + c.endpoint +
+                                             " in a pipeline: " + it->second->error()));
+            continue;
+        }
+        const ReplyError kind = classify(r.get());
+        if (kind == ReplyError::NoScript || kind == ReplyError::Moved || kind == ReplyError::Ask ||
+            kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown ||
+            kind == ReplyError::Loading) {
+            again.push_back(i);
+            continue;
+        }
+        note(i, finish(c, std::move(r)));
+    }
+    for (size_t i : again) note(i, finish(calls[i], exec(calls[i])));
+    if (first != KW_OK) error_ = first_error;
+    return first;
+}
+
+std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
+                                                  const std::string &only_name,
+                                                  std::map<std::string, std::string> *unreachable) {
+    std::vector<QueueRef> out;
+    std::set<std::string> seen;
+    std::string match = config_.ns + ":" + (only_name.empty() ? "*" : only_name) + ":{*}:" + part;
+    for (auto &endpoint : masters()) {
+        if (unreachable && unreachable->count(endpoint)) continue;
+        std::string cursor = "0";
+        do {
+            ReplyPtr r = call(endpoint, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                if (unreachable)
+                    (*unreachable)[endpoint] =
+                        r ? "SCAN answered " + text(r.get()) : std::string(error_);
+                break;
+            }
+            cursor = text(r->element[0]);
+            for (size_t i = 0; i < r->element[1]->elements; i++) {
+                std::string name, tag;
+                if (parse_queue_key(config_.ns, text(r->element[1]->element[i]), part, &name,
+                                    &tag) &&
+                    seen.insert(endpoint + "/" + name + "/" + tag).second)
+                    out.push_back({endpoint, name, tag});
+            }
+        } while (cursor != "0");
+    }
+    return out;
+}
+
+Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
+                                const std::vector<std::string> &argv) {
+    Call c = script_call(s, ref.name, ref.tag, cluster_ ? key_slot("{" + ref.tag + "}") : 0,
+                         nullptr, std::vector<std::string>(argv));
+    c.endpoint = ref.endpoint;
+    return c;
+}
+
+void QueueFigures::add(const QueueFigures &o) {
+    due += o.due;
+    due_now += o.due_now;
+    inflight += o.inflight;
+    dead += o.dead;
+    oldest_overdue_ms = std::max(oldest_overdue_ms, o.oldest_overdue_ms);
+}
+
+int Client::inspect(Inspection *out) {
+    if (int rc = connect(); rc != KW_OK) return rc;
+    // Every queue instance that holds anything: due or in-flight items, dead letters. A
+    // master that cannot be read is named below instead of silently left out.
+    std::map<std::string, std::string> unreachable;  // endpoint -> why
+    std::map<std::string, QueueRef> found;
+    for (const char *part : {"due", "inflight", "dead"})
+        for (auto &ref : find_queues(part, "", &unreachable))
+            found.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
+    std::vector<QueueRef> refs;
+    for (auto &kv : found) refs.push_back(kv.second);
+    std::map<std::string, std::map<std::string, QueueFigures>> per_node;
+    int64_t now = 0;
+    if (int rc = read_figures(refs, &unreachable, &per_node, &now); rc != KW_OK) return rc;
+    for (auto &endpoint : masters()) {
+        if (now != 0 || unreachable.count(endpoint)) continue;
+        ReplyPtr t = call(endpoint, {"TIME"});
+        if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
+            now = std::atoll(text(t->element[0]).c_str()) * 1000 +
+                  std::atoll(text(t->element[1]).c_str()) / 1000;
+    }
+    Inspection result;
+    result.now_ms = now;
+    result.cluster = cluster_;
+    unread_nodes(unreachable, &result);
+    // The totals hold what was read in full: nothing of a master that failed half-way.
+    std::map<std::string, QueueFigures> per_queue;
+    per_queue[kKeysQueue];
+    for (auto &q : config_.queues) per_queue[q];
+    for (auto &endpoint : masters()) {
+        const bool read = unreachable.count(endpoint) == 0;
+        NodeFigures node{endpoint, read, {}};
+        for (auto &kv : per_node[endpoint]) {
+            if (!read) break;
+            node.queues.push_back(kv.second);
+            node.queues.back().queue = kv.first;
+            per_queue[kv.first].add(kv.second);
+        }
+        result.nodes.push_back(std::move(node));
+    }
+    for (auto &kv : per_queue) {
+        result.queues.push_back(kv.second);
+        result.queues.back().queue = kv.first;
+    }
+    *out = std::move(result);
+    return KW_OK;
+}
+
+int Client::read_figures(const std::vector<QueueRef> &refs,
+                         std::map<std::string, std::string> *unreachable,
+                         std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
+                         int64_t *now) {
+    for (const QueueRef &ref : refs) {
+        if (unreachable->count(ref.endpoint)) continue;
+        Call c = queue_call(scripts::kInspect, ref, {});
+        // Its keys may stay on a node after their slot was deleted (DELSLOTS): no master
+        // serves it, nothing can read it, and unread_nodes counts it with the unassigned.
+        if (cluster_ && endpoint_for_slot(c.slot).empty()) continue;
+        c.no_wait = true;
+        ReplyPtr r = exec(c);
+        if (!r && call_status_ == KW_ERR_AUTH) return call_status_;
+        if (!r) {
+            // Refused (CLUSTERDOWN: the cluster is down as this master sees it) or not
+            // reached: the master's share is left out and named.
+            (*unreachable)[c.endpoint.empty() ? ref.endpoint : c.endpoint] = error_;
+            continue;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+            return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
+        *now = r->element[0]->integer;
+        QueueFigures f{ref.name,
+                       r->element[1]->integer,
+                       r->element[2]->integer,
+                       r->element[3]->integer,
+                       r->element[4]->integer,
+                       r->element[5]->integer};
+        (*per_node)[ref.endpoint][ref.name].add(f);
+    }
+    return KW_OK;
+}
+
+void Client::unread_nodes(const std::map<std::string, std::string> &unreachable,
+                          Inspection *out) const {
+    // What could not be read: masters that did not answer, and (cluster) shards whose
+    // master failed with no replica promoted, whose slots no master serves.
+    for (auto &kv : unreachable) {
+        int64_t slots = 16384;
+        if (cluster_) {
+            const int idx = topology_.find(kv.first);
+            slots = 0;
+            for (int16_t o : topology_.slot_owner) slots += o == idx;
+        }
+        out->unread_slots += slots;
+        out->unreachable.push_back({kv.first, slots, kv.second});
+    }
+    if (!cluster_) return;
+    for (auto &d : topology_.down)
+        out->unreachable.push_back(
+            {d.master.endpoint(), static_cast<int64_t>(d.slots),
+             "the cluster marks this master failed and no replica took over"});
+    out->unassigned = topology_.unassigned();
+    out->unread_slots += static_cast<int64_t>(topology_.uncovered());
+}
+
+namespace {
+
+// One XRANGE entry ([id, [field, value, ...]]) as a DeadLetter.
+DeadLetter dead_letter(const redisReply *e, const std::string &slot_tag) {
+    DeadLetter d;
+    d.entry = text(e->element[0]);
+    d.slot_tag = slot_tag;
+    const redisReply *f = e->element[1];
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        std::string name = text(f->element[j]), value = text(f->element[j + 1]);
+        if (name == "attempts")
+            d.attempts = std::stoll(value);
+        else if (name == "deadline")
+            d.deadline_ms = std::stoll(value);
+        else if (name == "failed_ms")
+            d.failed_ms = std::stoll(value);
+        else if (name == "id")
+            d.id = std::move(value);
+        else if (name == "error")
+            d.error = std::move(value);
+        else if (name == "payload")
+            d.has_payload = true, d.payload = std::move(value);
+        else
+            d.other.emplace_back(std::move(name), std::move(value));
+    }
+    return d;
+}
+
+}  // namespace
+
+int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLetter> *out) {
+    std::string err;
+    if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    if (int rc = connect(); rc != KW_OK) return rc;
+    limit = std::max<size_t>(limit, 1);
+    std::vector<DeadLetter> entries;
+    for (auto &ref : find_queues("dead", qname)) {
+        ReplyPtr r = call(ref.endpoint, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
+                                         "-", "+", "COUNT", std::to_string(limit)});
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_ARRAY)
+            return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
+        for (size_t i = 0; i < r->elements; i++)
+            entries.push_back(dead_letter(r->element[i], cluster_ ? ref.tag : std::string()));
+    }
+    // Oldest first across every slot's stream (ids are <ms>-<seq>).
+    auto ms = [](const DeadLetter &d) { return std::stoll(d.entry.substr(0, d.entry.find('-'))); };
+    std::stable_sort(entries.begin(), entries.end(),
+                     [&](const auto &a, const auto &b) { return ms(a) < ms(b); });
+    if (entries.size() > limit) entries.resize(limit);
+    *out = std::move(entries);
+    return KW_OK;
+}
+
+int Client::dead_replay(const std::string &qname, const std::string &entry, size_t limit,
+                        int64_t *count) {
+    std::string err;
+    if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    if (int rc = connect(); rc != KW_OK) return rc;
+    auto refs = find_queues("dead", qname);
+    if (refs.empty())
+        return fail(KW_ERR_NOT_FOUND, "queue '" + qname +
+                                          "' has no dead letters (unknown queue, or none yet): "
+                                          "see keywatch inspect");
+    int64_t total = 0;
+    size_t left = std::max<size_t>(limit, 1);
+    for (auto &ref : refs) {
+        if (entry.empty() && left == 0) break;
+        Call c = queue_call(scripts::kReplay, ref,
+                            {entry, std::to_string(left), qname == kKeysQueue ? "1" : "0"});
+        ReplyPtr r = exec(c);
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return fail(KW_ERR_REDIS, "replay failed: " + text(r.get()));
+        if (r->integer < 0) continue;  // not in this slot's stream
+        total += r->integer;
+        left -= std::min<size_t>(left, static_cast<size_t>(r->integer));
+        if (!entry.empty()) break;
+    }
+    if (!entry.empty() && total == 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
+    if (count) *count = total;
+    return KW_OK;
+}
+
+int Client::dead_purge(const std::string &qname, const std::string &entry, int64_t *count) {
+    std::string err;
+    if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    if (int rc = connect(); rc != KW_OK) return rc;
+    int64_t total = 0;
+    for (auto &ref : find_queues("dead", qname)) {
+        Call c = queue_call(scripts::kPurge, ref, {entry});
+        ReplyPtr r = exec(c);
+        if (!r) return call_status_;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return fail(KW_ERR_REDIS, "purge failed: " + text(r.get()));
+        total += r->integer;
+    }
+    if (!entry.empty() && total == 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
+    if (count) *count = total;
+    return KW_OK;
+}
+
+}  // namespace keywatch

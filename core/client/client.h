@@ -1,0 +1,224 @@
+// Client: the blocking producer/admin side (track, schedule, inspect, dead letters) over
+// BlockingRedis connections (core/redis/blocking_redis.h: the engine's connection layer on a
+// private event_base): one to a standalone server, or one per master of a
+// Redis Cluster, where each call goes to the master of its item's slot (MOVED refreshes the
+// topology and retries, ASK sends ASKING and retries once, TRYAGAIN and CLUSTERDOWN back
+// off and retry). Scripts go by EVALSHA, falling back to EVAL on NOSCRIPT (a restarted or
+// failed-over server has an empty script cache).
+// Not thread-safe: one client per thread.
+#pragma once
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/redis/blocking_redis.h"
+#include "core/config/config.h"
+#include "core/queue/queue.h"
+#include "core/queue/scripts.h"
+#include "core/redis/topology.h"
+
+namespace keywatch {
+
+// What Client::inspect reads: one queue's figures (on one master, or summed).
+struct QueueFigures {
+    std::string queue;
+    int64_t due = 0;                 // items waiting, due or not
+    int64_t due_now = 0;             // of those, past their deadline
+    int64_t inflight = 0;            // claimed by an engine, not yet acked
+    int64_t dead = 0;                // entries in its dead-letter stream
+    int64_t oldest_overdue_ms = -1;  // age of the oldest due-now deadline; -1: none due now
+    void add(const QueueFigures &o);
+};
+
+// One master's share of the queues (standalone: the one server).
+struct NodeFigures {
+    std::string node;  // "host:port" or socket path
+    bool reachable = true;
+    std::vector<QueueFigures> queues;  // only queues holding anything there, by name
+};
+
+// A master or shard whose queues could not be read.
+struct UnreadNode {
+    std::string node;
+    int64_t slots = 0;  // hash slots it holds (16384 for a standalone server)
+    std::string error;  // why
+};
+
+// Client::inspect's result; kw_client_inspect_json documents each field.
+struct Inspection {
+    int64_t now_ms = 0;  // Redis's clock when read
+    bool cluster = false;
+    int64_t unread_slots = 0;  // 0 when complete
+    std::vector<UnreadNode> unreachable;
+    std::vector<std::pair<int, int>> unassigned;  // slot ranges no shard holds (unread)
+    std::vector<QueueFigures> queues;             // summed over the masters, sorted by name
+    std::vector<NodeFigures> nodes;
+    bool complete() const { return unread_slots == 0; }
+};
+
+// One dead letter, as the queue scripts wrote it to the dead-letter stream.
+struct DeadLetter {
+    std::string entry;     // stream entry id "<ms>-<seq>"
+    std::string slot_tag;  // cluster: the hash tag of the slot's stream; "" standalone
+    std::string id;        // the item: tracked key or task id (bytes)
+    int64_t attempts = 0, deadline_ms = 0, failed_ms = 0;
+    std::string error;  // the handler's last reason (bytes)
+    bool has_payload = false;
+    std::string payload;  // task payload or snapshot value (bytes)
+    // Fields this release does not know, in stream order (name, value bytes).
+    std::vector<std::pair<std::string, std::string>> other;
+};
+
+class Client {
+  public:
+    explicit Client(Config config);
+    ~Client();
+    Client(const Client &) = delete;
+    Client &operator=(const Client &) = delete;
+
+    // Connects (and, on a Redis Cluster, reads the topology). Also done lazily by every
+    // call after a failure.
+    int connect();
+
+    int track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags,
+              int64_t *deadline);
+    int untrack(const std::string &key, bool delete_key);
+    int adopt(const std::string &key, int flags, int64_t *deadline);
+    int schedule(const std::string &queue, const std::string &id, const std::string &payload,
+                 int64_t at_ms, int64_t delay_ms, int flags, int64_t *at_out);
+    int cancel(const std::string &queue, const std::string &id);
+    int reschedule(const std::string &queue, const std::string &id, int64_t at_ms, int64_t delay_ms,
+                   int64_t *at_out);
+
+    int pipeline_begin();
+    // Sends the queued calls: each one's status into *statuses and, when errors is not
+    // null, each one's message into *errors ("" for a call that succeeded).
+    int pipeline_end(std::vector<int> *statuses, std::vector<std::string> *errors = nullptr);
+
+    // Producer results are outputs of the calls above; admin results are these structs
+    // (JSON is made at the C API's edge, capi/keywatch.cpp).
+    int inspect(Inspection *out);
+    // Oldest first over every slot's stream, at most max(limit, 1).
+    int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out);
+    int dead_replay(const std::string &queue, const std::string &entry, size_t limit,
+                    int64_t *count);
+    int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
+
+    // One command for `key`, on its slot's master in a cluster (the plugin host's "Redis
+    // command routed by key"): follows MOVED/ASK and waits out TRYAGAIN/CLUSTERDOWN like
+    // every script call. A Redis error reply is returned as the reply (classify() gives
+    // its kind); null with last_error() when no reply could be had.
+    ReplyPtr command_for_key(const std::string &key, std::vector<std::string> args);
+    // The same for any command, routed by its own first key (first_key_index; a command
+    // without a key goes to slot 0's master). KW_OK with *reply set, which may be the
+    // command's own error reply; else a status with last_error() and *reply null.
+    int command(const std::vector<std::string> &args, ReplyPtr *reply);
+    // Index in args of a command's first key: 3 for EVAL/EVALSHA/FCALL (and _RO) with
+    // numkeys > 0, else 1; 0 when the command has no key (any master serves it).
+    static size_t first_key_index(const std::vector<std::string> &args);
+
+    const std::string &last_error() const { return error_; }
+    bool is_cluster() const { return cluster_; }
+
+  private:
+    // How a script's reply becomes a status (and outputs).
+    using Decode = std::function<int(const redisReply *)>;
+    // One script call: its queue keys live in the slot of `id` (the tracked key or the
+    // task id); in standalone mode in the fixed tag.
+    struct Call {
+        const Script *script;  // null: a plain command (command_for_key)
+        std::string endpoint;
+        int slot;
+        std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
+        Decode decode;
+        // A report (inspect): CLUSTERDOWN fails the call at once instead of being waited
+        // out, so that the rest can be read and the refusal named. (TRYAGAIN, a slot's
+        // keys split by a migration for a moment, is still waited out.)
+        bool no_wait = false;
+    };
+    // A queue instance: (name, tag) on a node.
+    struct QueueRef {
+        std::string endpoint, name, tag;
+    };
+
+    int fail(int status, const std::string &msg);
+    int check_key(const std::string &key);
+    int check_value(const std::string &value, const char *what);
+    int check_queue(const std::string &queue);
+    // schedule/reschedule's at_ms and delay_ms: not negative, within kMaxTimeMs.
+    int check_when(const char *what, int64_t at_ms, int64_t delay_ms);
+    // A script refused a deadline past kMaxTimeMs (scripts::kPastMax).
+    int fail_past_max(const char *what);
+    // Runs (or, in a pipeline, queues) a script on the queue `name` of the item `id`.
+    // `slot`: the id's slot if known (cluster), else -1.
+    int run(const Script &s, const std::string &name, const std::string &id, const std::string *key,
+            std::vector<std::string> &&argv, Decode decode, int slot = -1);
+    int finish(Call &call, ReplyPtr reply);
+    Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
+                     const std::string *key, std::vector<std::string> &&argv);
+    Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);
+    // One command on one node; null (with call_status_ and error_ set) on failure.
+    ReplyPtr call(const std::string &endpoint, const std::vector<std::string> &args);
+    // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
+    // loading a script on NOSCRIPT.
+    ReplyPtr exec(Call &call);
+    // The connection to a node, connected (null with call_status_ and error_ set).
+    BlockingRedis *node(const std::string &endpoint);
+    // "" when no master serves the slot now.
+    const std::string &endpoint_for_slot(int slot) const;
+    // After topology_ changed: the masters' endpoints, by index.
+    void index_masters();
+    std::vector<std::string> masters() const;
+    int refresh_topology();
+    // The queue instances on every master (SCAN). A master that cannot be scanned is
+    // left out; with `unreachable`, it is recorded there with the reason.
+    std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
+                                      std::map<std::string, std::string> *unreachable = nullptr);
+    // inspect: the masters and shards whose queues could not be read.
+    void unread_nodes(const std::map<std::string, std::string> &unreachable, Inspection *out) const;
+    // inspect: reads the figures of each queue instance into per_node; a master that
+    // refuses or cannot be reached is added to unreachable and its instances skipped, one
+    // in a slot that no master serves is skipped (unread_nodes counts it). KW_OK, or the
+    // status of a failure that reading elsewhere cannot get round (a refused password).
+    int read_figures(const std::vector<QueueRef> &refs,
+                     std::map<std::string, std::string> *unreachable,
+                     std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
+                     int64_t *now);
+    const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
+    // Redis's clock on a node, estimated from an offset to the local steady clock that is
+    // measured with TIME at most once a second (never inside a pipeline: pipeline_begin
+    // refreshes the offsets first).
+    int redis_now(const std::string &endpoint, int64_t *now_ms);
+    int sync_clock(const std::string &endpoint);
+
+    Config config_;
+    RedisUrl seed_;
+    std::string seed_endpoint_;                    // seed_.endpoint(), built once
+    std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
+    bool cluster_ = false, topology_known_ = false;
+    Topology topology_;
+    std::vector<std::string> master_endpoints_;  // by index in topology_.masters
+    // The `keys` queue's keys per slot (standalone: [0]), pointing into keys_cache_.
+    std::vector<const QueueKeys *> keys_queue_by_slot_;
+    std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
+    std::vector<size_t> lens_scratch_;
+    event_base *base_;  // shared by the node connections: a pipeline moves them together
+    std::map<std::string, std::unique_ptr<BlockingRedis>> nodes_;
+    int call_status_ = 0;  // status of the last call() that returned null
+    std::string error_;
+    bool pipelining_ = false;
+    std::vector<Call> pipeline_;
+    struct ClockOffset {
+        int64_t offset_ms;  // Redis ms minus local steady ms
+        int64_t synced_at;  // local steady ms
+    };
+    std::map<std::string, ClockOffset> clocks_;
+};
+
+}  // namespace keywatch

@@ -1,0 +1,140 @@
+#include "core/engine/dispatcher.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace keywatch {
+
+// Workers take up to this many events per lock: fewer handoffs under a flood, while a
+// take stays small enough that other workers get work too.
+static constexpr size_t kTakeBatch = 64;
+// Emptied batch vectors kept for reuse.
+static constexpr size_t kMaxSpare = 16;
+
+Dispatcher::Dispatcher(size_t capacity, int workers, Handle handle)
+    : capacity_(capacity), nworkers_(workers), handle_(std::move(handle)) {}
+
+Dispatcher::~Dispatcher() {
+    std::vector<Event> ignored;
+    stop(0, &ignored);
+}
+
+void Dispatcher::start() {
+    stopping_ = false;
+    takes_.clear();
+    for (int i = 0; i < nworkers_; i++) takes_.push_back(std::make_unique<Take>());
+    for (int i = 0; i < nworkers_; i++)
+        threads_.emplace_back([this, i] { work(*takes_[static_cast<size_t>(i)]); });
+}
+
+size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
+    if (batch.empty()) return 0;
+    size_t dropped = 0;
+    bool wake = false;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) {
+            dropped = batch.size();
+            batch.clear();
+            return dropped;
+        }
+        if (!force && count_ + batch.size() > capacity_) {
+            size_t fits = count_ >= capacity_ ? 0 : capacity_ - count_;
+            dropped = batch.size() - fits;
+            batch.resize(fits);
+        }
+        if (!batch.empty()) {
+            count_ += batch.size();
+            batches_.push_back(std::move(batch));
+            batch = std::vector<Event>();
+            if (!spare_.empty()) {
+                batch.swap(spare_.back());  // its capacity comes back to the loop
+                spare_.pop_back();
+            }
+            // One wake-up per batch at most, and none while every worker is busy: a
+            // worker that finishes looks at the queue before it sleeps.
+            wake = sleepers_ > 0 && !wake_pending_;
+            if (wake) wake_pending_ = true;
+        }
+    }
+    if (wake) not_empty_.notify_one();
+    return dropped;
+}
+
+size_t Dispatcher::room() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_ >= capacity_ ? 0 : capacity_ - count_;
+}
+
+size_t Dispatcher::queued() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_;
+}
+
+void Dispatcher::work(Take &take) {
+    std::vector<Event> &mine = take.events;
+    mine.reserve(kTakeBatch);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        if (count_ == 0 && !stopping_) {
+            sleepers_++;
+            not_empty_.wait(lock, [this] { return count_ > 0 || stopping_; });
+            sleepers_--;
+        }
+        if (count_ == 0) return;  // stopping and drained
+        // Whoever takes work answers any wake-up in flight: the notified worker may find
+        // nothing left and sleep again, and the next push must be free to wake someone.
+        wake_pending_ = false;
+        // Take the next events in order, from the front batch.
+        std::vector<Event> &front = batches_.front();
+        // A fair share, so that one slow handler holds up as few other events as possible.
+        size_t share =
+            (count_ + static_cast<size_t>(nworkers_) - 1) / static_cast<size_t>(nworkers_);
+        size_t n = std::min({kTakeBatch, share, front.size() - front_taken_});
+        for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
+        front_taken_ += n;
+        count_ -= n;
+        if (front_taken_ == front.size()) {
+            front.clear();
+            if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));
+            batches_.pop_front();
+            front_taken_ = 0;
+        }
+        // More left: let a sleeping worker help.
+        if (count_ > 0 && sleepers_ > 0 && !wake_pending_) {
+            wake_pending_ = true;
+            not_empty_.notify_one();
+        }
+        busy_++;
+        lock.unlock();
+        for (auto &ev : mine) handle_(ev);
+        lock.lock();
+        mine.clear();
+        busy_--;
+        if (count_ == 0 && busy_ == 0) idle_.notify_all();
+    }
+}
+
+bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
+    abandoned->clear();
+    if (threads_.empty()) return true;
+    bool finished;
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        finished = idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
+                                  [this] { return count_ == 0 && busy_ == 0; });
+        for (auto &b : batches_) {
+            for (size_t i = front_taken_; i < b.size(); i++) abandoned->push_back(std::move(b[i]));
+            front_taken_ = 0;
+        }
+        batches_.clear();
+        count_ = 0;
+        stopping_ = true;
+    }
+    not_empty_.notify_all();
+    for (auto &t : threads_) t.join();
+    threads_.clear();
+    return finished;
+}
+
+}  // namespace keywatch

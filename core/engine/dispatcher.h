@@ -1,0 +1,71 @@
+// Dispatcher: a bounded queue of events and the worker threads that run handlers, so a
+// slow handler never stalls the event loop. The loop hands over whole batches (one lock,
+// at most one wake-up per batch, and the batch's vector is recycled rather than copied
+// event by event); a worker takes its fair share (up to kTakeBatch events) in order, and
+// wakes a sleeping worker only when some are left. Thread-safe as documented per method.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/base/event.h"
+
+namespace keywatch {
+
+class Dispatcher {
+  public:
+    // Runs every handler an event matches; called on a worker thread.
+    using Handle = std::function<void(Event &)>;
+
+    Dispatcher(size_t capacity, int workers, Handle handle);
+    ~Dispatcher();  // stop(0) if still running
+    Dispatcher(const Dispatcher &) = delete;
+    Dispatcher &operator=(const Dispatcher &) = delete;
+
+    void start();  // owner thread
+    // Queue events (taken from batch, which is left empty, possibly with another vector's
+    // capacity). Unless force, events that do not fit are dropped; returns how many.
+    // Claimed items are pushed with force: their number is already bounded by room().
+    // Any thread.
+    size_t push(std::vector<Event> &batch, bool force = false);
+    // Free places in the queue (0 when full or over). Any thread.
+    size_t room() const;
+    // Let queued and running handlers finish until deadline_ms from now, then take what is
+    // still queued out (into *abandoned, in order) and join the workers (a handler still
+    // running is waited for). Returns true if everything finished in time. Owner thread.
+    bool stop(int64_t deadline_ms, std::vector<Event> *abandoned);
+
+    size_t queued() const;
+
+  private:
+    // A worker's current take: the events it took from the queue.
+    struct Take {
+        std::vector<Event> events;
+    };
+
+    void work(Take &take);
+
+    const size_t capacity_;
+    const int nworkers_;
+    Handle handle_;
+    mutable std::mutex mu_;
+    std::condition_variable not_empty_, idle_;
+    std::deque<std::vector<Event>> batches_;  // FIFO of batches; the front one is partly taken
+    size_t front_taken_ = 0;                  // events already taken from batches_.front()
+    size_t count_ = 0;                        // events queued in all
+    std::vector<std::vector<Event>> spare_;   // emptied batch vectors, for the loop to reuse
+    int busy_ = 0;                            // workers running handlers
+    int sleepers_ = 0;                        // workers waiting for work
+    bool wake_pending_ = false;               // a notify went out and no worker woke yet
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;
+    std::vector<std::unique_ptr<Take>> takes_;  // one per worker
+};
+
+}  // namespace keywatch

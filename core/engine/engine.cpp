@@ -1,0 +1,617 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "core/engine/config_slices.h"
+
+namespace keywatch {
+
+namespace {
+std::string random_owner() {
+    std::random_device rd;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+    return buf;
+}
+}  // namespace
+
+Engine::Engine(Config config)
+    : config_(std::move(config)),
+      owner_(random_owner()),
+      loop_(std::make_unique<EventLoop>()),
+      dispatcher_(std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size),
+                                               config_.workers,
+                                               [this](Event &ev) { handle(ev); })) {
+    holds_ = std::make_shared<HoldHub>(static_cast<HoldOwner *>(this));
+    completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
+}
+
+Engine::~Engine() {
+    stop(config_.stop_timeout_ms);
+    holds_->close();
+    handlers_.clear();       // the handlers' release, after the workers stopped
+    completion_ev_.reset();  // before the loop's event_base goes
+}
+
+int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
+    if (!handler) return KW_ERR_INVALID_ARG;
+    if (started_) {
+        set_error("handlers must be added before kw_engine_start");
+        return KW_ERR_STATE;
+    }
+    auto serial = handler->serial() ? std::make_unique<std::mutex>() : nullptr;
+    handlers_.push_back({filter, std::move(handler), std::move(serial)});
+    return KW_OK;
+}
+
+int Engine::set_state_sink(StateSink sink) {
+    if (started_) {
+        set_error("callbacks must be set before kw_engine_start");
+        return KW_ERR_STATE;
+    }
+    state_sink_ = std::move(sink);
+    return KW_OK;
+}
+
+int Engine::set_log_sink(LogSink sink) {
+    if (started_) {
+        set_error("callbacks must be set before kw_engine_start");
+        return KW_ERR_STATE;
+    }
+    log_sink_ = std::move(sink);
+    return KW_OK;
+}
+
+std::vector<std::string> Engine::subscribed_events() const {
+    std::set<std::string> all;
+    for (auto &h : handlers_) {
+        // Handlers of tracked keys only (queue "keys") still need the live expiries.
+        if (h.filter.has_queue && h.filter.queue != kKeysQueue) continue;
+        all.insert(h.filter.events.begin(), h.filter.events.end());
+    }
+    all.erase("task");  // not a Redis event
+    return {all.begin(), all.end()};
+}
+
+// Which queues this engine serves: the key-tracking queue when a handler takes its
+// "expired" events (and track.enable), task queues named by filters or by `queues`.
+int Engine::plan_queues(Sweeper::Options *opts, std::string *err) const {
+    std::set<std::string> tasks;
+    bool keys = false, any_queue_tasks = false;
+    for (auto &h : handlers_) {
+        const Filter &f = h.filter;
+        if (config_.track_enable && f.wants_queue(kKeysQueue, true)) keys = true;
+        if (f.events.count("task")) {
+            if (f.has_queue && f.queue != kKeysQueue)
+                tasks.insert(f.queue);
+            else if (!f.has_queue)
+                any_queue_tasks = true;
+        }
+    }
+    if (any_queue_tasks) {
+        if (config_.queues.empty()) {
+            *err =
+                "a handler takes \"task\" events of any queue, but no queue is named: set "
+                "the filter's queue, or list the queues in the `queues` option";
+            return KW_ERR_STATE;
+        }
+        tasks.insert(config_.queues.begin(), config_.queues.end());
+    }
+    opts->track_keys = keys;
+    opts->task_queues.assign(tasks.begin(), tasks.end());
+    return KW_OK;
+}
+
+int Engine::start() {
+    return start_or_check(false);
+}
+
+int Engine::check() {
+    return start_or_check(true);
+}
+
+int Engine::start_or_check(bool check_only) {
+    if (started_) {
+        set_error(running_ ? "the engine is already running"
+                           : "an engine can be started only once: create a new one");
+        return KW_ERR_STATE;
+    }
+    if (handlers_.empty()) {
+        set_error(
+            "no handler registered: add one with kw_engine_add_handler before "
+            "kw_engine_start");
+        return KW_ERR_STATE;
+    }
+    std::string why;
+    if (int rc = config_.validate(&why); rc != KW_OK) {
+        set_error(why);
+        return rc;
+    }
+    for (const std::string &warning : config_.tls_warnings()) log(KW_LOG_WARN, warning, {});
+    // Settings from the validated config (config_slices.h); the wiring is added below.
+    Fanout::Options fo = fanout_options(config_, owner_);
+    Subscriber::Options &opts = fo.sub;
+    Sweeper::Options &sweep = fo.sweep;
+    if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
+        set_error(why);
+        return rc;
+    }
+    bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
+    opts.events = subscribed_events();
+    if (sweep.track_keys) {
+        // A tracked key deleted or renamed outside keywatch must leave the queue, or the
+        // sweeper would find it gone and report it expired.
+        for (const char *e : {"del", "rename_from"})
+            if (std::find(opts.events.begin(), opts.events.end(), e) == opts.events.end())
+                opts.events.push_back(e);
+    }
+    if (opts.events.empty() && !need_sweeper) {
+        set_error(
+            "the handlers ask for nothing keywatch can deliver: register a handler for "
+            "Redis events, tracked keys or a task queue");
+        return KW_ERR_STATE;
+    }
+    auto waiting = [this](const std::string &m) { log(KW_LOG_INFO, m, {}); };
+    if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
+                             &fo.seed, &fo.cluster, &fo.topology, &why,
+                             /*wait_for_server=*/true, waiting);
+        rc != KW_OK) {
+        set_error(why);
+        return rc;
+    }
+    if (fo.cluster && need_sweeper) {
+        if (config_.url.db != 0) {
+            set_error("a Redis Cluster has only database 0: remove the /db from redis.url");
+            return KW_ERR_URL;
+        }
+        // Each master's sweeper hears of new items in its slot queues from keyspace
+        // notifications on their due keys (zadd, restore after a migration).
+        opts.keyspace_patterns.push_back("__keyspace@0__:" + config_.ns + ":*:{*}:due");
+        opts.extra_flags = "Kzg";
+    }
+    // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
+    // without the commands, channels or keys keywatch needs.
+    opts.select_db = !fo.cluster;
+    opts.check_scripts = need_sweeper;
+    opts.dry_run = check_only;
+    if (need_sweeper && !fo.cluster) {
+        // In a cluster the queue keys live in every slot, each on its master: the check
+        // then covers the commands only.
+        if (sweep.track_keys)
+            for (auto &k : QueueKeys::make(sweep.ns, kKeysQueue, sweep.tag).keys())
+                opts.script_keys.push_back(k);
+        for (auto &q : sweep.task_queues)
+            for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
+                opts.script_keys.push_back(k);
+    }
+    // A check subscribes (its handshake checks the scripts' commands and keys) but makes no
+    // sweeper and starts no worker: what it reads waits in the dispatcher and is dropped.
+    fo.sweepers = need_sweeper && !check_only;
+    fo.dispatcher = dispatcher_.get();
+    fo.events = &counters_;
+    fo.counters = &sweeper_counters_;
+    fo.stats = &stats_;
+    queues_ = need_sweeper;
+    for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
+    stats_.set_handlers(handlers_.size());
+    if (sweep.track_keys) stats_.set_queues({kKeysQueue});
+    stats_.set_queues(sweep.task_queues);
+    labelled_fixed_.store(true, std::memory_order_release);
+    started_ = true;
+
+    try {
+        fanout_ = std::make_unique<Fanout>(*loop_, fo, static_cast<SubscriberSink *>(this));
+        if (!check_only) dispatcher_->start();
+        loop_->start();
+    } catch (const std::exception &e) {
+        teardown();
+        set_error(std::string("cannot start the engine: ") + e.what());
+        return KW_ERR_INTERNAL;
+    }
+    loop_->post([this] { fanout_->start(); });
+
+    std::unique_lock<std::mutex> lock(start_mu_);
+    // The subscriber has its own deadline (redis.connect_timeout); this is a backstop.
+    bool done =
+        start_cv_.wait_for(lock, std::chrono::milliseconds(config_.connect_timeout_ms * 2 + 2000),
+                           [this] { return start_done_; });
+    int status = done ? start_status_ : static_cast<int>(KW_ERR_TIMEOUT);
+    std::string message =
+        done ? start_message_
+             : "timed out starting: no answer from " + config_.effective_url().endpoint();
+    lock.unlock();
+    if (status != KW_OK || check_only) {
+        teardown();
+        if (status != KW_OK) set_error(message);
+        return status;
+    }
+    if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
+    running_ = true;
+    return KW_OK;
+}
+
+void Engine::teardown() {
+    if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
+    if (dispatcher_) {
+        std::vector<Event> abandoned;
+        dispatcher_->stop(0, &abandoned);
+        counters_.abandoned += static_cast<int64_t>(abandoned.size());
+    }
+    if (loop_) loop_->stop();
+    fanout_.reset();
+}
+
+int Engine::stop(int64_t timeout_ms) {
+    if (!running_) return KW_OK;
+    running_ = false;
+    if (timeout_ms < 0) timeout_ms = config_.stop_timeout_ms;
+    // No more reads: whatever was read is handed to the workers (by the nodes' intakes),
+    // then they get until the deadline to finish.
+    loop_->run_sync([this] {
+        fanout_->shutdown_subscribers();
+        fanout_->stop_claiming();
+    });
+    std::vector<Event> abandoned;
+    auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool finished = dispatcher_->stop(timeout_ms, &abandoned);
+    counters_.abandoned += static_cast<int64_t>(abandoned.size());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_at - std::chrono::steady_clock::now());
+    size_t held = holds_->held();
+    bool holds_done = settle_holds(left.count());
+    if (queues_) {
+        // Claimed items nobody will handle now: due again at once, for another instance
+        // (or the next start), instead of waiting for their leases to run out.
+        std::vector<Completion> back;
+        for (auto &ev : abandoned)
+            if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot, ev.ts_ms});
+        if (!back.empty()) {
+            std::lock_guard<std::mutex> lock(completion_mu_);
+            for (auto &c : back) completions_.push_back(std::move(c));
+        }
+    }
+    if (queues_) {
+        // Send the acks of what the workers finished and wait (briefly) for the answers;
+        // anything not acked comes back when its lease ends.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        size_t outstanding = 1;
+        while (outstanding > 0 && std::chrono::steady_clock::now() < deadline) {
+            loop_->run_sync([&] {
+                drain_completions();
+                outstanding = fanout_->outstanding();
+            });
+            if (outstanding > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    loop_->run_sync([this] { fanout_->shutdown(); });
+    loop_->stop();
+    fanout_.reset();
+    if (!holds_done) {
+        set_error("stop: " + std::to_string(held) +
+                  " held event(s) were still not completed after " + std::to_string(timeout_ms) +
+                  "ms; their items were put back in their queues (items.released) and later "
+                  "completions return KW_ERR_STATE");
+        return KW_ERR_TIMEOUT;
+    }
+    if (!finished) {
+        set_error("stop: handlers were still busy after " + std::to_string(timeout_ms) + "ms; " +
+                  std::to_string(abandoned.size()) +
+                  " queued event(s) were abandoned (events.abandoned; claimed items were put "
+                  "back in their queues)");
+        return KW_ERR_TIMEOUT;
+    }
+    return KW_OK;
+}
+
+void Engine::handle(Event &ev) {
+    bool tracked = ev.tracked();
+    if (tracked) {
+        ev.max_attempts = static_cast<int>(config_.max_attempts);
+        // Lateness of first deliveries: retries are late on purpose.
+        int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
+        if (ev.attempt == 1) stats_.lateness(ev.queue, late);
+        int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
+        while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
+        }
+    }
+    // Several handlers may match: the item is acked only if all ack; any REJECT sends it
+    // to the dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+    int combined = KW_RESULT_ACK;
+    bool matched = false;
+    Delivery delivery(*holds_, ev);
+    for (size_t i = 0; i < handlers_.size(); i++) {
+        auto &h = handlers_[i];
+        if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
+        matched = true;
+        const auto began = std::chrono::steady_clock::now();
+        int rc = call(i, ev, delivery);
+        stats_.handler_done(i, rc,
+                            std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - began)
+                                .count());
+        if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
+        count_result(rc);
+        if (rc == KW_RESULT_RETRY) {
+            if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
+        } else if (rc != KW_RESULT_ACK) {
+            combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
+        }
+    }
+    if (tracked && !matched) note_unhandled(ev);
+    if (delivery.held()) {
+        delivery.finish(combined, std::move(ev.error));
+        return;
+    }
+    if (tracked && matched) stats_.queue_done(ev.queue, combined);
+    if (tracked)
+        push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
+                         ev.slot, ev.ts_ms});
+}
+
+void Engine::note_unhandled(const Event &ev) {
+    counters_.unhandled.fetch_add(1, std::memory_order_relaxed);
+    {
+        std::lock_guard<std::mutex> lock(unhandled_mu_);
+        if (!unhandled_queues_.insert(ev.queue).second) return;
+    }
+    log(KW_LOG_WARN,
+        "queue '" + ev.queue + "': item " + event_id(ev) +
+            " matched no handler's filter and was acked without a handler (items.unhandled "
+            "counts them; said once per queue). An engine takes every due item of the queues "
+            "it serves: give it a handler whose filter takes all of this queue's items, or "
+            "keep the items of services that share this Redis in their own namespace",
+        {{"queue", ev.queue}, {"event_id", event_id(ev)}});
+}
+
+int Engine::call(size_t index, Event &ev, Delivery &delivery) {
+    Slot &h = handlers_[index];
+    int rc;
+    delivery.begin_call(index);
+    try {
+        std::unique_lock<std::mutex> one_at_a_time;
+        if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
+        rc = h.handler->handle(ev);
+    } catch (...) {
+        // A C++ handler may throw; nothing crosses back into the engine.
+        rc = KW_RESULT_RETRY;
+        if (ev.error.empty()) ev.error = "the handler threw an exception";
+    }
+    std::shared_ptr<Hold> held = delivery.end_call();
+    counters_.delivered.fetch_add(1, std::memory_order_relaxed);
+    if (held) {
+        // Held, but returned a result: that result completes the Hold.
+        if (rc != KW_RESULT_PENDING)
+            held->complete(rc == KW_RESULT_ACK || rc == KW_RESULT_RETRY ? rc : KW_RESULT_REJECT,
+                           ev.error, -1);
+        return KW_RESULT_PENDING;
+    }
+    if (rc == KW_RESULT_PENDING) {
+        rc = KW_RESULT_RETRY;
+        ev.error = kPendingWithoutHold;
+    }
+    return rc;
+}
+
+void Engine::count_result(int rc) {
+    if (rc == KW_RESULT_ACK) return;
+    counters_.handler_errors.fetch_add(1, std::memory_order_relaxed);
+    if (rc == KW_RESULT_RETRY) counters_.handler_retries.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::hold_completed(size_t handler, int result) {
+    count_result(result);
+    stats_.handler_result(handler, result);
+}
+
+void Engine::held_item_done(const Event &ev, int result, std::string error,
+                            int64_t retry_delay_ms) {
+    if (!ev.tracked()) return;
+    if (result != kRelease) stats_.queue_done(ev.queue, result);
+    Completion c{ev.queue, ev.key, result, std::move(error), ev.slot, ev.ts_ms};
+    c.retry_delay_ms = retry_delay_ms;
+    push_completion(std::move(c));
+}
+
+void Engine::push_completion(Completion &&c) {
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        completions_.push_back(std::move(c));
+        wake = !completions_signalled_;  // one wake-up per drain
+        completions_signalled_ = true;
+    }
+    if (wake) event_active(completion_ev_.get(), EV_READ, 0);
+}
+
+bool Engine::settle_holds(int64_t timeout_ms) {
+    bool done = holds_->wait_idle(timeout_ms);
+    // Still held: back to the queue for another engine; a later completion is refused.
+    std::vector<Completion> back;
+    for (auto &ev : holds_->close())
+        if (ev.tracked()) back.push_back({ev.queue, ev.key, kRelease, "", ev.slot, ev.ts_ms});
+    if (!back.empty()) {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        for (auto &c : back) completions_.push_back(std::move(c));
+    }
+    return done;
+}
+
+void Engine::on_completions(evutil_socket_t, short, void *arg) {
+    static_cast<Engine *>(arg)->drain_completions();
+}
+
+void Engine::drain_completions() {
+    std::vector<Completion> all;
+    {
+        std::lock_guard<std::mutex> lock(completion_mu_);
+        all.swap(completions_);
+        completions_signalled_ = false;
+    }
+    if (!queues_ || all.empty()) return;
+    fanout_->complete(std::move(all));
+}
+
+void Engine::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
+    // A node's first READY is a connect; any later one a reconnect.
+    const bool reconnect = state == KW_CONN_READY && !ever_ready_.insert(sub.endpoint()).second;
+    if (reconnect) reconnects_.fetch_add(1, std::memory_order_relaxed);
+    stats_.node_state(sub.endpoint(), state, reconnect);
+    if (state_sink_) state_sink_(sub.endpoint(), state, detail);
+}
+
+void Engine::on_started(Subscriber &, int status, const std::string &message) {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    start_done_ = true;
+    start_status_ = status;
+    start_message_ = message;
+    start_cv_.notify_all();
+}
+
+void Engine::log(kw_log_level level, const std::string &message, const LogFields &fields) {
+    if (log_sink_) {
+        log_sink_(level, message, fields);
+        return;
+    }
+    if (level >= KW_LOG_WARN)
+        fprintf(stderr, "keywatch: %s: %s\n", level == KW_LOG_WARN ? "warning" : "error",
+                message.c_str());
+}
+
+void Engine::set_error(const std::string &msg) {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    last_error_ = msg;
+}
+
+std::string Engine::last_error() const {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    return last_error_;
+}
+
+int64_t Engine::stat_value(StatId id) const {
+    auto load = [](const std::atomic<int64_t> &a) { return a.load(std::memory_order_relaxed); };
+    const SweeperCounters &sc = sweeper_counters_;
+    switch (id) {
+        case StatId::EVENTS_RECEIVED:
+            return load(counters_.received);
+        case StatId::EVENTS_DELIVERED:
+            return load(counters_.delivered);
+        case StatId::EVENTS_DROPPED:
+            return load(counters_.dropped);
+        case StatId::EVENTS_ABANDONED:
+            return load(counters_.abandoned);
+        case StatId::EVENTS_SUPPRESSED:
+            return load(sc.suppressed);
+        case StatId::EVENTS_UNROUTED:
+            return load(sc.unrouted);
+        case StatId::HANDLER_ERRORS:
+            return load(counters_.handler_errors);
+        case StatId::HANDLER_RETRIES:
+            return load(counters_.handler_retries);
+        case StatId::CONN_RECONNECTS:
+            return load(reconnects_);
+        case StatId::CONN_STATE:
+            return stats_.worst_state();
+        case StatId::CONN_NODES:
+            return stats_.node_count();
+        case StatId::TOPOLOGY_REFRESHES:
+            return load(counters_.topology_refreshes);
+        case StatId::CONN_SLOTS_UNCOVERED:
+            return load(counters_.slots_uncovered);
+        case StatId::DISPATCH_QUEUED:
+            return static_cast<int64_t>(dispatcher_->queued());
+        case StatId::ITEMS_CLAIMED:
+            return load(sc.claimed);
+        case StatId::ITEMS_ACKED:
+            return load(sc.acked);
+        case StatId::ITEMS_RETRIED:
+            return load(sc.retried);
+        case StatId::ITEMS_DEAD:
+            return load(sc.dead);
+        case StatId::ITEMS_LEASE_EXPIRED:
+            return load(sc.lease_expired);
+        case StatId::ITEMS_UNHANDLED:
+            return load(counters_.unhandled);
+        case StatId::ITEMS_LATE_ACKS:
+            return load(sc.late_acks);
+        case StatId::ITEMS_RELEASED:
+            return load(sc.released);
+        case StatId::SWEEP_CALLS:
+            return load(sc.sweep_calls);
+        case StatId::LATENESS_MAX:
+            return load(counters_.lateness_max);
+        // Labelled rows: their samples come from stats_snapshot().
+        case StatId::EVENTS_RECEIVED_BY_NAME:
+        case StatId::HANDLER_CALLS_BY_HANDLER:
+        case StatId::HANDLER_ERRORS_BY_HANDLER:
+        case StatId::HANDLER_ACKED:
+        case StatId::HANDLER_RETRIED:
+        case StatId::HANDLER_REJECTED:
+        case StatId::HANDLER_PENDING:
+        case StatId::HANDLER_DURATION:
+        case StatId::NODE_STATE:
+        case StatId::NODE_RECONNECTS:
+        case StatId::NODE_RECEIVED:
+        case StatId::NODE_SWEEPING:
+        case StatId::QUEUE_ACKED:
+        case StatId::QUEUE_RETRIED:
+        case StatId::QUEUE_REJECTED:
+        case StatId::QUEUE_CLAIMED:
+        case StatId::QUEUE_DEAD:
+        case StatId::QUEUE_LEASE_EXPIRED:
+        case StatId::EXPIRY_LATENESS:
+        case StatId::PLUGIN_COUNTER:  // from its stat source
+            break;
+    }
+    return 0;
+}
+
+std::vector<StatSample> Engine::stats_snapshot() const {
+    std::vector<StatSample> out, labelled;
+    const bool fixed = labelled_fixed_.load(std::memory_order_acquire);
+    stats_.append(&labelled, fixed);
+    for (size_t i = 0; i < stat_table().size(); i++) {
+        const auto id = static_cast<StatId>(i);
+        if (stat_info(id).label[0] == '\0') {
+            out.push_back({id, "", stat_value(id), {}});
+        } else if (id == StatId::EVENTS_RECEIVED_BY_NAME) {
+            if (!fixed) continue;
+            for (auto &kv : counters_.per_event)
+                out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
+        } else if (auto source = stat_sources_.find(id); source != stat_sources_.end()) {
+            source->second(&out);
+        } else {
+            for (auto &s : labelled)
+                if (s.id == id) out.push_back(s);
+        }
+    }
+    return out;
+}
+
+void Engine::set_stat_source(StatId row, StatSource source) {
+    stat_sources_[row] = std::move(source);
+}
+
+int Engine::stat(const std::string &name, int64_t *value) const {
+    StatId id;
+    std::string label;
+    if (!find_stat(name, &id, &label)) return KW_ERR_INVALID_ARG;
+    if (label.empty()) {
+        *value = stat_value(id);
+        return KW_OK;
+    }
+    // A label value not seen (yet): the counter has not moved.
+    *value = 0;
+    for (auto &s : stats_snapshot())
+        if (s.id == id && s.label == label) *value = s.value;
+    return KW_OK;
+}
+
+std::string Engine::stats_json() const {
+    return keywatch::stats_json(stats_snapshot());
+}
+
+}  // namespace keywatch

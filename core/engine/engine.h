@@ -1,0 +1,151 @@
+// Engine: lifecycle, configuration and handlers: it owns the loop thread, the dispatcher
+// (workers running the handlers) and the Fanout (nodes and topology), and stays off the
+// path of each event, which runs node by node (docs/life-of-an-expiry.md). The C API's
+// kw_engine_t wraps one. Handlers are core/engine/handler.h objects; a held event (core/engine/hold.h)
+// completes through the engine's HoldHub. Thread-safety: add_handler/set_*_sink/start/stop
+// are called by the owner, not concurrently with each other; stat()/stats_json()/
+// last_error()/log() from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/engine/dispatcher.h"
+#include "core/engine/engine_counters.h"
+#include "core/redis/event_loop.h"
+#include "core/engine/fanout.h"
+#include "core/engine/filter.h"
+#include "core/engine/handler.h"
+#include "core/engine/hold.h"
+#include "core/base/stats.h"
+#include "core/engine/subscriber.h"
+#include "core/sweeper/sweeper.h"
+
+namespace keywatch {
+
+class Engine : private SubscriberSink, private HoldOwner {
+  public:
+    explicit Engine(Config config);
+    ~Engine() override;
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    // Connection state changes (loop thread) and log lines (any engine thread).
+    using StateSink =
+        std::function<void(const std::string &node, kw_conn_state, const std::string &detail)>;
+    using LogSink = LogFn;  // a line and its fields (core/base/log_fields.h)
+
+    // Only before start(). On failure (KW_ERR_STATE) the handler is destroyed at once.
+    int add_handler(const Filter &filter, HandlerPtr handler);
+    // Only before start(); an empty function removes (logs then go to stderr: warnings
+    // and errors).
+    int set_state_sink(StateSink sink);
+    int set_log_sink(LogSink sink);
+    // A log line through the log sink (plugins' host->log). Any thread.
+    void log(kw_log_level level, const std::string &message, const LogFields &fields) override;
+
+    int start();
+    // Everything start() does up to being subscribed to every node (the same checks, the
+    // same statuses and messages), then disconnects: no worker runs, no sweeper claims, so
+    // no handler is called and no item is taken. The engine cannot start afterwards.
+    int check();
+    int stop(int64_t timeout_ms);
+
+    // Samples of a row the engine does not record itself (plugin.<counter>: the plugin
+    // instances'), added to every snapshot at that row. Only before start(); the source
+    // is called from any thread that takes a snapshot.
+    using StatSource = std::function<void(std::vector<StatSample> *out)>;
+    void set_stat_source(StatId row, StatSource source);
+
+    // A statistic by name (core/base/stats.h: a histogram gives its count). Any thread.
+    int stat(const std::string &name, int64_t *value) const;
+    // Every sample, in the table's order (labelled families: one per label). Any thread.
+    std::vector<StatSample> stats_snapshot() const;
+    std::string stats_json() const;
+
+    // Last error message: set by start() and stop().
+    std::string last_error() const;
+
+  private:
+    struct Slot {
+        Filter filter;
+        HandlerPtr handler;
+        std::unique_ptr<std::mutex> serial;  // for a serial() handler: one call at a time
+    };
+    // SubscriberSink (loop thread)
+    void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
+    void on_started(Subscriber &sub, int status, const std::string &message) override;
+    int plan_queues(Sweeper::Options *opts, std::string *err) const;
+    void handle(Event &ev);  // worker thread
+    // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
+    int call(size_t handler, Event &ev, Delivery &delivery);
+    void count_result(int rc);  // handler.errors / handler.retries
+    // A claimed item no handler's filter took (acked unseen): counted, and said once per
+    // queue with what to do. Worker thread.
+    void note_unhandled(const Event &ev);
+    // A tracked item's combined result goes to the sweepers. Any thread.
+    void push_completion(Completion &&c);
+    // HoldOwner (any thread)
+    void hold_completed(size_t handler, int result) override;
+    void held_item_done(const Event &ev, int result, std::string error,
+                        int64_t retry_delay_ms) override;
+    // stop(): waits for the holds until the deadline, then releases what is still held.
+    bool settle_holds(int64_t timeout_ms);
+    void drain_completions();  // loop thread
+    static void on_completions(evutil_socket_t, short, void *arg);
+    void set_error(const std::string &msg);
+    int64_t stat_value(StatId id) const;  // an unlabelled row's value
+    std::vector<std::string> subscribed_events() const;
+    void teardown();
+
+    Config config_;
+    std::string owner_;  // this engine's name in claims: random per engine
+    std::vector<Slot> handlers_;
+    StateSink state_sink_;
+    LogSink log_sink_;
+    std::shared_ptr<HoldHub> holds_;  // held events; closed by stop()
+
+    bool running_ = false;
+    bool started_ = false;              // start() was called: an engine starts once
+    std::set<std::string> ever_ready_;  // loop thread: nodes that were READY once
+    std::atomic<int64_t> reconnects_{0};
+    std::unique_ptr<EventLoop> loop_;
+    std::unique_ptr<Dispatcher> dispatcher_;
+    std::unique_ptr<Fanout> fanout_;
+    bool queues_ = false;  // the engine serves queues (has sweepers)
+    EventPtr completion_ev_;
+    EngineCounters counters_;
+    EngineStats stats_;  // labelled: per node, queue and handler; conn.nodes, conn.state
+    // Set once start() has fixed the per-event, queue and handler records: until then a
+    // snapshot taken on another thread (an HTTP scrape) reads none of them.
+    std::atomic<bool> labelled_fixed_{false};
+    SweeperCounters sweeper_counters_;
+    std::map<StatId, StatSource> stat_sources_;  // fixed before start
+
+    std::mutex completion_mu_;  // workers -> loop
+    std::vector<Completion> completions_;
+    bool completions_signalled_ = false;
+
+    std::mutex start_mu_;
+    std::condition_variable start_cv_;
+    bool start_done_ = false;
+    int start_status_ = 0;
+    int start_or_check(bool check_only);
+    std::string start_message_;
+
+    mutable std::mutex err_mu_;
+    std::string last_error_;
+
+    std::mutex unhandled_mu_;
+    std::set<std::string> unhandled_queues_;  // queues whose unhandled items were said
+};
+
+}  // namespace keywatch

@@ -1,0 +1,468 @@
+#include "core/engine/fanout.h"
+
+#include "core/redis/slots.h"
+
+#include <algorithm>
+
+namespace keywatch {
+
+Fanout::Fanout(EventLoop &loop, Options opts, SubscriberSink *sink)
+    : loop_(loop),
+      opts_(std::move(opts)),
+      sink_(sink),
+      refresh_timer_(loop.base(), [this] { refresh(); }),
+      soon_timer_(loop.base(), [this] { refresh(); }) {}
+
+Fanout::~Fanout() = default;
+
+const std::string *Fanout::intern(const std::string &name) {
+    return &*names_.insert(name).first;
+}
+
+Fanout::Node &Fanout::make_node(const RedisUrl &url) {
+    std::string endpoint = url.endpoint();
+    const std::string *name = intern(endpoint);
+    Subscriber::Options so = opts_.sub;
+    so.node_name = name;
+    so.retry_from_start = opts_.cluster;
+    Node &n = nodes_by_endpoint_[endpoint];
+    n.url = url;
+    n.stats = opts_.stats->add_node(endpoint, opts_.sweepers);
+    NodeIntake::Options io;
+    io.ns = opts_.sweep.ns;
+    io.tracked_db = url.db;
+    io.dedupe = opts_.sweepers && opts_.sweep.dedupe;
+    n.intake = std::make_unique<NodeIntake>(
+        loop_, io, *opts_.dispatcher, *opts_.events, n.stats.get(),
+        // Its lines and its sweeper's are about this node.
+        [this, name](kw_log_level level, const std::string &message, const LogFields &fields) {
+            log(level, message, with_field(fields, "node", *name));
+        });
+    n.sub = std::make_unique<Subscriber>(loop_, url, so, static_cast<SubscriberSink *>(this),
+                                         n.intake.get());
+    if (opts_.sweepers) {
+        Sweeper::Options sw = opts_.sweep;
+        sw.node_name = name;
+        sw.node_stats = n.stats.get();
+        sw.stats = opts_.stats;
+        sw.cluster = opts_.cluster;
+        sw.claims_in_flight = &claims_in_flight_;
+        sw.on_moved = [this] { refresh_soon(50); };
+        sw.on_connected = [this, name] { node_back(*name); };
+        if (opts_.cluster) {
+            sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
+            sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
+        }
+        n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, n.intake.get(), opts_.counters);
+        n.intake->attach(n.sweeper.get());
+    }
+    return n;
+}
+
+void Fanout::add(const std::string &host, int port) {
+    RedisUrl url = opts_.seed;
+    url.host = host;
+    url.port = port;
+    url.unix_path.clear();
+    if (nodes_by_endpoint_.count(url.endpoint())) return;
+    Node &n = make_node(url);
+    if (down_) return;
+    n.sub->start();
+    // A master added after start (failover, new shard): its slots are swept at once.
+    if (n.sweeper && sweepers_started_) n.sweeper->start();
+}
+
+void Fanout::start() {
+    down_ = false;
+    if (!opts_.cluster) {
+        make_node(opts_.seed).sub->start();
+        return;
+    }
+    for (auto &m : opts_.topology.masters) add(m.host, m.port);
+    index_sweepers();
+    const size_t uncovered = opts_.topology.uncovered();
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(uncovered), std::memory_order_relaxed);
+    if (uncovered > 0)
+        log(KW_LOG_WARN,
+            std::to_string(uncovered) +
+                " of 16384 slots have no master now: events of keys in them "
+                "cannot arrive until a master serves them, and under "
+                "cluster-require-full-coverage yes (Redis's default) every node "
+                "refuses commands meanwhile (CLUSTERDOWN): tracked items wait "
+                "in Redis",
+            {});
+    refresh_timer_.arm(opts_.refresh_ms);
+}
+
+void Fanout::start_sweepers() {
+    sweepers_started_ = true;
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) kv.second.sweeper->start();
+}
+
+void Fanout::shutdown_subscribers() {
+    refresh_timer_.cancel();
+    soon_timer_.cancel();
+    if (probe_) probe_->close();
+    for (auto &kv : reach_) kv.second.conn->close();
+    for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
+}
+
+void Fanout::stop_claiming() {
+    for (auto &kv : nodes_by_endpoint_) {
+        if (kv.second.sweeper) kv.second.sweeper->stop_claiming();
+        kv.second.intake->flush();
+    }
+}
+
+size_t Fanout::outstanding() const {
+    size_t n = parked_.size();
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) n += kv.second.sweeper->outstanding();
+    return n;
+}
+
+void Fanout::shutdown() {
+    down_ = true;
+    shutdown_subscribers();
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.sweeper) kv.second.sweeper->shutdown();
+}
+
+void Fanout::index_sweepers() {
+    const auto &masters = opts_.topology.masters;
+    sweeper_of_master_.assign(masters.size(), nullptr);
+    for (size_t i = 0; i < masters.size(); i++) {
+        auto it = nodes_by_endpoint_.find(masters[i].endpoint());
+        if (it != nodes_by_endpoint_.end()) sweeper_of_master_[i] = it->second.sweeper.get();
+    }
+}
+
+Sweeper *Fanout::route(const std::string &id, int *slot) {
+    if (!opts_.cluster) {
+        auto it = nodes_by_endpoint_.begin();
+        return it == nodes_by_endpoint_.end() ? nullptr : it->second.sweeper.get();
+    }
+    if (*slot < 0) *slot = key_slot(id);
+    int16_t m = opts_.topology.slot_owner[static_cast<size_t>(*slot)];
+    return m < 0 || static_cast<size_t>(m) >= sweeper_of_master_.size()
+               ? nullptr
+               : sweeper_of_master_[static_cast<size_t>(m)];
+}
+
+namespace {
+// Splits items by the sweeper their id routes to (route(item) gives it); items with no
+// sweeper go to the null key.
+template <typename T, typename Route>
+std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Route route) {
+    std::map<Sweeper *, std::vector<T>> out;
+    for (auto &item : items) out[route(item)].push_back(std::move(item));
+    return out;
+}
+}  // namespace
+
+void Fanout::claim_parked(std::vector<Event> &&events) {
+    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
+    for (auto &kv : parts) {
+        if (kv.first)
+            kv.first->claim_live(std::move(kv.second));
+        else
+            park_live(std::move(kv.second));  // slot still without a known master
+    }
+}
+
+void Fanout::complete(std::vector<Completion> &&done) {
+    auto parts = split(std::move(done), [this](Completion &c) { return route(c.id, &c.slot); });
+    for (auto &kv : parts) {
+        if (kv.first)
+            kv.first->complete(std::move(kv.second));
+        else
+            park(std::move(kv.second));  // no master known for the slot now
+    }
+}
+
+void Fanout::park(std::vector<Completion> &&done) {
+    for (auto &c : done) parked_.add(std::move(c));
+    size_t late = parked_.drop_expired(wall_ms(), opts_.sweep.lease_ms);
+    if (late > 0 && opts_.counters) opts_.counters->late_acks.fetch_add(static_cast<int64_t>(late));
+    // The topology will say who serves their slots now; then they go there.
+    if (parked_.has_waiting()) refresh_soon(50);
+}
+
+void Fanout::refresh_soon(int64_t ms) {
+    if (!down_ && !soon_timer_.pending()) soon_timer_.arm(ms);
+}
+
+void Fanout::park_live(std::vector<Event> &&events) {
+    size_t dropped = 0;
+    for (auto &ev : events) {
+        if (parked_live_.size() < kMaxParkedLive)
+            parked_live_.push_back(std::move(ev));
+        else
+            dropped++;
+    }
+    if (dropped > 0 && opts_.counters) {
+        int64_t before = opts_.counters->unrouted.fetch_add(static_cast<int64_t>(dropped));
+        if (before == 0)
+            log(KW_LOG_WARN,
+                "cluster: live events whose slot has no known master overflow the " +
+                    std::to_string(kMaxParkedLive) +
+                    " kept for later; dropping them (tracked keys among them are "
+                    "still swept; see the events.unrouted statistic)",
+                {});
+    }
+    if (!parked_live_.empty()) refresh_soon(50);
+}
+
+void Fanout::route_parked() {
+    if (!parked_live_.empty()) {
+        std::vector<Event> live;
+        live.swap(parked_live_);
+        claim_parked(std::move(live));
+    }
+    if (parked_.has_waiting()) complete(parked_.take_waiting());
+}
+
+void Fanout::on_keyspace(Subscriber &sub, const std::string &key, const std::string &event) {
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it != nodes_by_endpoint_.end() && it->second.sweeper)
+        it->second.sweeper->touched(key, event);
+}
+
+void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) {
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it != nodes_by_endpoint_.end() && it->second.sub.get() == &sub) it->second.state = state;
+    sink_->on_state(sub, state, detail);
+    // A lost master may have failed over: look at the topology soon, not at the next
+    // periodic refresh.
+    if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
+    if (state == KW_CONN_READY) node_back(sub.endpoint());
+}
+
+void Fanout::node_back(const std::string &endpoint) {
+    auto it = nodes_by_endpoint_.find(endpoint);
+    if (it == nodes_by_endpoint_.end()) return;
+    it->second.sub->retry_now();
+    if (it->second.sweeper) it->second.sweeper->retry_now();
+}
+
+void Fanout::reach_lost_nodes() {
+    const int64_t now = wall_ms();
+    for (auto &kv : nodes_by_endpoint_) {
+        if (kv.second.state == KW_CONN_READY) continue;
+        Reach &reach = reach_[kv.first];
+        if (!reach.conn)
+            reach.conn = std::make_unique<RedisConn>(loop_.base(), kv.second.url, "reach");
+        RedisConn *c = reach.conn.get();
+        // Still trying, and not for too long (a paused server accepts, then never answers).
+        if (c->state() != RedisConn::State::Idle &&
+            now - reach.since_ms < opts_.sub.connect_timeout_ms)
+            continue;
+        reach.since_ms = now;
+        const std::string *name = intern(kv.first);
+        // A node still down is its subscriber's to report: nothing is logged here. Any
+        // answer to the PING (PONG, LOADING, NOAUTH, ...) shows the server is back.
+        c->connect(
+            opts_.sub.connect_timeout_ms,
+            [this, c, name] {
+                c->command({"PING"}, [this, c, name](redisReply *) {
+                    c->close();
+                    node_back(*name);
+                });
+            },
+            [](const RedisConn::Failure &) {});
+    }
+}
+
+void Fanout::on_started(Subscriber &sub, int status, const std::string &message) {
+    if (!opts_.cluster) {
+        sink_->on_started(sub, status, message);
+        return;
+    }
+    auto it = nodes_by_endpoint_.find(sub.endpoint());
+    if (it == nodes_by_endpoint_.end() || it->second.reported) return;
+    it->second.reported = true;
+    if (started_reported_) return;  // a master added later: nothing to report
+    if (status == KW_OK) ok_count_++;
+    if (status == KW_ERR_AUTH) {
+        started_reported_ = true;
+        sink_->on_started(sub, status, message);
+        return;
+    }
+    if (status != KW_OK)
+        log(KW_LOG_WARN,
+            "cluster master " + sub.endpoint() + " is not reachable now (" + message +
+                "); the other masters are watched and this one is retried",
+            {{"node", sub.endpoint()}});
+    for (auto &kv : nodes_by_endpoint_)
+        if (!kv.second.reported) return;
+    started_reported_ = true;
+    if (ok_count_ > 0)
+        sink_->on_started(sub, KW_OK, "");
+    else
+        sink_->on_started(sub, status,
+                          "no cluster master could be subscribed; last error: " + message);
+}
+
+void Fanout::refresh() {
+    if (down_) return;
+    reach_lost_nodes();
+    if (refreshing_) {
+        // One probe at a time; keep the periodic chain alive behind it.
+        refresh_timer_.arm(300);
+        return;
+    }
+    // While a master is unreachable its replica may be taking over: look often, so that
+    // the promoted replica is subscribed (and its slots swept) soon after the promotion.
+    // Likewise while some slots have no master (the dead one dropped, its replica not yet
+    // promoted).
+    bool all_ready = true;
+    for (auto &kv : nodes_by_endpoint_) all_ready = all_ready && kv.second.state == KW_CONN_READY;
+    bool settled = all_ready && opts_.topology.uncovered() == 0;
+    refresh_timer_.arm(settled ? opts_.refresh_ms : std::min<int64_t>(opts_.refresh_ms, 300));
+    retired_.clear();  // shut down at least one refresh ago: no callback can reach them
+    // Any node of the cluster can answer: ask the masters we reach first, in turn, then the
+    // seed, then the ones we do not reach now.
+    probe_order_.clear();
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.state == KW_CONN_READY) probe_order_.push_back(kv.first);
+    probe_order_.push_back(opts_.seed.endpoint());
+    for (auto &kv : nodes_by_endpoint_)
+        if (kv.second.state != KW_CONN_READY) probe_order_.push_back(kv.first);
+    // After a failed probe the next one tries the next node.
+    const std::string endpoint =
+        probe_order_[(all_ready || probe_failed_ ? probe_next_++ : 0) % probe_order_.size()];
+    RedisUrl url = opts_.seed;
+    size_t colon = endpoint.rfind(':');
+    url.host = endpoint.substr(0, colon);
+    url.port = std::stoi(endpoint.substr(colon + 1));
+    // Refreshes run from timers, never inside the old probe's callbacks: safe to replace.
+    probe_ = std::make_unique<RedisConn>(loop_.base(), url, "topology");
+    refreshing_ = true;
+    probe_->connect(
+        opts_.sub.connect_timeout_ms,
+        [this, url] {
+            node_back(url.endpoint());
+            probe_->command({"CLUSTER", "SHARDS"}, [this, url](redisReply *r) {
+                auto done = [this, url](const Topology *t, const std::string &err) {
+                    refreshing_ = false;
+                    probe_failed_ = t == nullptr;
+                    probe_->close();
+                    if (t) {
+                        opts_.events->topology_refreshes.fetch_add(1, std::memory_order_relaxed);
+                        apply(*t);
+                    } else {
+                        log(KW_LOG_WARN, "cluster topology refresh failed: " + err,
+                            {{"node", url.endpoint()}});
+                    }
+                };
+                Topology t;
+                std::string err;
+                if (classify(r) == ReplyError::Loading) {
+                    done(nullptr, url.endpoint() + " is loading its data set (LOADING)");
+                    return;  // the next refresh asks the next node
+                }
+                if (r->type == REDIS_REPLY_ERROR) {
+                    // Before 7.0: CLUSTER SLOTS.
+                    probe_->command({"CLUSTER", "SLOTS"}, [done, url](redisReply *r2) {
+                        Topology t2;
+                        std::string err2;
+                        if (parse_cluster_slots(r2, url.host, &t2, &err2))
+                            done(&t2, "");
+                        else
+                            done(nullptr, err2);
+                    });
+                    return;
+                }
+                if (parse_cluster_shards(r, url.host, &t, &err))
+                    done(&t, "");
+                else
+                    done(nullptr, err);
+            });
+        },
+        [this, url](const RedisConn::Failure &f) {
+            refreshing_ = false;
+            probe_failed_ = true;
+            log(KW_LOG_WARN, "cluster topology refresh: " + f.message, {{"node", url.endpoint()}});
+            if (!down_) soon_timer_.arm(500);  // try the next node
+        });
+}
+
+std::map<std::string, Fanout::Handover> Fanout::handovers(const Topology &t) const {
+    std::map<std::string, Handover> out;
+    if (!opts_.sweepers) return out;
+    const Topology &old = opts_.topology;
+    std::vector<int> now_index(old.masters.size());  // old master -> its index in t, or -1
+    for (size_t i = 0; i < old.masters.size(); i++)
+        now_index[i] = t.find(old.masters[i].endpoint());
+    std::vector<std::vector<bool>> lost(old.masters.size());  // per old master: slots it lost
+    for (size_t s = 0; s < t.slot_owner.size(); s++) {
+        const int16_t now = t.slot_owner[s], was = old.slot_owner[s];
+        if (now < 0 || (was >= 0 && now_index[static_cast<size_t>(was)] == now)) continue;
+        Handover &h = out[t.masters[static_cast<size_t>(now)].endpoint()];
+        h.slots.resize(t.slot_owner.size(), false);
+        h.slots[s] = true;
+        if (was < 0) continue;
+        lost[static_cast<size_t>(was)].resize(t.slot_owner.size(), false);
+        lost[static_cast<size_t>(was)][s] = true;
+    }
+    for (size_t i = 0; i < lost.size(); i++) {
+        auto node = nodes_by_endpoint_.find(old.masters[i].endpoint());
+        if (lost[i].empty() || node == nodes_by_endpoint_.end() || !node->second.sweeper) continue;
+        for (auto &q : node->second.sweeper->queues_in(lost[i]))
+            out[t.master_for_slot(q.slot)->endpoint()].queues.push_back(q);
+    }
+    return out;
+}
+
+void Fanout::apply(const Topology &t) {
+    if (t.masters.empty()) return;  // a node that knows nothing (yet): keep what we have
+    // Read before the old masters' sweepers go: what they knew of the slots that moved.
+    std::map<std::string, Handover> moved = handovers(t);
+    opts_.topology = t;
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
+                                        std::memory_order_relaxed);
+    // Masters that are gone or demoted: drop their subscribers.
+    for (auto it = nodes_by_endpoint_.begin(); it != nodes_by_endpoint_.end();) {
+        if (t.find(it->first) >= 0) {
+            ++it;
+            continue;
+        }
+        log(KW_LOG_INFO,
+            "cluster: " + it->first +
+                " no longer serves slots as a master; "
+                "dropping its subscriber",
+            {{"node", it->first}});
+        it->second.sub->shutdown();
+        // Live claims it read go to the slots' masters; the rest goes on as usual.
+        std::vector<Event> claims = it->second.intake->take_claims();
+        if (!claims.empty()) park_live(std::move(claims));
+        it->second.intake->flush();
+        if (it->second.sweeper) {
+            // What it had not confirmed goes to the slots' new masters.
+            park(it->second.sweeper->take_completions());
+            it->second.sweeper->shutdown();
+        }
+        opts_.stats->drop_node(it->first);  // its samples leave the snapshot
+        reach_.erase(it->first);
+        retired_.push_back(std::move(it->second));
+        it = nodes_by_endpoint_.erase(it);
+    }
+    for (auto &m : t.masters) {
+        if (nodes_by_endpoint_.count(m.endpoint())) continue;
+        log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint(),
+            {{"node", m.endpoint()}});
+        add(m.host, m.port);
+    }
+    index_sweepers();
+    // A slot's new master sweeps its queues now: a migration's last step (SETSLOT NODE)
+    // may come long after the keys, when the new master has stopped looking.
+    for (auto &kv : moved) {
+        auto node = nodes_by_endpoint_.find(kv.first);
+        if (node != nodes_by_endpoint_.end() && node->second.sweeper)
+            node->second.sweeper->take_over(kv.second.slots, kv.second.queues);
+    }
+    route_parked();
+}
+
+}  // namespace keywatch

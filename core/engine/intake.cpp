@@ -1,0 +1,123 @@
+// NodeIntake (see intake.h): one node's events in, sorted, and passed on per read; what
+// the node's sweeper claimed, out to the workers. Loop thread only.
+#include "core/engine/intake.h"
+
+#include "core/base/clock.h"
+
+namespace keywatch {
+
+namespace {
+// A read from Redis yields a few hundred events at most; they are passed on in one batch
+// when the read is done, or earlier if a batch grows this large.
+constexpr size_t kMaxPending = 1024;
+}  // namespace
+
+NodeIntake::NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher,
+                       EngineCounters &counters, NodeStats *node, LogFn log)
+    : opts_(std::move(opts)),
+      dispatcher_(dispatcher),
+      counters_(counters),
+      node_(node),
+      log_(std::move(log)),
+      flush_ev_(event_new(loop.base(), -1, 0, &NodeIntake::on_flush, this)) {}
+
+NodeIntake::~NodeIntake() = default;
+
+bool NodeIntake::is_internal_key(const std::string &key) const {
+    // ns:dedupe:... and ns:<queue>:{tag}:<part>: keywatch's own writes, never news.
+    const std::string &ns = opts_.ns;
+    if (key.size() <= ns.size() || key.compare(0, ns.size(), ns) != 0 || key[ns.size()] != ':')
+        return false;
+    if (key.compare(ns.size(), 8, ":dedupe:") == 0) return true;
+    size_t brace = key.find(":{", ns.size() + 1);
+    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
+}
+
+void NodeIntake::count(const Event &ev) {
+    counters_.received.fetch_add(1, std::memory_order_relaxed);
+    if (node_) node_->received.fetch_add(1, std::memory_order_relaxed);
+    if (ev.name != last_event_name_) {
+        auto it = counters_.per_event.find(ev.name);
+        last_event_counter_ = it == counters_.per_event.end() ? nullptr : &it->second;
+        last_event_name_ = ev.name;
+    }
+    if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
+}
+
+void NodeIntake::on_event(Event &&ev) {
+    if (is_internal_key(ev.key)) return;
+    // One clock read per read from Redis: events that arrived together share it.
+    if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
+    ev.ts_ms = batch_ts_ms_;
+    count(ev);
+    bool tracked_db = sweeper_ && ev.db == opts_.tracked_db;
+    if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
+        // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
+        claims_.push_back(std::move(ev));
+    } else {
+        if (tracked_db && (ev.name == "del" || ev.name == "rename_from"))
+            deleted_.push_back(ev.key);
+        others_.push_back(std::move(ev));
+    }
+    if (claims_.size() + others_.size() >= kMaxPending) {
+        flush();
+    } else if (!flush_scheduled_) {
+        // Runs once the loop is done with the current read.
+        flush_scheduled_ = true;
+        event_active(flush_ev_.get(), EV_READ, 0);
+    }
+}
+
+void NodeIntake::on_flush(evutil_socket_t, short, void *arg) {
+    static_cast<NodeIntake *>(arg)->flush();
+}
+
+void NodeIntake::flush() {
+    flush_scheduled_ = false;
+    if (!claims_.empty()) {
+        std::vector<Event> claims;
+        claims.swap(claims_);
+        sweeper_->claim_live(std::move(claims));
+    }
+    if (!deleted_.empty()) {
+        std::vector<std::string> keys;
+        keys.swap(deleted_);
+        sweeper_->forget(std::move(keys));
+    }
+    if (others_.empty()) return;
+    if (opts_.dedupe && sweeper_) {
+        std::vector<Event> events;
+        events.swap(others_);
+        sweeper_->untracked(std::move(events));
+        return;
+    }
+    deliver_untracked(others_);  // leaves others_ empty
+}
+
+void NodeIntake::deliver_tracked(std::vector<Event> &items) {
+    // Claimed items are never dropped: the sweeper claims no more than room() allows.
+    dispatcher_.push(items, true);
+}
+
+size_t NodeIntake::dispatch_room() const {
+    return dispatcher_.room();
+}
+
+void NodeIntake::deliver_untracked(std::vector<Event> &events) {
+    shed_live(dispatcher_.push(events));
+}
+
+void NodeIntake::shed_live(size_t count) {
+    int64_t dropped = static_cast<int64_t>(count);
+    if (dropped == 0) return;
+    // Live events only: nothing tracked is lost by dropping them here.
+    int64_t before = counters_.dropped.fetch_add(dropped);
+    if (before == 0 || (before / 100000) != ((before + dropped) / 100000))
+        log_(KW_LOG_WARN,
+             "dispatch queue full (dispatch.queue_size): " + std::to_string(before + dropped) +
+                 " live event(s) dropped so far; handlers are too slow: raise "
+                 "workers or dispatch.queue_size, or make handlers faster",
+             {});
+}
+
+}  // namespace keywatch

@@ -1,0 +1,72 @@
+// The Lua scripts behind every state change of a queue. Each runs atomically in Redis and
+// reads Redis's clock (TIME) once, so instances on different hosts agree on "now". They
+// need Redis 7.0 (PEXPIRETIME, ZMSCORE).
+//
+// Deadlines of tracked keys are the keys' own expiry times (PEXPIRETIME), and an item is
+// due once now is strictly past its deadline: exactly when Redis considers the key expired.
+// Per-item work is batched into multi-member commands (HMGET, ZMSCORE, ZADD, HSET, HDEL),
+// at most 1000 ids a call. The data hash keeps one permanent field ('~', a value longer than
+// hash-max-listpack-value) so that Redis stores it as a real hash table, never as a listpack
+// that every lookup would scan.
+//
+// Queue scripts take these KEYS, all in one hash-tag slot:
+//   KEYS[1] due       ZSET id -> deadline (ms)
+//   KEYS[2] inflight  ZSET id -> lease end (ms)
+//   KEYS[3] data      HASH p:<id> payload/snapshot, m:<id> "attempt:deadline:owner"
+//                     (only while claimed or retrying), e:<id> last error
+//   KEYS[4] dead      STREAM dead letters
+//   KEYS[5] done      ZSET id -> ack time; recently finished tracked keys, so the late
+//                     `expired` notification of a key already handled is not mistaken
+//                     for an untracked key (pruned by claim_due)
+// track, untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key.
+// A snapshot of a tracked key is stored as "<deadline>|<value>": one left over from an
+// earlier incarnation of the key (other deadline) is ignored, so that a track without
+// snapshot need not delete it.
+// Pure data: thread-safe.
+#pragma once
+
+#include <string>
+
+namespace keywatch {
+
+struct Script {
+    const char *name;
+    const char *body;
+    bool key_script;  // KEYS = due, data, key (else the five queue keys)
+    // SHA-1 of the body, for EVALSHA; computed once.
+    const std::string &sha() const;
+};
+
+namespace scripts {
+extern const Script kTrack;       // ARGV value deadline_ms mode(''|NX|XX) snapshot(0|1)
+extern const Script kUntrack;     // ARGV delete(0|1)
+extern const Script kAdopt;       // ARGV snapshot(0|1)
+extern const Script kSchedule;    // ARGV id payload at_ms delay_ms mode(''|NX)
+extern const Script kReschedule;  // ARGV id at_ms delay_ms
+extern const Script kCancel;      // ARGV id
+extern const Script kClaimDue;    // ARGV limit lease_ms owner is_keys done_window_ms
+extern const Script kClaimLive;   // ARGV lease_ms owner mode(x: expired events|e) id...
+extern const Script kForget;      // ARGV id...   (del events: untrack keys that are gone)
+extern const Script kAck;         // ARGV owner is_keys id...
+extern const Script kFail;        // ARGV owner is_keys id error reject max_attempts
+                                  //      retry_base_ms retry_max_ms jitter(0..1)
+                                  //      [retry_delay_ms: <0 or absent = the backoff]
+extern const Script kRenew;       // ARGV owner lease_ms id...
+extern const Script kRelease;     // ARGV owner id...  (claimed, not handled: due again)
+extern const Script kReplay;      // ARGV entry_id('' = oldest first) limit
+extern const Script kPurge;       // ARGV entry_id('' = all)
+extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, dead, oldest}
+
+// What track, adopt, schedule and reschedule return, having written nothing, for a
+// deadline later than kMaxTimeMs (core/base/time_limit.h).
+constexpr long long kPastMax = -9;
+
+// Every script, for SCRIPT LOAD at connect.
+extern const Script *const kAll[];
+extern const size_t kAllCount;
+}  // namespace scripts
+
+// SHA1 of a script body as lower-case hex (what EVALSHA takes).
+std::string script_sha1(const char *body);
+
+}  // namespace keywatch

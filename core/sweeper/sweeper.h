@@ -1,0 +1,322 @@
+// Sweeper: the reliable-delivery side of one Redis node, on the event loop. Over its own
+// command connection it
+//  - sweeps each served queue (claim_due) at the earliest known deadline, or after
+//    sweep.interval when nothing is known to be due, claiming no more than the dispatch
+//    queue has room for (tracked items wait safely in Redis instead);
+//  - claims the live `expired`/`evicted` events of tracked keys (claim_live), so exactly
+//    one instance gets each, and passes the rest on as untracked events;
+//  - forgets tracked keys deleted outside keywatch (`del` events);
+//  - acks, retries or dead-letters what handlers finished, and renews the leases of the
+//    items this engine holds (claimed, not completed: queued, running or held) every
+//    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
+//  - de-duplicates untracked live events across instances when asked (SET NX PX).
+// While the server cannot serve (-LOADING, or -CLUSTERDOWN for the whole cluster) all of
+// this waits and one command every kPollMs tells when it can (sweeper_waiting.cpp). A lost
+// connection is re-made with capped backoff, cut short while completions wait and their
+// leases run out, and ended at once by retry_now() when another connection to the node
+// succeeded.
+// Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
+// whatever the number of items not yet due.
+//
+// On a Redis Cluster (Options::cluster) a queue lives in the slot of its items: one
+// instance of it per hash tag (`<ns>:<queue>:{<tag>}:due`, see slots.h). The sweeper of a
+// master learns which of its slots hold queue items from keyspace notifications on those
+// due keys (touched()) and from a SCAN every sweep.scan_interval (and after every
+// connect), and sweeps each such slot queue at its own earliest deadline: an empty slot
+// queue costs nothing. A slot that moved away (MOVED) is dropped and on_moved() asks for a
+// topology refresh; a slot migrating in (its keys restored here, the importing master
+// answering MOVED until the migration ends) is swept again until it is served here, for at
+// most cluster.migration_wait; a slot the topology shows handed over to this master is
+// taken over with its queues (take_over()).
+// The class is split by concept: sweeper.cpp (queues, connection, script calls),
+// sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
+// sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
+// hold.timeout), sweeper_cluster.cpp (redirects, keyspace touches, scan and peek),
+// sweeper_waiting.cpp (a server that cannot serve for now); per-queue state in
+// sweeper_queue.h.
+// Loop thread only.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/backoff.h"
+#include "core/sweeper/completion_store.h"
+#include "core/base/event.h"
+#include "core/redis/event_loop.h"
+#include "core/base/log_fields.h"
+#include "core/queue/queue.h"
+#include "core/redis/redis_conn.h"
+#include "core/queue/scripts.h"
+#include "core/base/stats.h"
+#include "core/sweeper/sweeper_queue.h"
+
+namespace keywatch {
+
+struct SweeperCounters {
+    std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
+        suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
+};
+
+// Where a Sweeper hands what it claimed: its node's intake (intake.h).
+class SweeperSink {
+  public:
+    virtual ~SweeperSink() = default;
+    // Claimed items: must be queued for the workers (never dropped).
+    virtual void deliver_tracked(std::vector<Event> &items) = 0;
+    // Untracked live events: may be dropped when the workers are behind.
+    virtual void deliver_untracked(std::vector<Event> &events) = 0;
+    virtual size_t dispatch_room() const = 0;
+    // Live expiry events not asked about because the workers have no room for what they
+    // might claim: counted as dropped (a tracked key among them stays due in Redis and is
+    // swept once there is room).
+    virtual void shed_live(size_t count) = 0;
+    // A log line; fields name the queue it is about, if one (log_fields.h).
+    virtual void log(kw_log_level level, const std::string &message, const LogFields &fields) = 0;
+};
+
+class Sweeper {
+  public:
+    struct Options {
+        std::string ns, tag = kStandaloneTag, owner;
+        bool track_keys = true;
+        std::vector<std::string> task_queues;
+        int64_t lease_ms, retry_base_ms, retry_max_ms;
+        int64_t hold_timeout_ms;  // hold.timeout: lease renewals end this long after the claim
+        int64_t max_attempts, batch, interval_ms, done_window_ms;
+        bool dedupe;
+        int64_t dedupe_ttl_ms;
+        int64_t connect_timeout_ms;
+        Backoff reconnect;
+        const std::string *node_name = nullptr;  // as Subscriber::Options::node_name
+        // Where it records per queue (claimed, dead, lease_expired) and whether it sweeps
+        // (node.sweeping); null: nowhere.
+        const EngineStats *stats = nullptr;
+        NodeStats *node_stats = nullptr;
+        bool cluster = false;
+        int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
+        int64_t migration_wait_ms;       // cluster: how long Where::Arriving lasts
+        std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
+        // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
+        // be routed to the slot's new master while their lease lasts. Null: retried here.
+        std::function<void(std::vector<Completion> &&)> on_redirect;
+        // Cluster: live events whose claim was refused because their slot is on the move
+        // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), to be asked of the slot's master later.
+        std::function<void(std::vector<Event> &&)> on_unrouted_live;
+        // Claims on their way from all the engine's sweepers (one counter they share on
+        // the loop thread; null: this sweeper's own).
+        int *claims_in_flight = nullptr;
+        // The connection was made (or re-made) and the server answered on it: evidence that
+        // the node is back, for the node's other connections (null: none told).
+        std::function<void()> on_connected;
+    };
+
+    Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
+            SweeperCounters *counters);
+    ~Sweeper();
+    Sweeper(const Sweeper &) = delete;
+    Sweeper &operator=(const Sweeper &) = delete;
+
+    void start();
+    // Evidence that the node is back (another connection to it succeeded): a reconnect
+    // waiting out its backoff after a failure that was not permanent starts now.
+    void retry_now();
+    void stop_claiming();  // no new sweeps or live claims; acks still go out
+    void shutdown();       // close the connection; nothing follows
+    // Replies still awaited and completions Redis has not confirmed yet: the owner waits
+    // for 0 before shutdown.
+    size_t outstanding() const { return outstanding_ + store_.size(); }
+    // Every completion not confirmed yet, taken out (this node is retired: the owner
+    // routes them to the slots' new masters).
+    std::vector<Completion> take_completions() { return store_.take_all(); }
+
+    void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
+    void forget(std::vector<std::string> &&keys);  // del events on the tracked db
+    void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
+    void complete(std::vector<Completion> &&done);
+    // Cluster: a keyspace notification on a due key of this node (new items, a slot
+    // migrated in): sweep that slot queue soon.
+    void touched(const std::string &due_key, const std::string &event);
+    // Cluster: the slot queues it knows in `slots` (indexed by slot), for a slot's new
+    // master when the topology shows the slot moved.
+    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const;
+    // Cluster: the topology shows this master serving `slots` (indexed by slot) that another
+    // served before. Its queues there that it gave up (MOVED) and those the old master knew
+    // (`known`) are swept now, and again, backing off, while it still answers MOVED.
+    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known);
+
+  private:
+    using Queue = SlotQueue;
+    using Where = SlotQueue::Where;
+    using ReplyFn = std::function<void(redisReply *)>;
+
+    // Ids per script call for live claims, acks, renewals: big enough to amortise a call,
+    // small enough that one call never blocks Redis for long.
+    static constexpr size_t kChunk = 500;
+    template <typename T, typename F>
+    static void for_chunks(const std::vector<T> &all, F &&f) {
+        for (size_t i = 0; i < all.size(); i += kChunk)
+            f(all.begin() + static_cast<long>(i),
+              all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
+    }
+
+    // --- sweeper.cpp: queues, the connection, sending commands ---
+    // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
+    // (null otherwise).
+    Queue *queue(const std::string &name, const std::string &tag);
+    // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
+    // slot if known (cluster), else -1.
+    Queue *queue_of(const std::string &name, const std::string &id, int slot = -1);
+    void connect();
+    void on_ready();
+    void on_lost(const RedisConn::Failure &f);
+    // Completions came while the connection is away: its pending reconnect is brought
+    // forward as far as within_leases() asks.
+    void hasten_reconnect();
+    // Connected, or loaded: scripts loaded, every queue swept, what waited sent.
+    void resume();
+    // Sends a command, counting it in outstanding() until its reply. False if it could
+    // not be sent (fn is not called then).
+    bool command(const std::vector<std::string> &args, ReplyFn fn);
+    // A queue script on q's five keys (EVALSHA, EVAL after NOSCRIPT); as command().
+    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+
+    // --- sweeper_due.cpp: due-claim scheduling ---
+    void sweep(Queue &q);
+    // The reply of a claim_due call: the items claimed, and when to sweep next.
+    void on_swept(Queue &q, redisReply *r, int64_t limit);
+    void on_claimed(Queue &q, redisReply *items);
+    // A claimed item becomes ours (held) and an event.
+    Event hold(Queue &q, const ClaimedItem &item, const Event *live);
+    Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
+    // Items claimed after stop_claiming(): given back at once.
+    void give_back(const Queue &q, const std::vector<Event> &items);
+    // A claim of q failed (NOPERM, BUSY, a slot no master serves, ...; LOADING and a whole
+    // cluster down are server_waits()'s): back off, and say so at most every
+    // kClaimWarningMs; claims_work() says when they work again.
+    void claims_failing(Queue &q, const redisReply *r);
+    void claims_work(Queue &q);
+    // A claim script went out / was answered (see Options::claims_in_flight).
+    void claim_sent();
+    void claim_answered();
+    // node.sweeping: connected, claiming, and the claims work.
+    void set_sweeping(bool on);
+    // A line to the sink, with the queue's name as its `queue` field when one is given.
+    void log(kw_log_level level, const std::string &message, const Queue *q = nullptr);
+
+    // --- sweeper_live.cpp: live claims ---
+    void send_live(Queue &q, std::vector<Event> &&events);
+    void on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r);
+    // Drops (and counts, see SweeperSink::shed_live) the live events the workers have no
+    // room for.
+    void shed_beyond_room(std::map<SlotQueue *, std::vector<Event>> &ask);
+    // Counts `n` events into a live claim while it is on its way.
+    struct LiveAsk {
+        LiveAsk(std::shared_ptr<size_t> c, size_t n) : count(std::move(c)), n(n) { *count += n; }
+        ~LiveAsk() { *count -= n; }
+        LiveAsk(const LiveAsk &) = delete;
+        LiveAsk &operator=(const LiveAsk &) = delete;
+        std::shared_ptr<size_t> count;
+        size_t n;
+    };
+    // A live event that must wait for the connection (bounded: kMaxBacklog).
+    void keep_for_later(Event &&ev);
+
+    // --- sweeper_completion.cpp: completions ---
+    // Intake of a completion: the item is no longer held (handled keys are remembered).
+    // Sets c.leased_ms.
+    void note_completed(Completion &c, int64_t now);
+    void send_completions();
+    void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
+    // Acks or releases (s) of one queue, in calls of at most kChunk ids.
+    void send_ids(const Script &s, Queue &q, std::vector<Completion> &&all);
+    // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
+    // `on_done` gets the reply when it is not an error to retry or route elsewhere.
+    void send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
+                    std::vector<Completion> &&batch, ReplyFn on_done);
+    // A completion call met a transient error (or could not be sent): try again later,
+    // backing off; logged once per backoff step.
+    void completions_wait(const std::string &why);
+    // A wait (a reconnect's, completions_wait's), cut while completions wait so that
+    // several tries fit before the first of their leases may end (before_deadline()).
+    int64_t within_leases(int64_t delay) const;
+    // Forgets handled keys older than track.done_window.
+    void prune_done();
+
+    // --- sweeper_waiting.cpp: a server that cannot serve for now ---
+    // A reply said the whole server cannot serve for now: `why` is Loading (its data set is
+    // loading) or ClusterDown (whole_cluster_down(); `key` is one of ours to ask about).
+    // Everything waits (waiting()) and the server is asked every kPollMs; resume() runs the
+    // moment it serves.
+    void server_waits(ReplyError why, const std::string &key = "");
+    void poll_server();
+    bool waiting() const { return waiting_for_ != ReplyError::None; }
+
+    // --- sweeper_leases.cpp: lease renewal ---
+    // Every lease/3: renews what this engine holds, releases what it held past
+    // hold.timeout.
+    void renew_leases();
+    void renew_queue(Queue &q, std::vector<std::string> &&ids);
+    // A completion for a claim released at hold.timeout: counted late, not written.
+    bool late_after_hold_timeout(const Completion &c);
+
+    // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
+    // Cluster redirections: true if the reply was one (and it was dealt with).
+    bool redirected(Queue &q, const redisReply *r);
+    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
+    void arriving(Queue &q);
+    void sweep_dirty();
+    // Cluster: a touched queue with a known next deadline: sweep only if new items are
+    // due earlier.
+    void peek(Queue &q);
+    void scan(const std::string &cursor);
+
+    EventLoop &loop_;
+    Options opts_;
+    SweeperSink *sink_;
+    SweeperCounters *counters_;
+    RedisConn conn_;
+    std::string endpoint_;
+    std::unordered_map<std::string, Queue> queues_;  // by due key
+    // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
+    std::vector<Queue *> keys_by_slot_;
+    std::set<std::string> served_;  // names of the queues served
+    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
+    bool scanning_ = false;
+    std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
+    bool claiming_ = false, down_ = true;
+    bool started_ = false;  // start() was called (before it, live claims wait)
+    ReplyError waiting_for_ = ReplyError::None;  // see server_waits()
+    std::string poll_key_;                       // ClusterDown: the key asked about
+    int64_t waiting_since_ms_ = 0;
+    Timer wait_timer_;  // the next poll while waiting()
+    int attempt_ = 0;
+    bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
+    int64_t retry_at_ms_ = 0;             // when the pending reconnect fires (wall clock)
+    size_t outstanding_ = 0;                        // replies awaited: counted by command() alone
+    std::vector<Event> live_backlog_;               // live claims waiting for the connection
+    CompletionStore store_;                         // completions until Redis confirms them
+    std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
+    int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
+    int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them
+    int claims_out_ = 0;                            // this sweeper's claims on their way
+    // Live events in claim_live calls on their way: what they may add to the dispatch
+    // queue (see claim_live). Kept by LiveAsk's lifetime, whatever becomes of the call.
+    std::shared_ptr<size_t> live_asking_ = std::make_shared<size_t>(0);
+    int own_claims_in_flight_ = 0;                    // when Options::claims_in_flight is null
+    std::optional<int64_t> claims_failing_since_ms_;  // set while claims fail
+    int64_t claim_warned_ms_ = 0;                     // when failing claims were last reported
+    std::mt19937_64 rng_;
+};
+
+}  // namespace keywatch

@@ -1,0 +1,240 @@
+// Sweeper, part 2 of 6: due-claim scheduling. Each slot queue is swept (claim_due) at the
+// earliest deadline the last claim saw, or after sweep.interval; no more is claimed than
+// the dispatch queue has room for; claimed items become events held by this engine and go
+// to the node's intake. Failing claims back off and are reported. Loop thread only.
+#include "core/sweeper/sweeper.h"
+
+#include <algorithm>
+
+#include "core/redis/reply_error.h"
+#include "core/redis/url.h"
+
+namespace keywatch {
+namespace {
+
+// Failing claims are reported at most this often per sweeper.
+constexpr int64_t kClaimWarningMs = 10000;
+
+}  // namespace
+
+void Sweeper::sweep(Queue &q) {
+    if (!claiming_ || waiting() || q.where == Where::Moved ||
+        conn_.state() != RedisConn::State::Ready)
+        return;  // waiting: resume() sweeps every queue once the server serves
+    if (q.sweeping) {
+        q.again = true;
+        return;
+    }
+    size_t room = sink_->dispatch_room();
+    if (room == 0) {
+        // Workers are behind: the items wait in Redis; look again shortly.
+        q.timer->arm(std::min<int64_t>(opts_.interval_ms, 20));
+        return;
+    }
+    int64_t limit = std::min<int64_t>(opts_.batch, static_cast<int64_t>(room));
+    q.sweeping = true;
+    q.again = false;
+    counters_->sweep_calls.fetch_add(1, std::memory_order_relaxed);
+    // The `done` record is pruned by a claim at most once per tenth of its window, not on
+    // every claim (it only has to stay near the window's size).
+    bool prune = false;
+    if (q.is_keys) {
+        int64_t t = wall_ms();
+        prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10;
+        if (prune) q.done_pruned_ms = t;
+    }
+    bool sent = eval(
+        scripts::kClaimDue, q,
+        {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
+         prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
+        [this, &q, limit](redisReply *r) { on_swept(q, r, limit); });
+    if (sent)
+        claim_sent();
+    else
+        q.sweeping = false;
+}
+
+// The reply of claim_due: [now, next due, -, -, claimed items, next lease end, in flight].
+void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
+    q.sweeping = false;
+    claim_answered();
+    // Live events that came in while this claim was on its way: those about items
+    // it claimed are ours now (held); the rest are claimed live.
+    std::vector<Event> deferred;
+    deferred.swap(q.deferred);
+    struct Later {
+        Sweeper *s;
+        std::vector<Event> &evs;
+        ~Later() {
+            if (!evs.empty()) s->claim_live(std::move(evs));
+        }
+    } later{this, deferred};
+    if (classify(r) == ReplyError::Loading) {
+        server_waits(ReplyError::Loading);  // swept again once the server has loaded
+        return;
+    }
+    if (redirected(q, r)) return;
+    q.where = Where::Here;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+        claims_failing(q, r);
+        return;
+    }
+    claims_work(q);
+    int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
+    int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
+    size_t claimed = r->element[4]->elements / kClaimedFields;
+    if (next_due >= 0)
+        q.next_due = next_due;
+    else
+        q.next_due.reset();  // nothing in `due`
+    on_claimed(q, r->element[4]);
+    // Leases matter only if someone else holds items: ours are acked (or, if we
+    // die, found by the others' scans).
+    bool others_hold = inflight > static_cast<int64_t>(q.held.size());
+    int64_t next = next_due;
+    if (next_lease >= 0 && (others_hold || !opts_.cluster) && (next < 0 || next_lease < next))
+        next = next_lease;
+    // An item is due once now is past its deadline: wake 1 ms after it.
+    int64_t delay =
+        next < 0 ? opts_.interval_ms : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
+    if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
+    // Cluster: an idle slot queue waits for a notification or the next scan; one
+    // with items waits for its next deadline (new earlier items notify us).
+    if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
+        if (next < 0) return;
+        delay = std::max<int64_t>(next - now + 1, 0);
+    }
+    q.timer->arm(delay);
+}
+
+void Sweeper::on_claimed(Queue &q, redisReply *items) {
+    std::vector<Event> batch;
+    size_t n = items->elements / kClaimedFields;
+    batch.reserve(n);
+    ClaimedItem item;
+    for (size_t i = 0; i < n; i++) {
+        if (!parse_claimed(items, i, &item)) continue;
+        batch.push_back(hold(q, item, nullptr));
+    }
+    counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    if (q.stats)
+        q.stats->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+    if (!claiming_) {
+        give_back(q, batch);
+        return;
+    }
+    if (!batch.empty()) sink_->deliver_tracked(batch);
+}
+
+Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
+    Queue::Held state = live ? Queue::Held::Notified : Queue::Held::Claimed;
+    Event ev = make_event(q, item, live);
+    if (auto again = q.handled.extract(item.id)) {  // remembered as handled: ours again
+        again.mapped() = {state, ev.ts_ms, 0};
+        q.held.insert(std::move(again));
+    } else {
+        auto &mark = q.held[item.id];
+        mark.held = state;
+        mark.claimed_ms = ev.ts_ms;
+    }
+    return ev;
+}
+
+Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *live) {
+    Event ev;
+    ev.queue = q.name;
+    ev.key = item.id;
+    ev.slot = q.slot;
+    ev.has_value = item.has_payload;
+    if (item.has_payload) ev.value = item.payload;
+    ev.last_error = item.last_error;
+    ev.deadline_ms = item.deadline_ms;
+    ev.attempt = item.attempt;
+    ev.ts_ms = live ? live->ts_ms : wall_ms();
+    ev.db = conn_.url().db;
+    ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
+    // A tracked key that is gone at its deadline is "expired" whichever path found it; a
+    // live eviction before the deadline keeps its name.
+    ev.name = !q.is_keys ? "task" : (live ? live->name : "expired");
+    if (item.source == 'L') {
+        ev.source = KW_SOURCE_LEASE_EXPIRED;
+        counters_->lease_expired.fetch_add(1, std::memory_order_relaxed);
+        if (q.stats) q.stats->lease_expired.fetch_add(1, std::memory_order_relaxed);
+    } else if (item.source == 'N') {
+        ev.source = KW_SOURCE_NOTIFICATION;
+    } else {
+        ev.source = q.is_keys ? KW_SOURCE_SWEEP : KW_SOURCE_TASK;
+    }
+    return ev;
+}
+
+void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
+    std::vector<Completion> back;
+    for (auto &ev : items) back.push_back({q.name, ev.key, kRelease, "", q.slot});
+    if (!back.empty()) complete(std::move(back));
+}
+
+void Sweeper::claims_failing(Queue &q, const redisReply *r) {
+    int64_t now = wall_ms();
+    const Backoff claims{opts_.interval_ms, std::max(opts_.interval_ms, opts_.reconnect.max_ms)};
+    int64_t retry = claims.after(q.claim_retry_ms.value_or(0));
+    q.claim_retry_ms = retry;
+    q.timer->arm(retry);
+    if (!claims_failing_since_ms_) claims_failing_since_ms_ = now;
+    set_sweeping(false);
+    if (now - claim_warned_ms_ < kClaimWarningMs) return;
+    claim_warned_ms_ = now;
+    std::string why = reply_to_string(r), hint;
+    switch (classify(r)) {
+        case ReplyError::ClusterDown:
+            // The whole cluster down is server_waits()'s: here one slot has no master
+            // (cluster-require-full-coverage no).
+            hint = "no master serves this queue's slot now";
+            break;
+        case ReplyError::NoPerm:
+            hint = scripts_permission_message(conn_.url(), opts_.ns, "NOPERM") +
+                   " (keywatch check prints the exact rule)";
+            break;
+        case ReplyError::Busy:
+            hint = "the server is busy (a long script) or a replica lost its master";
+            break;
+        default:
+            hint = "see the server's log";
+    }
+    log(KW_LOG_WARN,
+        "claims on " + endpoint_ + " fail (" + q.keys.due + ": " + why + "): " + hint +
+            "; tracked items wait in Redis; retrying every " + std::to_string(retry) + "ms at most",
+        &q);
+}
+
+void Sweeper::claims_work(Queue &q) {
+    q.claim_retry_ms.reset();
+    if (!claims_failing_since_ms_) return;
+    set_sweeping(claiming_);
+    log(KW_LOG_INFO,
+        "claims on " + endpoint_ + " work again, after failing for " +
+            std::to_string(wall_ms() - *claims_failing_since_ms_) + "ms",
+        &q);
+    claims_failing_since_ms_.reset();
+    claim_warned_ms_ = 0;
+}
+
+void Sweeper::claim_sent() {
+    claims_out_++;
+    (*opts_.claims_in_flight)++;
+}
+
+void Sweeper::claim_answered() {
+    claims_out_--;
+    (*opts_.claims_in_flight)--;
+}
+
+void Sweeper::log(kw_log_level level, const std::string &message, const Queue *q) {
+    sink_->log(level, message, q ? LogFields{{"queue", q->name}} : LogFields{});
+}
+
+void Sweeper::set_sweeping(bool on) {
+    if (opts_.node_stats) opts_.node_stats->sweeping.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+}  // namespace keywatch

@@ -1,0 +1,75 @@
+// Sweeper: lease renewal of the items this engine holds, and hold.timeout. The lease rule
+// (docs/reliable-delivery.md, "Handlers and leases"): every lease/3 the sweeper renews the lease of
+// every item it claimed that has not been completed yet (waiting for a worker, in a
+// handler, or held), until hold.timeout after its claim; then it releases the item (due
+// again at once, the attempt given back) and a completion that comes later is counted in
+// items.late_acks and not written. Loop thread only.
+#include <algorithm>
+
+#include "core/sweeper/sweeper.h"
+
+namespace keywatch {
+namespace {
+// Ids per renew call (as the sweeper's other calls).
+constexpr size_t kRenewChunk = 500;
+}  // namespace
+
+void Sweeper::renew_leases() {
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+    int64_t now = wall_ms();
+    std::vector<Completion> overdue;
+    for (auto &kv : queues_) {
+        Queue &q = kv.second;
+        std::vector<std::string> ids;
+        for (auto &held : q.held) {
+            int64_t claimed = held.second.claimed_ms;
+            if (now - claimed < opts_.hold_timeout_ms) {
+                ids.push_back(held.first);
+                continue;
+            }
+            q.timed_out[held.first] = claimed;
+            overdue.push_back({q.name, held.first, kRelease, "", q.slot, claimed});
+        }
+        // A completion of a timed-out claim that never comes is forgotten after a while
+        // (Redis refuses it then anyway: the item is no longer ours).
+        for (auto it = q.timed_out.begin(); it != q.timed_out.end();)
+            it = now - it->second > 4 * opts_.hold_timeout_ms ? q.timed_out.erase(it) : ++it;
+        if (!ids.empty()) renew_queue(q, std::move(ids));
+    }
+    if (overdue.empty()) return;
+    log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + endpoint_ +
+                         " were held longer than hold.timeout (" +
+                         std::to_string(opts_.hold_timeout_ms) +
+                         "ms): released for redelivery; their completions will "
+                         "count as late (items.late_acks)");
+    complete(std::move(overdue));
+}
+
+void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
+    if (conn_.state() != RedisConn::State::Ready || waiting()) return;
+    const int64_t sent = wall_ms();
+    Queue *qp = &q;  // queues are never erased
+    for (size_t i = 0; i < ids.size(); i += kRenewChunk) {
+        std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
+        auto begin = ids.begin() + static_cast<long>(i);
+        auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kRenewChunk));
+        argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
+        eval(scripts::kRenew, q, std::move(argv), [qp, sent](redisReply *r) {
+            // Their leases run at least a lease from when it went out (completions use it).
+            if (r->type == REDIS_REPLY_INTEGER) qp->renewed_ms = std::max(qp->renewed_ms, sent);
+        });
+    }
+}
+
+bool Sweeper::late_after_hold_timeout(const Completion &c) {
+    if (c.result == kRelease) return false;
+    Queue *q = queue_of(c.queue, c.id, c.slot);
+    if (!q || q->timed_out.empty()) return false;
+    auto it = q->timed_out.find(c.id);
+    if (it == q->timed_out.end() || it->second != c.claimed_ms) return false;
+    q->timed_out.erase(it);
+    counters_->late_acks.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+}  // namespace keywatch

@@ -1,0 +1,243 @@
+// Sweeper, part 3 of 6: live claims. `expired`/`evicted` events of the tracked db, from
+// the node's intake, are claimed in one script call per chunk (claim_live), so that one
+// instance gets each tracked key and the others are handed back as untracked; our own
+// items and keys handled a moment ago are recognised without asking. `del` events drop
+// keys from the queue (forget); untracked events are de-duplicated across instances when
+// asked (SET NX PX). Loop thread only.
+#include "core/sweeper/sweeper.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/redis/reply_error.h"
+#include "core/redis/slots.h"
+
+namespace keywatch {
+namespace {
+
+// Live claims kept while the queue connection is down; beyond that they are dropped (a
+// tracked key among them is still swept, an untracked one is lost, as documented).
+constexpr size_t kMaxBacklog = 100000;
+
+}  // namespace
+
+void Sweeper::claim_live(std::vector<Event> &&events) {
+    // Asked even once claiming has stopped (events read just before a stop): only Redis
+    // can tell a tracked key from an untracked one, and a tracked key claimed now is given
+    // back at once rather than delivered a second time as an untracked event.
+    if (!served_.count(kKeysQueue)) {
+        untracked(std::move(events));
+        return;
+    }
+    // Per slot queue (one in standalone).
+    std::map<Queue *, std::vector<Event>> ask;
+    int64_t now = wall_ms();
+    for (auto &ev : events) {
+        Queue *q = queue_of(kKeysQueue, ev.key, ev.slot);
+        // Our own claims make Redis publish `expired` too, and so do keys we handled a
+        // moment ago: no need to ask about those.
+        if (auto h = q->held.find(ev.key); h != q->held.end()) {
+            h->second.held = Queue::Held::Notified;
+            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        if (auto d = q->handled.find(ev.key);
+            d != q->handled.end() && now - d->second.handled_ms <= opts_.done_window_ms) {
+            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        // Cluster: a claim in flight on this slot queue may be what deleted the key (a
+        // sweep's key lookup does): wait for its answer rather than ask Redis about our
+        // own claim for a handful of ids. (One standalone queue is nearly always being
+        // swept during a burst: there, waiting would hold back the live path.)
+        if (opts_.cluster && q->sweeping) {
+            q->deferred.push_back(std::move(ev));
+            continue;
+        }
+        ask[q].push_back(std::move(ev));
+    }
+    shed_beyond_room(ask);
+    if (ask.empty()) return;
+    if (conn_.state() != RedisConn::State::Ready || waiting()) {
+        for (auto &kv : ask) {
+            // Stopping: nobody will ask later; hand them over as untracked (what they
+            // most likely are, as a tracked key is swept anyway). Not yet started (the
+            // subscriber hears events before the engine starts its sweepers): they wait
+            // for the connection like any other, or a tracked key would be handed over as
+            // untracked and delivered twice (found by the chaos test).
+            if (!claiming_ && started_)
+                untracked(std::move(kv.second));
+            else
+                for (auto &ev : kv.second) keep_for_later(std::move(ev));
+        }
+        return;
+    }
+    for (auto &kv : ask) {
+        std::vector<Event> &all = kv.second;
+        // `expired` events apart from the rest (evictions), so that each chunk is one kind
+        // (see send_live): a gone key is due now for the first, looked up for the second.
+        // Nearly always there is one kind only, and nothing moves.
+        auto expired = [](const Event &ev) { return ev.name == "expired"; };
+        auto kinds = std::find_if_not(all.begin(), all.end(), expired);
+        if (std::find_if(kinds, all.end(), expired) != all.end())
+            kinds = std::stable_partition(all.begin(), all.end(), expired);
+        size_t split = static_cast<size_t>(kinds - all.begin());
+        for (auto [from, to] :
+             {std::make_pair(size_t{0}, split), std::make_pair(split, all.size())})
+            for (size_t i = from; i < to; i += kChunk) {
+                size_t end = std::min(to, i + kChunk);
+                send_live(*kv.first,
+                          std::vector<Event>(
+                              std::make_move_iterator(all.begin() + static_cast<long>(i)),
+                              std::make_move_iterator(all.begin() + static_cast<long>(end))));
+            }
+    }
+}
+
+void Sweeper::shed_beyond_room(std::map<Queue *, std::vector<Event>> &ask) {
+    // Backpressure: a claimed item is never dropped, so a live claim must not ask for more
+    // than the workers have room for (with the claims already on their way); the rest
+    // stays in Redis for the sweep, which claims by room too.
+    size_t room = sink_->dispatch_room();
+    room = room > *live_asking_ ? room - *live_asking_ : 0;
+    size_t shed = 0;
+    for (auto it = ask.begin(); it != ask.end();) {
+        auto &events = it->second;
+        size_t keep = std::min(events.size(), room);
+        room -= keep;
+        shed += events.size() - keep;
+        events.resize(keep);
+        it = events.empty() ? ask.erase(it) : std::next(it);
+    }
+    if (shed) sink_->shed_live(shed);
+}
+
+void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
+    // A chunk of `expired` events (claim_live keeps them apart) needs no key lookups for
+    // items past their deadline (their keys are gone); anything else (evictions) is checked
+    // key by key.
+    bool all_expired = std::all_of(events.begin(), events.end(),
+                                   [](const Event &ev) { return ev.name == "expired"; });
+    std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner,
+                                     all_expired ? "x" : "e"};
+    for (auto &ev : events) argv.push_back(ev.key);
+    auto evs = std::make_shared<std::vector<Event>>(std::move(events));
+    auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
+    Queue *qp = &q;
+    bool sent =
+        eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp, asking](redisReply *r) {
+            claim_answered();
+            on_live_claimed(*qp, *evs, r);
+        });
+    if (sent) claim_sent();
+}
+
+// The reply of claim_live: per event C (claimed: ours now), U (untracked) or anything
+// else (someone else's, or handled a moment ago: suppressed).
+void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r) {
+    if (classify(r) == ReplyError::Loading) {
+        // Asked again once the server has loaded (resume() claims the backlog).
+        for (auto &ev : events) keep_for_later(std::move(ev));
+        server_waits(ReplyError::Loading);
+        return;
+    }
+    if (redirected(q, r)) {
+        // The slot is on the move (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: what redirected()
+        // deals with): the events go to whoever serves it once the topology says so (a
+        // tracked key among them is never handed over as untracked).
+        if (opts_.on_unrouted_live) opts_.on_unrouted_live(std::move(events));
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[1]->elements != events.size()) {
+        log(KW_LOG_ERROR,
+            "claim_live failed: " + reply_to_string(r) +
+                "; tracked keys among these events will be swept",
+            &q);
+        return;
+    }
+    std::vector<Event> tracked, plain;
+    ClaimedItem item;
+    size_t next = 0;  // the next claimed item in the flat list
+    for (size_t i = 0; i < events.size(); i++) {
+        redisReply *res = r->element[1]->element[i];
+        Event &live = events[i];
+        bool one = res->type == REDIS_REPLY_STRING && res->len == 1;
+        if (one && res->str[0] == 'C') {
+            if (!parse_claimed(r->element[2], next++, &item)) continue;
+            tracked.push_back(hold(q, item, &live));
+        } else if (one && res->str[0] == 'U') {
+            plain.push_back(std::move(live));
+        } else {
+            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    counters_->claimed.fetch_add(static_cast<int64_t>(tracked.size()), std::memory_order_relaxed);
+    if (q.stats)
+        q.stats->claimed.fetch_add(static_cast<int64_t>(tracked.size()), std::memory_order_relaxed);
+    if (!claiming_) {
+        give_back(q, tracked);
+        tracked.clear();
+    }
+    if (!tracked.empty()) sink_->deliver_tracked(tracked);
+    if (!plain.empty()) untracked(std::move(plain));
+}
+
+void Sweeper::keep_for_later(Event &&ev) {
+    if (live_backlog_.size() < kMaxBacklog) live_backlog_.push_back(std::move(ev));
+}
+
+void Sweeper::forget(std::vector<std::string> &&keys) {
+    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready || waiting())
+        return;  // the sweep checks later
+    std::map<Queue *, std::vector<std::string>> by_queue;
+    for (auto &k : keys) by_queue[queue_of(kKeysQueue, k)].push_back(std::move(k));
+    for (auto &kv : by_queue) {
+        Queue *q = kv.first;
+        for_chunks(kv.second, [this, q](auto begin, auto end) {
+            eval(scripts::kForget, *q, std::vector<std::string>(begin, end), [](redisReply *) {});
+        });
+    }
+}
+
+void Sweeper::untracked(std::vector<Event> &&events) {
+    if (!opts_.dedupe || conn_.state() != RedisConn::State::Ready || waiting()) {
+        sink_->deliver_untracked(events);  // cannot ask: deliver (best effort)
+        return;
+    }
+    // One SET NX per event; the batch is delivered when every answer is in.
+    struct Pending {
+        std::vector<Event> events;
+        std::vector<bool> won;
+        size_t left;
+    };
+    auto p = std::make_shared<Pending>();
+    p->events = std::move(events);
+    p->won.assign(p->events.size(), false);
+    p->left = p->events.size();
+    for (size_t i = 0; i < p->events.size(); i++) {
+        const Event &ev = p->events[i];
+        // In the event key's slot, so that in a cluster it lives on the node that published.
+        std::string key = opts_.ns + ":dedupe:{" + SlotTags::instance().tag_for_key(ev.key) +
+                          "}:" + std::to_string(ev.db) + ":" + ev.name + ":" + ev.key;
+        bool sent = command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
+                            [this, p, i](redisReply *r) {
+                                p->won[i] = r->type == REDIS_REPLY_STATUS;
+                                if (--p->left > 0) return;
+                                std::vector<Event> mine;
+                                for (size_t j = 0; j < p->events.size(); j++) {
+                                    if (p->won[j])
+                                        mine.push_back(std::move(p->events[j]));
+                                    else
+                                        counters_->suppressed.fetch_add(1);
+                                }
+                                if (!mine.empty()) sink_->deliver_untracked(mine);
+                            });
+        if (!sent) {
+            p->won[i] = true;  // cannot ask: deliver (best effort)
+            if (--p->left == 0) sink_->deliver_untracked(p->events);
+        }
+    }
+}
+
+}  // namespace keywatch

@@ -1,0 +1,89 @@
+// SlotQueue: what one Sweeper knows of one queue in one slot tag (standalone: the queue's
+// one tag) - where it is served, what is on its way, which of its items this engine holds
+// - as explicit states rather than sentinel numbers. Counts are derived from the sets
+// themselves (held.size()), never kept beside them by hand.
+// Loop thread only (owned by a Sweeper).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/event.h"
+#include "core/redis/event_loop.h"
+#include "core/queue/queue.h"
+#include "core/base/stats.h"
+
+namespace keywatch {
+
+// A slot queue by name: queue name, slot tag and the tag's slot.
+struct SlotQueueName {
+    std::string name, tag;
+    int slot = 0;
+};
+
+struct SlotQueue {
+    // Cluster: where the slot queue is served, as far as this sweeper knows.
+    enum class Where {
+        Here,      // by this master
+        Arriving,  // its keys were restored here (a slot migrating in), or the topology
+                   // shows this master serving its slot now, but this master still
+                   // answers MOVED until the migration's last step: sweep again, backing
+                   // off, for at most cluster.migration_wait
+        Moved,     // by another master: swept again only when touched or found by a scan
+    };
+    // Where::Arriving: since when, and the wait after the last MOVED (none yet: the first
+    // MOVED asks for a topology refresh).
+    struct Arrival {
+        int64_t since_ms = 0;
+        std::optional<int64_t> retry_ms;
+    };
+    // An item of ours: claimed and not completed; Notified once its `expired` notification
+    // came (no other is to be expected).
+    enum class Held { Claimed, Notified };
+
+    std::string name, tag;
+    int slot = 0;  // of the tag (standalone: 0)
+    QueueKeys keys;
+    bool is_keys = false;
+    QueueStats *stats = nullptr;   // the engine's record of the queue (null: none)
+    std::unique_ptr<Timer> timer;  // its next sweep
+
+    // On their way: a claim_due call (and whether to sweep again at once after it), a
+    // cluster peek (ZRANGE).
+    bool sweeping = false, again = false, peeking = false;
+    std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
+    std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
+    // Set while its claims fail (CLUSTERDOWN, NOPERM, BUSY, ...): the current back-off.
+    std::optional<int64_t> claim_retry_ms;
+    std::vector<Event> deferred;  // live events awaiting the claim in flight
+
+    // What `held` and `handled` keep per item id: one node type for both, so that an item
+    // moves from one to the other without copying its id.
+    struct Mark {
+        Held held = Held::Claimed;  // in `held`
+        int64_t claimed_ms = 0;     // in `held`: when claimed (its Event::ts_ms), for
+                                    // hold.timeout
+        int64_t handled_ms = 0;     // in `handled`: when it was handled
+    };
+    // Items of ours, claimed and not completed. An id is in `held` or `handled`, not both.
+    std::unordered_map<std::string, Mark> held;
+    // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
+    // late notification is recognised without asking Redis.
+    std::unordered_map<std::string, Mark> handled;
+    // When Redis last confirmed a renewal of the leases of the items held here (the renew
+    // call's send time, local clock; 0: never): each such lease runs at least lease from it.
+    int64_t renewed_ms = 0;
+    // Items released at hold.timeout whose completion has not come yet (id -> claim time):
+    // that completion is counted late and not written.
+    std::unordered_map<std::string, int64_t> timed_out;
+
+    bool dirty = false;  // cluster: touched since the last sweep
+    Where where = Where::Here;
+    Arrival arrival;  // Where::Arriving only
+};
+
+}  // namespace keywatch
