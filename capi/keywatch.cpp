@@ -24,7 +24,7 @@
 #include "core/base/event.h"
 #include "core/engine/filter.h"
 #include "core/base/stats.h"
-#include "core/plugins/plugin_handler.h"
+#include "core/plugins/plugin_set.h"
 #include "core/base/time_limit.h"
 
 // The header's documented limit is the one core checks.

@@ -7,7 +7,7 @@
 
 #include "core/redis/blocking_redis.h"
 #include "core/redis/channel.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/reply_error.h"
 #include "core/queue/scripts.h"
 #include "keywatch.h"

@@ -16,7 +16,7 @@
 #include "cli/redis_target.h"
 #include "core/config/config.h"
 #include "core/engine/filter.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/engine/subscriber.h"
 
 namespace keywatch::cli {

@@ -10,7 +10,7 @@
 #include "cli/empty_values.h"
 #include "cli/exit_status.h"
 #include "cli/redis_target.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 
 namespace keywatch::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "cli/client_session.h"
 #include "cli/server_checks.h"
 #include "core/redis/blocking_redis.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"
 #include "core/engine/subscriber.h"
 #include "core/redis/topology.h"

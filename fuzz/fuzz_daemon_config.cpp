@@ -12,7 +12,7 @@
 
 #include "keywatch.h"
 #include "cli/daemon/daemon_config.h"
-#include "core/plugins/plugin_handler.h"
+#include "core/plugins/plugin_set.h"
 #include "fuzz/check.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/redis_conn.h"
 #include "core/redis/reply_error.h"
 #include "core/engine/subscriber.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/queue/scripts.h"
 #include "core/base/time_limit.h"
 #include "redis_fixture.h"

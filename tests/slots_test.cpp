@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"
 
 namespace {

@@ -49,7 +49,7 @@ struct HandlerConfig {
 // The name the engine gives a handler's instance (its statistics, metrics and log lines):
 // name when written, else the built-in's name, or for a path the file's name without its
 // directory and ".so"; a name not written has each character the instance-name rule
-// (core/plugins/plugin_handler.h) refuses replaced by '_' and is cut at 64 bytes
+// (core/plugins/plugin_set.h) refuses replaced by '_' and is cut at 64 bytes
 // ("/x/recorder-v1.2.so" -> "recorder-v1_2"). "" when nothing is left to name it by. No two
 // handlers of a file share one.
 std::string instance_name(const HandlerConfig &handler);

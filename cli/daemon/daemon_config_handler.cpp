@@ -7,7 +7,7 @@
 #include "cli/closest_name.h"
 #include "cli/daemon/config_reader.h"
 #include "cli/event_names.h"
-#include "core/plugins/plugin_handler.h"
+#include "core/plugins/plugin_set.h"
 #include "core/plugins/plugin_loader.h"
 
 namespace keywatch::cli {

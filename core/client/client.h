@@ -19,7 +19,7 @@
 
 #include "core/redis/blocking_redis.h"
 #include "core/config/config.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/queue/scripts.h"
 #include "core/redis/topology.h"
 

@@ -9,7 +9,7 @@
 
 #include "core/base/duration.h"
 #include "core/base/time_limit.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "keywatch_types.h"
 
 namespace keywatch {

@@ -1,5 +1,5 @@
 // EngineCounters: the engine's counts of events and handler outcomes. The node intakes
-// (intake.h) count what they read and drop, the workers what the handlers did; stats read
+// (node_intake.h) count what they read and drop, the workers what the handlers did; stats read
 // them. Thread-safe: atomics; per_event's keys are fixed before the engine starts.
 #pragma once
 

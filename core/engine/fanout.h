@@ -32,7 +32,7 @@
 #include "core/engine/dispatcher.h"
 #include "core/engine/engine_counters.h"
 #include "core/redis/event_loop.h"
-#include "core/engine/intake.h"
+#include "core/engine/node_intake.h"
 #include "core/redis/redis_conn.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 
 namespace keywatch {
 

@@ -24,7 +24,7 @@ namespace keywatch {
 
 class Subscriber;
 
-// Where a Subscriber's events go: the claim intake of its node (see intake.h), so that an
+// Where a Subscriber's events go: the claim intake of its node (see node_intake.h), so that an
 // event never leaves the node it was heard on. Called on the loop thread.
 class EventSink {
   public:

@@ -33,7 +33,7 @@
 // sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
 // hold.timeout), sweeper_cluster.cpp (redirects, keyspace touches, scan and peek),
 // sweeper_waiting.cpp (a server that cannot serve for now); per-queue state in
-// sweeper_queue.h.
+// slot_queue.h.
 // Loop thread only.
 #pragma once
 
@@ -55,11 +55,11 @@
 #include "core/base/event.h"
 #include "core/redis/event_loop.h"
 #include "core/base/log_fields.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/redis_conn.h"
 #include "core/queue/scripts.h"
 #include "core/base/stats.h"
-#include "core/sweeper/sweeper_queue.h"
+#include "core/sweeper/slot_queue.h"
 
 namespace keywatch {
 
@@ -68,7 +68,7 @@ struct SweeperCounters {
         suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
 };
 
-// Where a Sweeper hands what it claimed: its node's intake (intake.h).
+// Where a Sweeper hands what it claimed: its node's intake (node_intake.h).
 class SweeperSink {
   public:
     virtual ~SweeperSink() = default;

@@ -14,7 +14,7 @@
 
 #include "core/base/event.h"
 #include "core/redis/event_loop.h"
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 #include "core/base/stats.h"
 
 namespace keywatch {

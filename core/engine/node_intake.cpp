@@ -1,6 +1,6 @@
-// NodeIntake (see intake.h): one node's events in, sorted, and passed on per read; what
+// NodeIntake (see node_intake.h): one node's events in, sorted, and passed on per read; what
 // the node's sweeper claimed, out to the workers. Loop thread only.
-#include "core/engine/intake.h"
+#include "core/engine/node_intake.h"
 
 #include "core/base/clock.h"
 

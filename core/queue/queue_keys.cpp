@@ -1,4 +1,4 @@
-#include "core/queue/queue.h"
+#include "core/queue/queue_keys.h"
 
 namespace keywatch {
 

@@ -1,4 +1,4 @@
-#include "core/plugins/plugin_handler.h"
+#include "core/plugins/plugin_set.h"
 
 #include <set>
 
