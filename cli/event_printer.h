@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 #include "cli/stop_signal.h"
 #include "keywatch.h"
 

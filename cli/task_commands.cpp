@@ -9,7 +9,7 @@
 
 #include "cli/client_session.h"
 #include "cli/exit_status.h"
-#include "cli/json_bytes.h"
+#include "core/format/json_bytes.h"
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 

@@ -1,11 +1,11 @@
-// Byte strings for people: the library's strict UTF-8 check and base64 (core/text.h), and
+// Byte strings for people: the library's strict UTF-8 check and base64 (core/format/text.h), and
 // printable bytes for messages. Pure functions: thread-safe.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "core/text.h"
+#include "core/format/text.h"
 
 namespace keywatch::cli {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 #include "cli/utf8.h"
 #include "fuzz/check.h"
 

@@ -3,7 +3,7 @@
 #include "bindings/src/capi_seam.h"
 #include "bindings/src/status_error.h"
 #include "cli/event_printer.h"
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 
 namespace py = pybind11;
 

@@ -8,7 +8,7 @@
 
 #include "cli/event_names.h"
 #include "cli/inspect_table.h"
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 

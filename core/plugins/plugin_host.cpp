@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 
 namespace keywatch {
 namespace {
@@ -187,7 +187,7 @@ int event_source(const kw_plugin_event_t *ev) {
     return ev ? E(ev).source : KW_SOURCE_NOTIFICATION;
 }
 
-// The `keywatch watch` line's fields (cli/json_line.h), built once per event.
+// The `keywatch watch` line's fields (core/format/json_line.h), built once per event.
 void build(kw_plugin_event_t *pe) {
     if (pe->built) return;
     const Event &ev = *pe->ev;

@@ -1,8 +1,8 @@
-#include "cli/json_line.h"
+#include "core/format/json_line.h"
 
 #include <nlohmann/json.hpp>
 
-#include "cli/json_bytes.h"
+#include "core/format/json_bytes.h"
 
 namespace keywatch::cli {
 namespace {

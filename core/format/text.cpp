@@ -1,4 +1,4 @@
-#include "core/text.h"
+#include "core/format/text.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "cli/json_bytes.h"
+#include "core/format/json_bytes.h"
 
 #include "cli/utf8.h"
 
