@@ -1,6 +1,6 @@
 #include "core/format/json_bytes.h"
 
-#include "cli/utf8.h"
+#include "core/format/text.h"
 
 namespace keywatch::cli {
 
