@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/admin_commands.h"
-#include "cli/check_command.h"
+#include "cli/check/check_command.h"
 #include "cli/command.h"
 #include "cli/daemon/run_command.h"
 #include "cli/demo_command.h"

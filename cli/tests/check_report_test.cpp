@@ -1,4 +1,4 @@
-// Unit tests of keywatch check's report (cli/check_report.h): the text checklist and the
+// Unit tests of keywatch check's report (cli/check/check_report.h): the text checklist and the
 // JSON document. The checks themselves run against real servers in
 // cli/tests/daemon/test_check.py.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "cli/check_report.h"
+#include "cli/check/check_report.h"
 
 using namespace keywatch::cli;
 

@@ -1,11 +1,11 @@
-#include "cli/deployment_check.h"
+#include "cli/check/deployment_check.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 #include "cli/client_session.h"
-#include "cli/server_checks.h"
+#include "cli/check/server_checks.h"
 #include "core/redis/blocking_redis.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"

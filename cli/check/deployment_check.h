@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/acl_probe.h"
-#include "cli/check_report.h"
+#include "cli/check/acl_probe.h"
+#include "cli/check/check_report.h"
 #include "core/redis/url.h"
 
 namespace keywatch::cli {

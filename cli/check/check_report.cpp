@@ -1,4 +1,4 @@
-#include "cli/check_report.h"
+#include "cli/check/check_report.h"
 
 #include <nlohmann/json.hpp>
 

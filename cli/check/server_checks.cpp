@@ -1,4 +1,4 @@
-#include "cli/server_checks.h"
+#include "cli/check/server_checks.h"
 
 #include <chrono>
 #include <cstdlib>

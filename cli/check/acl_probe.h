@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/check_report.h"
+#include "cli/check/check_report.h"
 #include "core/redis/url.h"
 
 namespace keywatch::cli {

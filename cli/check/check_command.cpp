@@ -1,4 +1,4 @@
-#include "cli/check_command.h"
+#include "cli/check/check_command.h"
 
 #include <CLI/CLI.hpp>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/check_report.h"
+#include "cli/check/check_report.h"
 #include "cli/client_session.h"
-#include "cli/deployment_check.h"
+#include "cli/check/deployment_check.h"
 #include "cli/exit_status.h"
 #include "cli/redact_url.h"
 #include "cli/redis_target.h"

@@ -1,4 +1,4 @@
-#include "cli/acl_probe.h"
+#include "cli/check/acl_probe.h"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cli/check_report.h"
+#include "cli/check/check_report.h"
 
 namespace keywatch {
 class BlockingRedis;
