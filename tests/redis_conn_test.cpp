@@ -1,7 +1,7 @@
-// The connection layer (core/redis/redis_conn.h, core/redis/blocking_redis.h) against real servers: the
-// error replies Redis really sends map to their kinds (classify) and to the right status,
-// pub/sub pushes and command replies share a subscribed connection without mixing, and a
-// callback may close its own connection.
+// The connection layer (core/redis/redis_conn.h, core/redis/blocking_redis.h) against real
+// servers: the error replies Redis really sends map to their kinds (classify) and to the
+// right status, pub/sub pushes and command replies share a subscribed connection without
+// mixing, and a callback may close its own connection.
 #include <event2/event.h>
 
 #include <atomic>

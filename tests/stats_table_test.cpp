@@ -1,6 +1,6 @@
-// The statistics table (core/base/stats.h) against the list in include/keywatch.h, which is generated
-// from it, and the table's lookup and histogram recording. Run with KW_STATS_WRITE_HEADER=1
-// to rewrite the header's list from the table after changing a row.
+// The statistics table (core/base/stats.h) against the list in include/keywatch.h, which is
+// generated from it, and the table's lookup and histogram recording. Run with
+// KW_STATS_WRITE_HEADER=1 to rewrite the header's list from the table after changing a row.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

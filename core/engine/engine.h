@@ -1,10 +1,10 @@
 // Engine: lifecycle, configuration and handlers: it owns the loop thread, the dispatcher
 // (workers running the handlers) and the Fanout (nodes and topology), and stays off the
 // path of each event, which runs node by node (docs/life-of-an-expiry.md). The C API's
-// kw_engine_t wraps one. Handlers are core/engine/handler.h objects; a held event (core/engine/hold.h)
-// completes through the engine's HoldHub. Thread-safety: add_handler/set_*_sink/start/stop
-// are called by the owner, not concurrently with each other; stat()/stats_json()/
-// last_error()/log() from any thread.
+// kw_engine_t wraps one. Handlers are core/engine/handler.h objects; a held event
+// (core/engine/hold.h) completes through the engine's HoldHub. Thread-safety:
+// add_handler/set_*_sink/start/stop are called by the owner, not concurrently with each
+// other; stat()/stats_json()/ last_error()/log() from any thread.
 #pragma once
 
 #include <atomic>
