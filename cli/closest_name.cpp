@@ -22,9 +22,19 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+// Whether every character of `name` appears in `candidate`, in order (an abbreviation:
+// "zrembyscore" of "zremrangebyscore").
+bool abbreviates(std::string_view name, std::string_view candidate) {
+    size_t at = 0;
+    for (char c : candidate)
+        if (at < name.size() && name[at] == c) at++;
+    return at == name.size();
+}
+
 }  // namespace
 
-std::string closest_name(std::string_view name, const std::vector<std::string> &known) {
+std::string closest_name(std::string_view name, const std::vector<std::string> &known,
+                         bool abbreviations) {
     std::string best;
     size_t best_distance = std::min<size_t>(3, name.size());  // suggest only near misses
     for (const auto &candidate : known) {
@@ -34,6 +44,10 @@ std::string closest_name(std::string_view name, const std::vector<std::string> &
             best = candidate;
         }
     }
+    if (!best.empty() || !abbreviations || name.size() < 4) return best;
+    for (const auto &candidate : known)
+        if (abbreviates(name, candidate) && (best.empty() || candidate.size() < best.size()))
+            best = candidate;
     return best;
 }
 

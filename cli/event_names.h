@@ -1,6 +1,6 @@
 // The --events option: a comma-separated list of event names Redis publishes, checked
-// against the names Redis 7.x emits so that a typo is an error, not a silent watch on a
-// channel that never fires. Pure functions: thread-safe.
+// against the event table (core/redis/keyspace_events.h) so that a typo is an error, not a
+// silent watch on a channel that never fires. Pure functions: thread-safe.
 #pragma once
 
 #include <string>
@@ -9,12 +9,11 @@
 
 namespace keywatch::cli {
 
-// Every event name a Redis 7.x server publishes on __keyevent@<db>__:<event>.
-const std::vector<std::string> &known_event_names();
-
 // Parses "expired, del,set" or "*" into the canonical text for kw_filter_set("events").
-// Spaces around names are ignored and duplicates dropped. On failure returns false and
-// sets *err to a message naming the bad entry (with the closest known name, if any).
-bool parse_event_list(std::string_view text, std::string *canonical, std::string *err);
+// Spaces around names are ignored and duplicates dropped; allow_task also takes "task"
+// (the items of task queues). On failure returns false and sets *err to a message naming
+// the bad entry (with the closest known name, if any).
+bool parse_event_list(std::string_view text, bool allow_task, std::string *canonical,
+                      std::string *err);
 
 }  // namespace keywatch::cli

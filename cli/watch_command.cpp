@@ -167,7 +167,7 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
 int run_watch(const WatchArgs &a) {
     std::string err;
     std::string events;
-    if (!parse_event_list(a.events, &events, &err)) {
+    if (!parse_event_list(a.events, false, &events, &err)) {
         fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;
     }

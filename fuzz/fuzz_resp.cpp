@@ -13,7 +13,7 @@
 #include "core/queue/queue_keys.h"
 #include "core/redis/redis_conn.h"
 #include "core/redis/reply_error.h"
-#include "core/engine/subscriber.h"
+#include "core/redis/keyspace_events.h"
 #include "core/redis/topology.h"
 #include "fuzz/check.h"
 

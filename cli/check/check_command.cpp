@@ -10,6 +10,7 @@
 
 #include "cli/check/check_report.h"
 #include "cli/client_session.h"
+#include "cli/event_names.h"
 #include "cli/check/deployment_check.h"
 #include "cli/exit_status.h"
 #include "cli/redact_url.h"
@@ -17,7 +18,7 @@
 #include "core/config/config.h"
 #include "core/engine/filter.h"
 #include "core/queue/queue_keys.h"
-#include "core/engine/subscriber.h"
+#include "core/redis/keyspace_events.h"
 
 namespace keywatch::cli {
 namespace {
@@ -63,7 +64,12 @@ bool build_config(const ClientArgs &a, Config *cfg) {
 
 // The events the engine will subscribe to: --events, plus what tracking needs.
 bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
-    std::string text = a.events + (track ? ",del,rename_from" : "");
+    std::string text, err;
+    if (!parse_event_list(a.events, true, &text, &err)) {
+        bad_input(err);
+        return false;
+    }
+    if (track) text += ",del,rename_from";
     size_t start = 0;
     while (start <= text.size()) {
         const size_t comma = std::min(text.find(',', start), text.size());
@@ -71,16 +77,9 @@ bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
         start = comma + 1;
         if (e.empty() || e == "task") continue;  // tasks come from the queues, not events
         if (e == "*") {                          // what watch and the filters mean by it
-            for (size_t i = 0; i < kDefaultEventCount; i++)
-                if (std::find(out->begin(), out->end(), kDefaultEvents[i]) == out->end())
-                    out->push_back(kDefaultEvents[i]);
+            for (const std::string &s : star_events())
+                if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
             continue;
-        }
-        if (!notify_flag_for_event(e)) {
-            bad_input("--events: unknown event '" + e +
-                      "': give Redis keyevent names such as expired,evicted,del (or task for "
-                      "handlers of task queues only)");
-            return false;
         }
         if (std::find(out->begin(), out->end(), e) == out->end()) out->push_back(e);
     }

@@ -9,7 +9,7 @@
 #include "core/redis/blocking_redis.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"
-#include "core/engine/subscriber.h"
+#include "core/redis/keyspace_events.h"
 #include "core/redis/topology.h"
 #include "keywatch.h"
 
@@ -24,11 +24,7 @@ std::string user_of(const RedisUrl &url) {
 // notifications of due keys need (as the engine asks, core/engine/engine.cpp).
 std::string needed_flags(const DeploymentCheck &c, bool cluster) {
     if (c.needs.events.empty() && !(cluster && c.needs.sweeps())) return "";
-    std::string need = "E";
-    for (auto &e : c.needs.events) {
-        const char f = notify_flag_for_event(e);
-        if (f && need.find(f) == std::string::npos) need += f;
-    }
+    std::string need = notify_flags_for(c.needs.events, nullptr);
     if (cluster && c.needs.sweeps())
         for (char f : std::string("Kzg"))
             if (need.find(f) == std::string::npos) need += f;

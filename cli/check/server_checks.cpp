@@ -6,7 +6,7 @@
 
 #include "core/redis/blocking_redis.h"
 #include "core/redis/reply_error.h"
-#include "core/engine/subscriber.h"
+#include "core/redis/keyspace_events.h"
 
 namespace keywatch::cli {
 namespace {

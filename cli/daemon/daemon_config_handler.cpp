@@ -6,7 +6,7 @@
 #include "keywatch.h"
 #include "cli/closest_name.h"
 #include "cli/daemon/config_reader.h"
-#include "cli/event_names.h"
+#include "core/redis/keyspace_events.h"
 #include "core/plugins/plugin_set.h"
 #include "core/plugins/plugin_loader.h"
 
@@ -22,10 +22,9 @@ bool check_event_name(const std::string &name, size_t count, const toml::node &n
     if (name == "*")
         return reader->fail(node.source(), key,
                             "'*' stands alone: write events = \"*\" or list the names");
-    const auto &known = known_event_names();
-    if (std::find(known.begin(), known.end(), name) != known.end()) return true;
+    if (find_event(name)) return true;
     std::string what = "unknown event '" + name + "'";
-    std::string near = closest_name(name, known);
+    std::string near = closest_name(name, event_names(), true);
     if (!near.empty()) what += " (did you mean '" + near + "'?)";
     return reader->fail(node.source(), key,
                         what +

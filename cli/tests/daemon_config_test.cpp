@@ -523,6 +523,13 @@ TEST(DaemonConfigErrors, UnknownEventIsNamedWithASuggestion) {
               "kw.toml:3:22: [[handler]] #1 events: unknown event 'expird' (did you mean "
               "'expired'?); use names Redis publishes (e.g. expired, evicted, del, set, expire), "
               "\"task\" for delayed tasks, or \"*\"");
+    // The names Redis publishes (core/redis/keyspace_events.h): never "zrembyscore".
+    EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nevents = \"zrembyscore\"\n"),
+              "kw.toml:3:10: [[handler]] #1 events: unknown event 'zrembyscore' (did you mean "
+              "'zremrangebyscore'?); use names Redis publishes (e.g. expired, evicted, del, set, "
+              "expire), \"task\" for delayed tasks, or \"*\"");
+    EXPECT_TRUE(
+        error_of("[[handler]]\nplugin = \"stream\"\nevents = \"zremrangebyscore\"\n").empty());
     EXPECT_EQ(error_of("[[handler]]\nplugin = \"stream\"\nevents = [\"*\", \"del\"]\n"),
               "kw.toml:3:11: [[handler]] #1 events: '*' stands alone: write events = \"*\" or "
               "list the names");

@@ -153,28 +153,39 @@ TEST(JsonLine, EmptySnapshotIsAnEmptyValue) {
 
 TEST(EventList, AcceptsKnownNamesTrimmedAndDeduplicated) {
     std::string canonical, err;
-    ASSERT_TRUE(parse_event_list(" expired, del,expired ,rename_from", &canonical, &err)) << err;
+    ASSERT_TRUE(parse_event_list(" expired, del,expired ,rename_from", false, &canonical, &err))
+        << err;
     EXPECT_EQ(canonical, "expired,del,rename_from");
-    ASSERT_TRUE(parse_event_list("*", &canonical, &err));
+    ASSERT_TRUE(parse_event_list("*", false, &canonical, &err));
     EXPECT_EQ(canonical, "*");
-    ASSERT_TRUE(parse_event_list("xgroup-createconsumer,hset", &canonical, &err));
+    ASSERT_TRUE(parse_event_list("xgroup-createconsumer,hset", false, &canonical, &err));
+    ASSERT_TRUE(parse_event_list("zremrangebyscore,sortstore", false, &canonical, &err)) << err;
+}
+
+TEST(EventList, TaskOnlyWhereAllowed) {
+    std::string canonical, err;
+    EXPECT_FALSE(parse_event_list("task", false, &canonical, &err));
+    ASSERT_TRUE(parse_event_list("expired,task", true, &canonical, &err)) << err;
+    EXPECT_EQ(canonical, "expired,task");
 }
 
 TEST(EventList, UnknownNameIsNamedWithASuggestion) {
     std::string canonical, err;
-    EXPECT_FALSE(parse_event_list("expired,expird", &canonical, &err));
+    EXPECT_FALSE(parse_event_list("expired,expird", false, &canonical, &err));
     EXPECT_NE(err.find("'expird'"), std::string::npos) << err;
     EXPECT_NE(err.find("did you mean 'expired'"), std::string::npos) << err;
-    EXPECT_FALSE(parse_event_list("nonsense-event-name", &canonical, &err));
+    EXPECT_FALSE(parse_event_list("zrembyscore", true, &canonical, &err));
+    EXPECT_NE(err.find("did you mean 'zremrangebyscore'"), std::string::npos) << err;
+    EXPECT_FALSE(parse_event_list("nonsense-event-name", false, &canonical, &err));
     EXPECT_EQ(err.find("did you mean"), std::string::npos) << err;
 }
 
 TEST(EventList, EmptyEntriesAreRefused) {
     std::string canonical, err;
-    EXPECT_FALSE(parse_event_list("", &canonical, &err));
-    EXPECT_FALSE(parse_event_list("expired,,del", &canonical, &err));
-    EXPECT_FALSE(parse_event_list("expired,", &canonical, &err));
-    EXPECT_FALSE(parse_event_list("expired,*", &canonical, &err));
+    EXPECT_FALSE(parse_event_list("", false, &canonical, &err));
+    EXPECT_FALSE(parse_event_list("expired,,del", false, &canonical, &err));
+    EXPECT_FALSE(parse_event_list("expired,", false, &canonical, &err));
+    EXPECT_FALSE(parse_event_list("expired,*", false, &canonical, &err));
 }
 
 TEST(Printable, EscapesWhatIsNotPrintableAscii) {

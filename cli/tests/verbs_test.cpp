@@ -915,6 +915,64 @@ TEST_F(CliTest, ObserveAndKeyFiltersLeaveTrackedKeysInTheQueue) {
     EXPECT_EQ(f.inflight, 0);
 }
 
+// ---- events and their notify flags -------------------------------------------------------
+
+// A watch of `events` with --notify-enable against a server whose notify-keyspace-events
+// is empty: keywatch must switch on the flag each event needs. `write` makes Redis publish
+// them; the watch must print one line per event, and the server's flags must then hold
+// `flag`.
+void watch_sets_the_flag_and_delivers(
+    const std::string &events, char flag, const std::vector<std::vector<std::string>> &write,
+    const std::vector<std::pair<std::string, std::string>> &want) {
+    keywatch::RedisProcess::Options o;
+    o.notify = "";
+    keywatch::RedisProcess server(o);
+    server.start();
+    char tmpl[] = "/tmp/kwcli.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    {
+        Process watch(KW_CLI_PATH,
+                      {"watch", "--events", events, "--notify-enable", "--redis", server.url()},
+                      dir, "watch", {});
+        ASSERT_TRUE(watch.wait_stderr("keywatch: watching", 15s)) << describe(watch.peek());
+        const auto config = lines(server.command({"CONFIG", "GET", "notify-keyspace-events"}));
+        const std::string flags = config.size() == 2 ? config[1] : "";
+        EXPECT_NE(flags.find(flag), std::string::npos) << "flags " << flags << " lack " << flag;
+        for (const auto &cmd : write) server.command(cmd);
+        Result r;
+        const bool arrived = kwtest::wait_until([&] {
+            r = watch.peek();
+            return lines(r.out).size() >= want.size();
+        });
+        r = watch.finish(20s, true);
+        EXPECT_TRUE(arrived) << describe(r);
+        const auto got = json_lines(r);
+        ASSERT_EQ(got.size(), want.size()) << describe(r);
+        for (size_t i = 0; i < want.size(); i++) {
+            EXPECT_EQ(got[i].at("event"), want[i].first) << describe(r);
+            EXPECT_EQ(got[i].at("key"), want[i].second) << describe(r);
+        }
+    }
+    server.stop();
+    std::filesystem::remove_all(dir);
+}
+
+TEST(CliEvents, WatchZremrangebyscoreSwitchesOnItsFlagAndDelivers) {
+    // Redis publishes zremrangebyscore (never "zrembyscore") under flag z.
+    watch_sets_the_flag_and_delivers(
+        "zremrangebyscore", 'z',
+        {{"ZADD", "z:1", "1", "a", "2", "b", "3", "c"}, {"ZREMRANGEBYSCORE", "z:1", "0", "1"}},
+        {{"zremrangebyscore", "z:1"}});
+}
+
+TEST(CliEvents, WatchSortstoreSwitchesOnTheListFlagAndDelivers) {
+    // SORT ... STORE publishes sortstore under flag l (sort.c), not g.
+    watch_sets_the_flag_and_delivers(
+        "sortstore", 'l', {{"RPUSH", "l:1", "3", "1", "2"}, {"SORT", "l:1", "STORE", "l:sorted"}},
+        {{"sortstore", "l:sorted"}});
+}
+
 // ---- demo ----------------------------------------------------------------------------
 
 TEST(CliDemo, TracksKeysAndATaskAndReportsLatenessAndFigures) {

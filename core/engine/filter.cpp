@@ -3,12 +3,9 @@
 #include <cstdlib>
 
 #include "core/queue/queue_keys.h"
+#include "core/redis/keyspace_events.h"
 
 namespace keywatch {
-
-const char *const kDefaultEvents[] = {"expired", "evicted", "del",         "set",
-                                      "expire",  "persist", "rename_from", "rename_to"};
-const size_t kDefaultEventCount = sizeof kDefaultEvents / sizeof kDefaultEvents[0];
 
 // Redis' stringmatchlen, on bytes, without recursion blow-up for the common cases.
 bool glob_match(std::string_view p, std::string_view s) {
@@ -156,9 +153,12 @@ bool Filter::set(std::string_view name, std::string_view value, bool binary, std
             start = comma + 1;
         }
         all_events = all;
-        events = all ? std::set<std::string, std::less<>>(kDefaultEvents,
-                                                          kDefaultEvents + kDefaultEventCount)
-                     : parsed;
+        if (all) {
+            const std::vector<std::string> star = star_events();
+            events = std::set<std::string, std::less<>>(star.begin(), star.end());
+        } else {
+            events = parsed;
+        }
         if (all) events.insert(parsed.begin(), parsed.end());
         return true;
     }

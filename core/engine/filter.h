@@ -33,8 +33,4 @@ struct Filter {
     bool set(std::string_view name, std::string_view value, bool binary, std::string *err);
 };
 
-// The events keywatch subscribes to for a filter with events "*".
-extern const char *const kDefaultEvents[];
-extern const size_t kDefaultEventCount;
-
 }  // namespace keywatch

@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
 
 #include "core/redis/channel.h"
+#include "core/redis/keyspace_events.h"
 #include "core/redis/reply_error.h"
 
 namespace keywatch {
@@ -21,42 +21,6 @@ bool is_noauth(const redisReply *r) {
 }
 
 }  // namespace
-
-char notify_flag_for_event(const std::string &e) {
-    static const std::map<std::string, char> table = {
-        {"expired", 'x'},     {"evicted", 'e'},      {"new", 'n'},         {"del", 'g'},
-        {"expire", 'g'},      {"persist", 'g'},      {"rename_from", 'g'}, {"rename_to", 'g'},
-        {"copy_to", 'g'},     {"restore", 'g'},      {"move_from", 'g'},   {"move_to", 'g'},
-        {"sortstore", 'g'},   {"set", '$'},          {"setrange", '$'},    {"incrby", '$'},
-        {"incrbyfloat", '$'}, {"append", '$'},       {"lpush", 'l'},       {"rpush", 'l'},
-        {"lpop", 'l'},        {"rpop", 'l'},         {"linsert", 'l'},     {"lset", 'l'},
-        {"lrem", 'l'},        {"ltrim", 'l'},        {"hset", 'h'},        {"hdel", 'h'},
-        {"hincrby", 'h'},     {"hincrbyfloat", 'h'}, {"sadd", 's'},        {"srem", 's'},
-        {"spop", 's'},        {"smove", 's'},        {"zadd", 'z'},        {"zincr", 'z'},
-        {"zrem", 'z'},        {"zrembyscore", 'z'},  {"zrembyrank", 'z'},  {"xadd", 't'},
-        {"xtrim", 't'},       {"xdel", 't'},
-    };
-    auto it = table.find(e);
-    return it == table.end() ? 0 : it->second;
-}
-
-std::string missing_notify_flags(const std::string &have, const std::string &need) {
-    std::string expanded = have;
-    if (have.find('A') != std::string::npos) expanded += "g$lshzxetd";
-    std::string missing;
-    for (char c : need)
-        if (expanded.find(c) == std::string::npos && missing.find(c) == std::string::npos)
-            missing += c;
-    return missing;
-}
-
-bool notify_flags_from_reply(const redisReply *r, std::string *flags) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != REDIS_REPLY_STRING)
-        return false;
-    flags->assign(r->element[1]->str, r->element[1]->len);
-    return true;
-}
 
 Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSink *sink,
                        EventSink *events)
@@ -179,13 +143,10 @@ void Subscriber::check_scripts() {
 }
 
 void Subscriber::check_notify_config() {
-    std::string need = "E" + opts_.extra_flags;
     std::vector<std::string> unknown;
-    for (auto &e : opts_.events) {
-        char f = notify_flag_for_event(e);
-        if (f && need.find(f) == std::string::npos) need += f;
-        if (!f) unknown.push_back(e);
-    }
+    std::string need = notify_flags_for(opts_.events, &unknown);
+    for (char f : opts_.extra_flags)
+        if (need.find(f) == std::string::npos) need += f;
     if (!unknown.empty() && !started_once_) {
         std::string names;
         for (auto &e : unknown) names += (names.empty() ? "" : ", ") + e;

@@ -137,13 +137,4 @@ class Subscriber {
     std::mt19937_64 rng_;
 };
 
-// Notification flag letters (notify-keyspace-events) an event name needs besides 'E';
-// 0 when keywatch does not know the event.
-char notify_flag_for_event(const std::string &event);
-// The letters in `need` that `have` lacks ('A' counts as g$lshzxetd).
-std::string missing_notify_flags(const std::string &have, const std::string &need);
-// The flags in a reply to CONFIG GET notify-keyspace-events (["notify-keyspace-events",
-// "<flags>"]). False for any other shape (an error, a server that hides the option).
-bool notify_flags_from_reply(const redisReply *r, std::string *flags);
-
 }  // namespace keywatch

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -417,6 +418,19 @@ def test_events_star_means_what_watch_means(configured_redis: Callable[..., Serv
     assert "&__keyevent@*__:rename_to" in doc["acl_rule"]
 
 
+def test_check_accepts_every_published_name(configured_redis: Callable[..., Server]) -> None:
+    """The names Redis publishes, with the flags it publishes them under: zremrangebyscore
+    on z, sortstore on l (SORT ... STORE, sort.c)."""
+    s = configured_redis("--appendonly", "yes")  # notify-keyspace-events ""
+    status, doc = check_json("--redis", s.url, "--events", "zremrangebyscore,sortstore",
+                             "--conf", "track.enable=false")
+    (line,) = lines(doc, "notifications")
+    assert status == 1 and line["verdict"] == "fail", doc
+    lacks = re.search(r"lacks '([^']*)'", line["detail"])
+    assert lacks and sorted(lacks.group(1)) == sorted("Elz"), line
+    assert "&__keyevent@*__:zremrangebyscore" in doc["acl_rule"]
+
+
 def test_unreachable_server_exits_1() -> None:
     r = check("--redis", f"redis://127.0.0.1:{free_port()}", "--conf",
               "redis.connect_timeout=300ms")
@@ -453,7 +467,9 @@ def test_a_wrong_password_fails_without_printing_it(
 
 @pytest.mark.parametrize("args, words", [
     (["--redis", "http://x"], "--redis: "),
-    (["--events", "expird"], "--events: unknown event 'expird'"),
+    (["--events", "expird"], "unknown event 'expird' in --events: did you mean 'expired'?"),
+    (["--events", "zrembyscore"], "unknown event 'zrembyscore' in --events: did you mean "
+                                  "'zremrangebyscore'?"),
     (["--conf", "lease"], "--conf 'lease': write NAME=VALUE"),
     (["--conf", "redis.mode=sideways"], "--conf redis.mode: "),
 ])
