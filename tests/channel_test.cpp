@@ -172,4 +172,9 @@ TEST(KeyeventPattern, ChannelsItMatchesParseBackToTheEvent) {
 }
 
 }  // namespace
+TEST(KeyspacePattern, NamesTheDbAndTheGlob) {
+    EXPECT_EQ(keyspace_pattern(0, "kw:*:{*}:due"), "__keyspace@0__:kw:*:{*}:due");
+    EXPECT_EQ(keyspace_pattern(12, "a"), "__keyspace@12__:a");
+}
+
 }  // namespace keywatch

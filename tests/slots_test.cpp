@@ -77,4 +77,19 @@ TEST(ParseQueueKey, ReadsQueueAndTagAndRefusesOtherKeys) {
     EXPECT_FALSE(parse_due_key("kw", "kwx:keys:{1}:due", &queue, &tag));
 }
 
+TEST(QueueKeyGlob, MatchesTheQueueKeysOfEverySlot) {
+    EXPECT_EQ(queue_key_glob("kw", "*", "due"), "kw:*:{*}:due");
+    EXPECT_EQ(queue_key_glob("kw", "mail", "dead"), "kw:mail:{*}:dead");
+    std::string queue, tag;
+    EXPECT_TRUE(parse_due_key("kw", QueueKeys::due_key("kw", "mail", "1bz"), &queue, &tag));
+}
+
+TEST(DedupeKey, LivesInTheEventKeysSlot) {
+    const std::string key = "order:{7}:x";
+    const std::string &tag = SlotTags::instance().tag_for_key(key);
+    const std::string d = dedupe_key("kw", tag, 3, "expired", key);
+    EXPECT_EQ(d, "kw:dedupe:{" + tag + "}:3:expired:" + key);
+    EXPECT_EQ(key_slot(d), key_slot(key));
+}
+
 }  // namespace

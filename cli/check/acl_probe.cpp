@@ -47,23 +47,6 @@ std::string lower(std::string s) {
     return s;
 }
 
-// The commands keywatch's scripts run (Redis checks each against the caller's ACL), read
-// from the scripts themselves so that a new one is probed without anyone listing it.
-std::vector<std::string> script_commands() {
-    std::set<std::string> names;
-    const std::string_view mark = "redis.call('";
-    for (size_t i = 0; i < scripts::kAllCount; i++) {
-        const std::string_view body = scripts::kAll[i]->body;
-        for (size_t at = body.find(mark); at != std::string_view::npos; at = body.find(mark, at)) {
-            at += mark.size();
-            const size_t end = body.find('\'', at);
-            if (end == std::string_view::npos) break;
-            names.insert(std::string(body.substr(at, end - at)));
-        }
-    }
-    return {names.begin(), names.end()};
-}
-
 // A probe of a script command with valid arguments on the queue's keys; an unknown
 // command gets none (reported as not probed).
 bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out) {
@@ -281,7 +264,7 @@ Group group_of(std::string check, std::vector<Probe> probes) {
 // The queue scripts and the commands they run, on the keys of every queue served.
 void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vector<Probe> *scripts,
                        std::vector<Probe> *inner) {
-    const std::vector<std::string> names = script_commands();
+    const std::vector<std::string> names = scripts::commands();
     for (auto &q : needs.queues) {
         const QueueKeys k = QueueKeys::make(needs.ns, q, tag);
         const std::vector<std::string> keys = k.keys();
@@ -311,7 +294,7 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
                      {"cluster|slots", {"CLUSTER", "SLOTS"}, false}};
     if (needs.dedupe)
         dedupe = {{"set",
-                   {"SET", needs.ns + ":dedupe:{" + tag + "}:0:expired:keywatch-check", "1", "NX",
+                   {"SET", dedupe_key(needs.ns, tag, 0, "expired", "keywatch-check"), "1", "NX",
                     "PX", "60000"},
                    true}};
     std::vector<Group> groups = {
@@ -323,11 +306,11 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
     };
     // The queue gauges of the daemon's /metrics and keywatch inspect find the queues by
     // SCAN (kw_client_inspect_json), and so do a cluster's sweepers.
-    groups.push_back(
-        group_of("acl: queue discovery",
-                 {{"scan",
-                   {"SCAN", "0", "MATCH", needs.ns + ":*:{*}:due", "COUNT", "1", "TYPE", "zset"},
-                   false}}));
+    groups.push_back(group_of("acl: queue discovery",
+                              {{"scan",
+                                {"SCAN", "0", "MATCH", queue_key_glob(needs.ns, "*", "due"),
+                                 "COUNT", "1", "TYPE", "zset"},
+                                false}}));
     if (!discovery.empty()) groups.push_back(group_of(kDiscovery, std::move(discovery)));
     if (!dedupe.empty()) groups.push_back(group_of("acl: dedupe", std::move(dedupe)));
     return groups;
@@ -365,7 +348,7 @@ std::string acl_rule(const AclNeeds &needs) {
     // ASKING: a command routed by key (plugins' commands) during a slot migration.
     if (needs.cluster) cmds.push_back("asking");
     cmds.push_back("scan");
-    for (auto &c : script_commands()) cmds.push_back(lower(c));
+    for (auto &c : scripts::commands()) cmds.push_back(lower(c));
     if (needs.dedupe) cmds.push_back("set");
     std::set<std::string> seen;
     std::string rule = "on >PASSWORD -@all";

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cli/check/check_report.h"
+#include "core/queue/queue_keys.h"
+#include "core/redis/channel.h"
 #include "core/redis/url.h"
 
 namespace keywatch::cli {
@@ -34,7 +36,9 @@ struct AclNeeds {
     // keyspace notifications of their due keys (core/engine/engine.cpp).
     bool sweeps() const { return !queues.empty() || dedupe; }
     // That keyspace pattern, for namespace ns.
-    std::string due_keyspace_pattern() const { return "__keyspace@0__:" + ns + ":*:{*}:due"; }
+    std::string due_keyspace_pattern() const {
+        return keyspace_pattern(0, queue_key_glob(ns, "*", "due"));
+    }
 };
 
 // The rule (after "ACL SETUSER <user> ") that grants what keywatch needs, for the docs and

@@ -212,10 +212,8 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     bool cluster = false;
     Topology topo;
     std::string err;
-    // The topology probe asks CLUSTER SHARDS unless told standalone; a unix socket is
-    // taken as standalone without asking (core/redis/topology.cpp).
     check.needs.discovery =
-        check.mode != "standalone" && !(check.seeds.empty() || check.seeds.front().is_unix());
+        !check.seeds.empty() && probes_topology(check.mode, check.seeds.front());
     check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
     report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
     if (!seeds_connect(check, report)) return;

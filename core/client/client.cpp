@@ -646,7 +646,7 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
                                                   std::map<std::string, std::string> *unreachable) {
     std::vector<QueueRef> out;
     std::set<std::string> seen;
-    std::string match = config_.ns + ":" + (only_name.empty() ? "*" : only_name) + ":{*}:" + part;
+    std::string match = queue_key_glob(config_.ns, only_name.empty() ? "*" : only_name, part);
     for (auto &endpoint : masters()) {
         if (unreachable && unreachable->count(endpoint)) continue;
         std::string cursor = "0";

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/engine/config_slices.h"
+#include "core/redis/channel.h"
 
 namespace keywatch {
 
@@ -170,7 +171,8 @@ int Engine::start_or_check(bool check_only) {
         }
         // Each master's sweeper hears of new items in its slot queues from keyspace
         // notifications on their due keys (zadd, restore after a migration).
-        opts.keyspace_patterns.push_back("__keyspace@0__:" + config_.ns + ":*:{*}:due");
+        opts.keyspace_patterns.push_back(
+            keyspace_pattern(0, queue_key_glob(config_.ns, "*", "due")));
         opts.extra_flags = "Kzg";
     }
     // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user

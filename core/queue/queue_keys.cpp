@@ -19,6 +19,16 @@ std::string QueueKeys::due_key(const std::string &ns, const std::string &queue,
     return queue_base(ns, queue, tag) + "due";
 }
 
+std::string queue_key_glob(const std::string &ns, const std::string &queue,
+                           const std::string &part) {
+    return queue_base(ns, queue, "*") + part;
+}
+
+std::string dedupe_key(const std::string &ns, const std::string &tag, int db,
+                       const std::string &event, const std::string &key) {
+    return ns + ":dedupe:{" + tag + "}:" + std::to_string(db) + ":" + event + ":" + key;
+}
+
 bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
                      std::string *queue, std::string *tag) {
     const std::string suffix = "}:" + part;

@@ -25,6 +25,16 @@ struct QueueKeys {
     std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
 };
 
+// "<ns>:<queue>:{*}:<part>": the glob of one queue's key in every slot (queue and part may
+// be "*" too), for SCAN MATCH and keyspace patterns.
+std::string queue_key_glob(const std::string &ns, const std::string &queue,
+                           const std::string &part);
+
+// The key a sweeper SETs NX to claim one live event when dedupe is on, in the event key's
+// slot (tag): "<ns>:dedupe:{<tag>}:<db>:<event>:<key>".
+std::string dedupe_key(const std::string &ns, const std::string &tag, int db,
+                       const std::string &event, const std::string &key);
+
 // Parses "<ns>:<queue>:{<tag>}:due" (what a cluster sweeper finds by SCAN or hears of by
 // keyspace notification). False for any other key.
 bool parse_due_key(const std::string &ns, const std::string &key, std::string *queue,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string_view>
 
 #include "core/base/time_limit.h"
 
@@ -542,6 +544,21 @@ const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kR
                               &kClaimDue, &kClaimLive, &kForget, &kAck,      &kFail,       &kRenew,
                               &kRelease,  &kReplay,    &kPurge,  &kInspect};
 const size_t kAllCount = sizeof kAll / sizeof kAll[0];
+
+std::vector<std::string> commands() {
+    std::set<std::string> names;
+    const std::string_view mark = "redis.call('";
+    for (size_t i = 0; i < kAllCount; i++) {
+        const std::string_view body = kAll[i]->body;
+        for (size_t at = body.find(mark); at != std::string_view::npos; at = body.find(mark, at)) {
+            at += mark.size();
+            const size_t end = body.find('\'', at);
+            if (end == std::string_view::npos) break;
+            names.insert(std::string(body.substr(at, end - at)));
+        }
+    }
+    return {names.begin(), names.end()};
+}
 
 }  // namespace scripts
 

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace keywatch {
 
@@ -64,6 +65,11 @@ constexpr long long kPastMax = -9;
 // Every script, for SCRIPT LOAD at connect.
 extern const Script *const kAll[];
 extern const size_t kAllCount;
+
+// The commands the scripts run (Redis checks each against the caller's ACL), upper case,
+// sorted, read from the scripts themselves so that a new one is granted and probed without
+// anyone listing it.
+std::vector<std::string> commands();
 }  // namespace scripts
 
 // SHA1 of a script body as lower-case hex (what EVALSHA takes).

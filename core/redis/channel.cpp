@@ -38,6 +38,12 @@ std::string keyevent_pattern(std::string_view event) {
     return p;
 }
 
+std::string keyspace_pattern(int db, std::string_view key_glob) {
+    std::string p = "__keyspace@" + std::to_string(db) + "__:";
+    p.append(key_glob.data(), key_glob.size());
+    return p;
+}
+
 std::string channel_acl_rules(const std::vector<std::string> &events,
                               const std::vector<std::string> &keyspace_patterns) {
     std::string rules;

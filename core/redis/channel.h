@@ -26,6 +26,10 @@ bool parse_channel(std::string_view channel, ParsedChannel *out);
 // "__keyevent@*__:<event>": the pattern keywatch PSUBSCRIBEs to for one event name.
 std::string keyevent_pattern(std::string_view event);
 
+// "__keyspace@<db>__:<key_glob>": the pattern for the keyspace channels of the keys a glob
+// matches (a cluster's sweepers: their due keys, db 0).
+std::string keyspace_pattern(int db, std::string_view key_glob);
+
 // The prefix of the channel each subscriber publishes its heartbeats on (then its id).
 inline constexpr const char *kHeartbeatChannelPrefix = "__keywatch:heartbeat:";
 

@@ -270,6 +270,10 @@ int refuse_cluster_node(const RedisUrl &seed, int64_t timeout_ms, std::string *e
 
 }  // namespace
 
+bool probes_topology(const std::string &mode, const RedisUrl &seed) {
+    return mode != "standalone" && !seed.is_unix();
+}
+
 int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &mode,
                    bool *is_cluster, Topology *out, std::string *err, int64_t named_timeout_ms,
                    bool *unreachable, bool *loading) {

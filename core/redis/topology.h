@@ -57,6 +57,10 @@ namespace keywatch {
 
 struct RedisUrl;
 
+// Whether probe_topology asks the seed for the topology (CLUSTER SHARDS / SLOTS): unless
+// told standalone; a unix socket is taken as standalone without asking.
+bool probes_topology(const std::string &mode, const RedisUrl &seed);
+
 // Asks the seed, over a short blocking connection, whether it is a cluster node and if so
 // for the topology. mode: "auto", "standalone" (returns at once: not a cluster) or
 // "cluster" (a node without cluster support is an error). Returns a KW status; *err says

@@ -63,6 +63,11 @@
 
 namespace keywatch {
 
+// The keyspace events on a due key that tell a cluster's sweeper of items arriving in its
+// slot queues (touched()): new items (track, schedule, retry) and a slot migrated in. Its
+// subscriber listens for them (the engine's plan, core/engine/plan.h).
+inline constexpr const char *kArrivalEvents[] = {"zadd", "restore"};
+
 struct SweeperCounters {
     std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
         suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
@@ -144,8 +149,8 @@ class Sweeper {
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
     void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
     void complete(std::vector<Completion> &&done);
-    // Cluster: a keyspace notification on a due key of this node (new items, a slot
-    // migrated in): sweep that slot queue soon.
+    // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
+    // new items, a slot migrated in): sweep that slot queue soon.
     void touched(const std::string &due_key, const std::string &event);
     // Cluster: the slot queues it knows in `slots` (indexed by slot), for a slot's new
     // master when the topology shows the slot moved.

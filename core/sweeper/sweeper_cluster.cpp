@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/redis/reply_error.h"
 
@@ -51,9 +52,11 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
 }
 
 void Sweeper::touched(const std::string &due_key, const std::string &event) {
-    // New items (zadd from track/schedule/retry) or a slot migrated in (restore); not our
-    // own zrem/del as items are claimed.
-    if (event != "zadd" && event != "restore") return;
+    // New items or a slot migrated in (kArrivalEvents); not our own zrem/del as items are
+    // claimed.
+    if (std::find(std::begin(kArrivalEvents), std::end(kArrivalEvents), event) ==
+        std::end(kArrivalEvents))
+        return;
     std::string name, tag;
     if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
     Queue *q = queue(name, tag);
@@ -145,7 +148,7 @@ void Sweeper::scan(const std::string &cursor) {
     }
     // Due and in-flight sets: a slot whose items are all in flight (their holder may have
     // died) must be found too, or its leases would never be checked.
-    std::string match = opts_.ns + ":*:{*}:*";
+    std::string match = queue_key_glob(opts_.ns, "*", "*");
     bool sent = command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
             if (classify(r) == ReplyError::Loading) {

@@ -218,8 +218,8 @@ void Sweeper::untracked(std::vector<Event> &&events) {
     for (size_t i = 0; i < p->events.size(); i++) {
         const Event &ev = p->events[i];
         // In the event key's slot, so that in a cluster it lives on the node that published.
-        std::string key = opts_.ns + ":dedupe:{" + SlotTags::instance().tag_for_key(ev.key) +
-                          "}:" + std::to_string(ev.db) + ":" + ev.name + ":" + ev.key;
+        std::string key =
+            dedupe_key(opts_.ns, SlotTags::instance().tag_for_key(ev.key), ev.db, ev.name, ev.key);
         bool sent = command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
                             [this, p, i](redisReply *r) {
                                 p->won[i] = r->type == REDIS_REPLY_STATUS;
