@@ -13,6 +13,15 @@ Subscriber::Options subscriber_options(const Config &c) {
     return o;
 }
 
+PlanConfig plan_config(const Config &c) {
+    PlanConfig p;
+    p.ns = c.ns;
+    p.track_enable = c.track_enable;
+    p.dedupe = c.dedupe_enable;
+    p.queues = c.queues;
+    return p;
+}
+
 Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     Sweeper::Options o{};
     o.ns = c.ns;

@@ -7,6 +7,7 @@
 
 #include "core/config/config.h"
 #include "core/engine/fanout.h"
+#include "core/engine/plan.h"
 #include "core/engine/subscriber.h"
 #include "core/sweeper/sweeper.h"
 
@@ -17,6 +18,8 @@ Subscriber::Options subscriber_options(const Config &c);
 // Queue, lease, retry, sweep, dedupe and connection settings of one node's sweeper;
 // `owner` names this engine in its claims.
 Sweeper::Options sweeper_options(const Config &c, const std::string &owner);
+// What the engine's plan reads (plan.h).
+PlanConfig plan_config(const Config &c);
 // The fan-out's settings, with sub and sweep filled from the two functions above.
 Fanout::Options fanout_options(const Config &c, const std::string &owner);
 
