@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/engine/config_slices.h"
-#include "core/redis/channel.h"
+#include "core/redis/topology.h"
 
 namespace keywatch {
 
@@ -67,44 +67,10 @@ int Engine::set_log_sink(LogSink sink) {
     return KW_OK;
 }
 
-std::vector<std::string> Engine::subscribed_events() const {
-    std::set<std::string> all;
-    for (auto &h : handlers_) {
-        // Handlers of tracked keys only (queue "keys") still need the live expiries.
-        if (h.filter.has_queue && h.filter.queue != kKeysQueue) continue;
-        all.insert(h.filter.events.begin(), h.filter.events.end());
-    }
-    all.erase("task");  // not a Redis event
-    return {all.begin(), all.end()};
-}
-
-// Which queues this engine serves: the key-tracking queue when a handler takes its
-// "expired" events (and track.enable), task queues named by filters or by `queues`.
-int Engine::plan_queues(Sweeper::Options *opts, std::string *err) const {
-    std::set<std::string> tasks;
-    bool keys = false, any_queue_tasks = false;
-    for (auto &h : handlers_) {
-        const Filter &f = h.filter;
-        if (config_.track_enable && f.wants_queue(kKeysQueue, true)) keys = true;
-        if (f.events.count("task")) {
-            if (f.has_queue && f.queue != kKeysQueue)
-                tasks.insert(f.queue);
-            else if (!f.has_queue)
-                any_queue_tasks = true;
-        }
-    }
-    if (any_queue_tasks) {
-        if (config_.queues.empty()) {
-            *err =
-                "a handler takes \"task\" events of any queue, but no queue is named: set "
-                "the filter's queue, or list the queues in the `queues` option";
-            return KW_ERR_STATE;
-        }
-        tasks.insert(config_.queues.begin(), config_.queues.end());
-    }
-    opts->track_keys = keys;
-    opts->task_queues.assign(tasks.begin(), tasks.end());
-    return KW_OK;
+int Engine::plan_demand(Demand *out, std::string *err) const {
+    std::vector<HandlerNeeds> needs;
+    for (auto &h : handlers_) needs.push_back(HandlerNeeds::of(h.filter));
+    return keywatch::plan_demand(plan_config(config_), needs, out, err);
 }
 
 int Engine::start() {
@@ -137,24 +103,10 @@ int Engine::start_or_check(bool check_only) {
     Fanout::Options fo = fanout_options(config_, owner_);
     Subscriber::Options &opts = fo.sub;
     Sweeper::Options &sweep = fo.sweep;
-    if (int rc = plan_queues(&sweep, &why); rc != KW_OK) {
+    Demand demand;
+    if (int rc = plan_demand(&demand, &why); rc != KW_OK) {
         set_error(why);
         return rc;
-    }
-    bool need_sweeper = sweep.track_keys || !sweep.task_queues.empty() || sweep.dedupe;
-    opts.events = subscribed_events();
-    if (sweep.track_keys) {
-        // A tracked key deleted or renamed outside keywatch must leave the queue, or the
-        // sweeper would find it gone and report it expired.
-        for (const char *e : {"del", "rename_from"})
-            if (std::find(opts.events.begin(), opts.events.end(), e) == opts.events.end())
-                opts.events.push_back(e);
-    }
-    if (opts.events.empty() && !need_sweeper) {
-        set_error(
-            "the handlers ask for nothing keywatch can deliver: register a handler for "
-            "Redis events, tracked keys or a task queue");
-        return KW_ERR_STATE;
     }
     auto waiting = [this](const std::string &m) { log(KW_LOG_INFO, m, {}); };
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
@@ -164,32 +116,26 @@ int Engine::start_or_check(bool check_only) {
         set_error(why);
         return rc;
     }
-    if (fo.cluster && need_sweeper) {
-        if (config_.url.db != 0) {
-            set_error("a Redis Cluster has only database 0: remove the /db from redis.url");
-            return KW_ERR_URL;
-        }
-        // Each master's sweeper hears of new items in its slot queues from keyspace
-        // notifications on their due keys (zadd, restore after a migration).
-        opts.keyspace_patterns.push_back(
-            keyspace_pattern(0, queue_key_glob(config_.ns, "*", "due")));
-        opts.extra_flags = "Kzg";
+    Plan plan;
+    const Deployment deployment{fo.cluster, probes_topology(config_.mode, fo.seed), config_.url.db};
+    if (int rc = make_plan(plan_config(config_), demand, deployment, &plan, &why); rc != KW_OK) {
+        set_error(why);
+        return rc;
     }
+    const bool need_sweeper = demand.sweeps();
+    sweep.track_keys = demand.track_keys;
+    sweep.task_queues = demand.task_queues;
+    opts.events = demand.events;
+    opts.unknown_events = demand.unknown_events;
+    opts.keyspace_patterns = plan.keyspace_patterns;
+    opts.notify_flags = plan.notify_flags;
+    opts.channel_rules = plan.channel_rules;
+    opts.script_keys = plan.script_keys;
     // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
     // without the commands, channels or keys keywatch needs.
     opts.select_db = !fo.cluster;
     opts.check_scripts = need_sweeper;
     opts.dry_run = check_only;
-    if (need_sweeper && !fo.cluster) {
-        // In a cluster the queue keys live in every slot, each on its master: the check
-        // then covers the commands only.
-        if (sweep.track_keys)
-            for (auto &k : QueueKeys::make(sweep.ns, kKeysQueue, sweep.tag).keys())
-                opts.script_keys.push_back(k);
-        for (auto &q : sweep.task_queues)
-            for (auto &k : QueueKeys::make(sweep.ns, q, sweep.tag).keys())
-                opts.script_keys.push_back(k);
-    }
     // A check subscribes (its handshake checks the scripts' commands and keys) but makes no
     // sweeper and starts no worker: what it reads waits in the dispatcher and is dropped.
     fo.sweepers = need_sweeper && !check_only;

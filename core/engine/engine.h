@@ -25,6 +25,7 @@
 #include "core/engine/filter.h"
 #include "core/engine/handler.h"
 #include "core/engine/hold.h"
+#include "core/engine/plan.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
 #include "core/sweeper/sweeper.h"
@@ -83,7 +84,8 @@ class Engine : private SubscriberSink, private HoldOwner {
     // SubscriberSink (loop thread)
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
-    int plan_queues(Sweeper::Options *opts, std::string *err) const;
+    // What the handlers ask for (plan.h), before any connection.
+    int plan_demand(Demand *out, std::string *err) const;
     void handle(Event &ev);  // worker thread
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
@@ -103,7 +105,6 @@ class Engine : private SubscriberSink, private HoldOwner {
     static void on_completions(evutil_socket_t, short, void *arg);
     void set_error(const std::string &msg);
     int64_t stat_value(StatId id) const;  // an unlabelled row's value
-    std::vector<std::string> subscribed_events() const;
     void teardown();
 
     Config config_;

@@ -109,8 +109,7 @@ void Subscriber::check_permissions() {
 }
 
 std::string Subscriber::channel_grant() const {
-    return "+publish +psubscribe +subscribe " +
-           channel_acl_rules(opts_.events, opts_.keyspace_patterns) +
+    return "+publish +psubscribe +subscribe " + opts_.channel_rules +
            " (or allchannels for all of them)";
 }
 
@@ -143,13 +142,10 @@ void Subscriber::check_scripts() {
 }
 
 void Subscriber::check_notify_config() {
-    std::vector<std::string> unknown;
-    std::string need = notify_flags_for(opts_.events, &unknown);
-    for (char f : opts_.extra_flags)
-        if (need.find(f) == std::string::npos) need += f;
-    if (!unknown.empty() && !started_once_) {
+    const std::string need = opts_.notify_flags;
+    if (!opts_.unknown_events.empty() && !started_once_) {
         std::string names;
-        for (auto &e : unknown) names += (names.empty() ? "" : ", ") + e;
+        for (auto &e : opts_.unknown_events) names += (names.empty() ? "" : ", ") + e;
         log(KW_LOG_INFO,
             "cannot tell which notify-keyspace-events flag these events "
             "need: " +

@@ -68,10 +68,14 @@ class Subscriber {
         // A failed first attempt is retried like any lost connection (cluster masters:
         // the others work meanwhile). on_started still reports the first outcome.
         bool retry_from_start = false;
-        // Keyspace channel patterns to hear too (the sweeper's due keys in a cluster), and
-        // the notify flags they need besides those of the events.
+        // Keyspace channel patterns to hear too (the sweeper's due keys in a cluster).
         std::vector<std::string> keyspace_patterns;
-        std::string extra_flags;
+        // From the engine's plan (core/engine/plan.h): the notify-keyspace-events flags the
+        // events and patterns need, the events the event table lacks (said once, as their
+        // flags are unknown) and the channel rules that grant the subscriptions.
+        std::string notify_flags = "E";
+        std::vector<std::string> unknown_events;
+        std::string channel_rules;
         // SELECT the URL's db on the command connection, so that a db the server does not
         // have fails the start instead of the queue connection later (standalone only:
         // a cluster has db 0 alone).
