@@ -138,9 +138,9 @@ void run_probes(BlockingRedis &c, int64_t timeout_ms, std::vector<Outcome> *outc
 std::vector<Outcome> probe_subscriptions(const RedisUrl &url, const AclNeeds &needs,
                                          int64_t timeout_ms, std::string *err) {
     std::vector<Outcome> out;
-    std::vector<std::string> patterns;
-    for (auto &e : needs.events) patterns.push_back(keyevent_pattern(e));
-    patterns.insert(patterns.end(), needs.keyspace.begin(), needs.keyspace.end());
+    std::vector<std::string> patterns = needs.plan.keyevent_patterns;
+    patterns.insert(patterns.end(), needs.plan.keyspace_patterns.begin(),
+                    needs.plan.keyspace_patterns.end());
     for (auto &p : patterns) out.emplace_back(Probe{"psubscribe", {"PSUBSCRIBE", p}, false});
     out.emplace_back(Probe{"subscribe", {"SUBSCRIBE", kHeartbeat}, false});
     BlockingRedis c(url, "check", false);
@@ -170,7 +170,7 @@ std::string grant_for(const Outcome &o, const AclNeeds &needs, bool tracked_key)
     if (o.words.find("to run the") != std::string::npos) return "+" + o.probe.name;
     if (o.words.find("channel") != std::string::npos) return "&" + o.probe.args.back();
     if (o.words.find("key") != std::string::npos)
-        return tracked_key ? "%R~<your tracked keys>" : "~" + needs.ns + ":*";
+        return tracked_key ? "%R~<your tracked keys>" : "~" + needs.plan.config.ns + ":*";
     return "+" + o.probe.name;
 }
 
@@ -224,7 +224,7 @@ void report_group(const Group &g, const std::string &node, const std::string &us
                     "%R~<your tracked keys>");
     } else if (!t.refused.empty()) {
         std::string fix = "ACL SETUSER " + user + " " + joined(t.grants, " ");
-        if (g.check == kDiscovery && !needs.cluster)
+        if (g.check == kDiscovery && !needs.plan.deployment.cluster)
             fix += " (or, as this is no cluster, run keywatch with redis.mode=standalone)";
         report->add(
             g.check, node, Verdict::Fail,
@@ -248,7 +248,7 @@ void report_group(const Group &g, const std::string &node, const std::string &us
                         ? "ACL SETUSER " + user +
                               " +multi +discard, so that keywatch check can probe the writes "
                               "inside a MULTI it discards (keywatch itself never sends them)"
-                        : "make sure the user may run them: " + acl_rule(needs));
+                        : "make sure the user may run them: " + needs.plan.acl_rule);
     } else {
         report->add(g.check, node, Verdict::Ok,
                     "user '" + user + "' may run " + joined({t.names.begin(), t.names.end()}));
@@ -265,8 +265,8 @@ Group group_of(std::string check, std::vector<Probe> probes) {
 void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vector<Probe> *scripts,
                        std::vector<Probe> *inner) {
     const std::vector<std::string> names = scripts::commands();
-    for (auto &q : needs.queues) {
-        const QueueKeys k = QueueKeys::make(needs.ns, q, tag);
+    for (auto &q : needs.plan.demand.queues()) {
+        const QueueKeys k = QueueKeys::make(needs.plan.config.ns, q, tag);
         const std::vector<std::string> keys = k.keys();
         Probe evalsha{"evalsha", {"EVALSHA", kUnknownSha, "5"}, false};
         Probe eval{"eval", {"EVAL", "return 0", "5"}, true};
@@ -289,13 +289,14 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
     plan_queue_probes(tag, needs, &scripts, &inner);
     const std::string key =
         needs.sample_key.empty() ? "keywatch-check:{" + tag + "}:probe" : needs.sample_key;
-    if (needs.discovery || needs.cluster)
+    const Deployment &d = needs.plan.deployment;
+    if (d.discovery || d.cluster)
         discovery = {{"cluster|shards", {"CLUSTER", "SHARDS"}, false},
                      {"cluster|slots", {"CLUSTER", "SLOTS"}, false}};
-    if (needs.dedupe)
+    if (needs.plan.demand.dedupe)
         dedupe = {{"set",
-                   {"SET", dedupe_key(needs.ns, tag, 0, "expired", "keywatch-check"), "1", "NX",
-                    "PX", "60000"},
+                   {"SET", dedupe_key(needs.plan.config.ns, tag, 0, "expired", "keywatch-check"),
+                    "1", "NX", "PX", "60000"},
                    true}};
     std::vector<Group> groups = {
         group_of(kChannels, {{"publish", {"PUBLISH", kHeartbeat, "0"}, true}}),
@@ -306,11 +307,12 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
     };
     // The queue gauges of the daemon's /metrics and keywatch inspect find the queues by
     // SCAN (kw_client_inspect_json), and so do a cluster's sweepers.
-    groups.push_back(group_of("acl: queue discovery",
-                              {{"scan",
-                                {"SCAN", "0", "MATCH", queue_key_glob(needs.ns, "*", "due"),
-                                 "COUNT", "1", "TYPE", "zset"},
-                                false}}));
+    groups.push_back(
+        group_of("acl: queue discovery",
+                 {{"scan",
+                   {"SCAN", "0", "MATCH", queue_key_glob(needs.plan.config.ns, "*", "due"), "COUNT",
+                    "1", "TYPE", "zset"},
+                   false}}));
     if (!discovery.empty()) groups.push_back(group_of(kDiscovery, std::move(discovery)));
     if (!dedupe.empty()) groups.push_back(group_of("acl: dedupe", std::move(dedupe)));
     return groups;
@@ -319,7 +321,7 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
 // Sends every group's probes on one connection (one MULTI) and puts the answers back.
 bool run_groups(const RedisUrl &url, const AclNeeds &needs, int64_t timeout_ms,
                 std::vector<Group> *groups, std::string *err) {
-    BlockingRedis c(url, "check", needs.db != 0);
+    BlockingRedis c(url, "check", needs.plan.deployment.db != 0);
     if (c.connect(timeout_ms) != KW_OK) {
         *err = c.error();
         return false;
@@ -336,27 +338,6 @@ bool run_groups(const RedisUrl &url, const AclNeeds &needs, int64_t timeout_ms,
 }
 
 }  // namespace
-
-std::string acl_rule(const AclNeeds &needs) {
-    // multi and discard: only for keywatch check, which probes writes inside a MULTI that
-    // it discards; they give no access to data.
-    std::vector<std::string> cmds = {"publish",     "subscribe",  "psubscribe", "eval",   "evalsha",
-                                     "script|load", "config|get", "multi",      "discard"};
-    if (needs.db != 0) cmds.push_back("select");
-    if (needs.discovery || needs.cluster)
-        cmds.insert(cmds.end(), {"cluster|shards", "cluster|slots"});
-    // ASKING: a command routed by key (plugins' commands) during a slot migration.
-    if (needs.cluster) cmds.push_back("asking");
-    cmds.push_back("scan");
-    for (auto &c : scripts::commands()) cmds.push_back(lower(c));
-    if (needs.dedupe) cmds.push_back("set");
-    std::set<std::string> seen;
-    std::string rule = "on >PASSWORD -@all";
-    for (auto &c : cmds)
-        if (seen.insert(c).second) rule += " +" + c;
-    return rule + " ~" + needs.ns + ":* %R~* resetchannels " +
-           channel_acl_rules(needs.events, needs.keyspace);
-}
 
 void probe_acl(const RedisUrl &url, const std::string &tag, const AclNeeds &needs,
                int64_t timeout_ms, CheckReport *report) {

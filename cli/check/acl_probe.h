@@ -4,7 +4,7 @@
 // the ACL when it queues a command, so each answers QUEUED when allowed and -NOPERM when
 // not, and none runs. Reads and EVALSHA of a script no server has (-NOSCRIPT when allowed)
 // are sent as they are. The subscriptions are tried on a connection of their own that is
-// closed at once. Also builds the ACL SETUSER rule that grants exactly what is probed.
+// closed at once. The rule that grants it all is the plan's (Plan::acl_rule).
 // Not thread-safe: one caller at a time per probe.
 #pragma once
 
@@ -12,38 +12,17 @@
 #include <vector>
 
 #include "cli/check/check_report.h"
-#include "core/queue/queue_keys.h"
-#include "core/redis/channel.h"
+#include "core/engine/plan.h"
 #include "core/redis/url.h"
 
 namespace keywatch::cli {
 
 // What keywatch will do against the deployment, which decides what it needs.
 struct AclNeeds {
-    std::string ns = "kw";              // namespace of keywatch's keys
-    std::vector<std::string> queues;    // queues served: "keys" (tracking) and task queues
-    std::vector<std::string> events;    // keyevent names subscribed to
-    std::vector<std::string> keyspace;  // keyspace patterns subscribed to (cluster)
-    bool discovery = true;              // the topology probe (redis.mode auto or cluster):
-                                        // CLUSTER SHARDS / SLOTS
-    bool cluster = false;               // a cluster: the slot scan too
-    bool dedupe = false;                // dedupe claim keys (SET NX PX)
-    int db = 0;                         // a db other than 0 needs SELECT
-    std::string sample_key;             // a tracked key to check read access on; empty:
-                                        // an arbitrary key outside the namespace
-
-    // The engine runs sweepers (queues or dedupe): in a cluster they also listen to the
-    // keyspace notifications of their due keys (core/engine/engine.cpp).
-    bool sweeps() const { return !queues.empty() || dedupe; }
-    // That keyspace pattern, for namespace ns.
-    std::string due_keyspace_pattern() const {
-        return keyspace_pattern(0, queue_key_glob(ns, "*", "due"));
-    }
+    Plan plan;               // the engine's plan for it (core/engine/plan.h)
+    std::string sample_key;  // a tracked key to check read access on; empty: an arbitrary
+                             // key outside the namespace
 };
-
-// The rule (after "ACL SETUSER <user> ") that grants what keywatch needs, for the docs and
-// the fixes: commands, channels, keywatch's keys and read access to the tracked keys.
-std::string acl_rule(const AclNeeds &needs);
 
 // Probes `url` (one node; in a cluster `tag` is a hash tag this node serves) and adds one
 // line per group of commands to *report: heartbeat and subscriptions, queue scripts, the

@@ -16,9 +16,9 @@
 #include "cli/redact_url.h"
 #include "cli/redis_target.h"
 #include "core/config/config.h"
+#include "core/engine/config_slices.h"
 #include "core/engine/filter.h"
-#include "core/queue/queue_keys.h"
-#include "core/redis/keyspace_events.h"
+#include "core/engine/plan.h"
 
 namespace keywatch::cli {
 namespace {
@@ -62,26 +62,25 @@ bool build_config(const ClientArgs &a, Config *cfg) {
     return true;
 }
 
-// The events the engine will subscribe to: --events, plus what tracking needs.
-bool events_of(const CheckArgs &a, bool track, std::vector<std::string> *out) {
-    std::string text, err;
-    if (!parse_event_list(a.events, true, &text, &err)) {
+// What the engine's handlers would ask for (core/engine/plan.h): one handler taking
+// --events as watch does (`*` and `task` as the filters mean them), and the tasks of the
+// `queues` option. False (message printed) for refused input.
+bool demand_of(const CheckArgs &a, const Config &cfg, Demand *out) {
+    std::string events, err;
+    Filter f;
+    if (!parse_event_list(a.events, true, &events, &err) || !f.set("events", events, false, &err)) {
         bad_input(err);
         return false;
     }
-    if (track) text += ",del,rename_from";
-    size_t start = 0;
-    while (start <= text.size()) {
-        const size_t comma = std::min(text.find(',', start), text.size());
-        const std::string e = text.substr(start, comma - start);
-        start = comma + 1;
-        if (e.empty() || e == "task") continue;  // tasks come from the queues, not events
-        if (e == "*") {                          // what watch and the filters mean by it
-            for (const std::string &s : star_events())
-                if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
-            continue;
-        }
-        if (std::find(out->begin(), out->end(), e) == out->end()) out->push_back(e);
+    std::vector<HandlerNeeds> handlers = {HandlerNeeds::of(f)};
+    if (!cfg.queues.empty()) {
+        HandlerNeeds tasks;
+        tasks.events = {"task"};
+        handlers.push_back(tasks);
+    }
+    if (plan_demand(plan_config(cfg), handlers, out, &err) != KW_OK) {
+        bad_input("--events: " + cli_words(err));
+        return false;
     }
     return true;
 }
@@ -93,12 +92,9 @@ int run_check(const CheckArgs &a) {
     check.seeds = cfg.effective_seeds();
     check.mode = cfg.mode;
     check.timeout_ms = cfg.connect_timeout_ms;
-    check.needs.ns = cfg.ns;
-    if (cfg.track_enable) check.needs.queues.push_back(kKeysQueue);
-    check.needs.queues.insert(check.needs.queues.end(), cfg.queues.begin(), cfg.queues.end());
-    check.needs.dedupe = cfg.dedupe_enable;
-    check.needs.sample_key = a.key;
-    if (!events_of(a, cfg.track_enable, &check.needs.events)) return kExitBadInput;
+    check.config = plan_config(cfg);
+    check.sample_key = a.key;
+    if (!demand_of(a, cfg, &check.demand)) return kExitBadInput;
 
     CheckReport report;
     // Every seed of a comma-separated redis.url, each password hidden.

@@ -9,7 +9,6 @@
 #include "core/redis/blocking_redis.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"
-#include "core/redis/keyspace_events.h"
 #include "core/redis/topology.h"
 #include "keywatch.h"
 
@@ -20,15 +19,15 @@ std::string user_of(const RedisUrl &url) {
     return url.user.empty() ? "default" : url.user;
 }
 
-// "E" plus the flag of each event; in a cluster with sweepers also what their keyspace
-// notifications of due keys need (as the engine asks, core/engine/engine.cpp).
-std::string needed_flags(const DeploymentCheck &c, bool cluster) {
-    if (c.needs.events.empty() && !(cluster && c.needs.sweeps())) return "";
-    std::string need = notify_flags_for(c.needs.events, nullptr);
-    if (cluster && c.needs.sweeps())
-        for (char f : std::string("Kzg"))
-            if (need.find(f) == std::string::npos) need += f;
-    return need;
+// The engine's plan for the deployment found (core/engine/plan.h), and what the probes
+// need besides. False (a failed line added) when the engine would refuse it.
+bool plan_for(const DeploymentCheck &check, const Deployment &d, const std::string &node,
+              AclNeeds *needs, CheckReport *report) {
+    std::string err;
+    needs->sample_key = check.sample_key;
+    if (make_plan(check.config, check.demand, d, &needs->plan, &err) == KW_OK) return true;
+    report->add("connection", node, Verdict::Fail, cli_words(err));
+    return false;
 }
 
 void check_cluster_state(const RedisUrl &seed, const Topology &t, int64_t timeout_ms,
@@ -212,10 +211,12 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     bool cluster = false;
     Topology topo;
     std::string err;
-    check.needs.discovery =
-        !check.seeds.empty() && probes_topology(check.mode, check.seeds.front());
-    check.needs.db = check.seeds.empty() ? 0 : check.seeds.front().db;
-    report->acl_rule = acl_rule(check.needs);  // until the deployment says it is a cluster
+    AclNeeds needs;
+    Deployment d;
+    d.discovery = !check.seeds.empty() && probes_topology(check.mode, check.seeds.front());
+    d.db = check.seeds.empty() ? 0 : check.seeds.front().db;
+    plan_for(check, d, "", &needs, report);
+    report->acl_rule = needs.plan.acl_rule;  // until the deployment says it is a cluster
     if (!seeds_connect(check, report)) return;
     int rc =
         probe_seeds(check.seeds, check.timeout_ms, check.mode, &seed, &cluster, &topo, &err, false);
@@ -233,13 +234,14 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
     report->mode = cluster ? "cluster" : "standalone";
     report->add("connection", seed.endpoint(), Verdict::Ok,
                 "connected as user '" + user_of(seed) + "'");
-    check.needs.cluster = cluster;
-    check.needs.db = seed.db;
-    if (cluster && check.needs.sweeps())
-        check.needs.keyspace.push_back(check.needs.due_keyspace_pattern());
-    report->acl_rule = acl_rule(check.needs);
+    d.cluster = cluster;
+    d.db = seed.db;
+    const bool planned = plan_for(check, d, seed.endpoint(), &needs, report);
+    report->acl_rule = needs.plan.acl_rule;
+    if (!planned) return;
     if (cluster) check_cluster_state(seed, topo, check.timeout_ms, report);
-    const std::string need = needed_flags(check, cluster);
+    // "": no keyspace event is needed at all.
+    const std::string need = needs.plan.listens() ? needs.plan.notify_flags : "";
     std::vector<std::pair<std::string, ServerFacts>> clocks;
     for (auto &[url, tag] : masters(seed, cluster, topo)) {
         BlockingRedis c(url, "check", !cluster);
@@ -252,7 +254,7 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
         clocks.push_back(
             {url.endpoint(), check_server(c, need, !cluster, check.timeout_ms, report)});
         c.close();
-        probe_acl(url, tag, check.needs, check.timeout_ms, report);
+        probe_acl(url, tag, needs, check.timeout_ms, report);
     }
     check_replicas(seed, cluster, need, check.timeout_ms, report);
     check_clocks(clocks, report);

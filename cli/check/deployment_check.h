@@ -19,7 +19,9 @@ struct DeploymentCheck {
     std::vector<RedisUrl> seeds;  // redis.url (with redis.user/password and tls.* applied)
     std::string mode = "auto";    // redis.mode
     int64_t timeout_ms = 5000;    // redis.connect_timeout: per connection and per reply
-    AclNeeds needs;               // what keywatch will run (cluster is filled in here)
+    PlanConfig config;            // what the engine's plan reads of the configuration
+    Demand demand;                // what its handlers ask for (plan_demand)
+    std::string sample_key;       // --key: a tracked key (acl_probe.h)
 };
 
 // Largest clock difference between masters that passes.
