@@ -130,7 +130,7 @@ void add_check_command(CLI::App &app, Runner *selected) {
            "--events", args->events,
            "the keyevents your handlers take (comma-separated, or * as in watch; task "
            "for task queues only); del,rename_from are added while tracked keys are served "
-           "(track.enable)")
+           "(track.enable, and expired among the events)")
         ->capture_default_str();
     cmd->add_option("--key", args->key,
                     "a key your application tracks: checks that the ACL user may read it");
