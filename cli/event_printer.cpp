@@ -33,7 +33,7 @@ EventRecord read_event(const kw_event_t *ev) {
 }
 
 bool EventPrinter::print(const EventRecord &record) {
-    const std::string line = json_line(record);
+    const std::string line = event_json(record) + '\n';
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_) return false;
     errno = 0;

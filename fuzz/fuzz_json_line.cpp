@@ -1,8 +1,9 @@
-// Fuzz target: the CLI's JSON lines (`keywatch watch`), with the strict UTF-8 check and
-// base64 behind them. Properties: every line is one line of valid JSON; the key and value
-// read back from it ("key" as text, or "key_b64" decoded) are the input's bytes; a byte
-// string goes out as text exactly when it is valid UTF-8 (checked against nlohmann's own
-// UTF-8 validation); an event name reads back when it is UTF-8.
+// Fuzz target: the event's JSON line (core/format/json_line.h: what `keywatch watch` prints,
+// kw_event_json returns and plugins get), with the strict UTF-8 check and base64 behind it.
+// Properties: every line is one line of valid JSON; the key and value read back from it
+// ("key" as text, or "key_b64" decoded) are the input's bytes; a byte string goes out as
+// text exactly when it is valid UTF-8 (checked against nlohmann's own UTF-8 validation); an
+// event name reads back when it is UTF-8.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <string>
 
 #include "core/format/json_line.h"
-#include "cli/utf8.h"
+#include "core/format/text.h"
 #include "fuzz/check.h"
 
 namespace {
@@ -70,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string key = in.ConsumeRandomLengthString(4096);
     const std::string value = in.ConsumeRandomLengthString(4096);
     const std::string event = in.ConsumeRandomLengthString(64);
-    keywatch::cli::EventRecord rec;
+    keywatch::EventRecord rec;
     rec.key = key;
     rec.value = value;
     rec.event = event;
@@ -84,20 +85,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rec.id = "q:keys:1:00";
     rec.node = "127.0.0.1:6379";
 
-    KW_FUZZ_CHECK(keywatch::cli::is_valid_utf8(key) == nlohmann_accepts(key),
+    KW_FUZZ_CHECK(keywatch::is_valid_utf8(key) == nlohmann_accepts(key),
                   "our UTF-8 check agrees with nlohmann's");
-    const std::string line = keywatch::cli::json_line(rec);
-    KW_FUZZ_CHECK(!line.empty() && line.back() == '\n', "a line ends with a newline");
-    KW_FUZZ_CHECK(line.find('\n') == line.size() - 1, "and holds no other");
+    const std::string line = keywatch::event_json(rec);
+    KW_FUZZ_CHECK(!line.empty() && line.find('\n') == std::string::npos, "one line, no newline");
     const auto j = nlohmann::json::parse(line);  // throws (and so crashes) on invalid JSON
     KW_FUZZ_CHECK(read_bytes(j, "key") == key, "the key's bytes read back");
-    KW_FUZZ_CHECK(j.contains("key") == keywatch::cli::is_valid_utf8(key), "text iff UTF-8");
+    KW_FUZZ_CHECK(j.contains("key") == keywatch::is_valid_utf8(key), "text iff UTF-8");
     if (rec.has_value)
         KW_FUZZ_CHECK(read_bytes(j, "value") == value, "the value's bytes read back");
     else
         KW_FUZZ_CHECK(!j.contains("value") && !j.contains("value_b64"), "no value, no field");
     // Event names are text; bytes that are not UTF-8 are replaced (U+FFFD), never thrown on.
-    if (keywatch::cli::is_valid_utf8(event))
+    if (keywatch::is_valid_utf8(event))
         KW_FUZZ_CHECK(j["event"].get<std::string>() == event, "the event name reads back");
     KW_FUZZ_CHECK(j["db"].get<int>() == rec.db && j["attempt"].get<int>() == rec.attempt,
                   "numbers read back");

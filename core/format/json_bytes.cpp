@@ -2,7 +2,7 @@
 
 #include "core/format/text.h"
 
-namespace keywatch::cli {
+namespace keywatch {
 
 void put_bytes(nlohmann::ordered_json &j, const std::string &name, std::string_view bytes) {
     if (is_valid_utf8(bytes))
@@ -11,4 +11,4 @@ void put_bytes(nlohmann::ordered_json &j, const std::string &name, std::string_v
         j[name + "_b64"] = base64_encode(bytes);
 }
 
-}  // namespace keywatch::cli
+}  // namespace keywatch

@@ -2,9 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/event.h"
 #include "core/format/json_bytes.h"
 
-namespace keywatch::cli {
+namespace keywatch {
 namespace {
 
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
@@ -25,7 +26,24 @@ const char *source_name(kw_source source) {
     return "unknown";
 }
 
-nlohmann::ordered_json json_object(const EventRecord &r) {
+EventRecord event_record(const Event &ev) {
+    EventRecord r;
+    r.event = ev.name;
+    r.key = ev.key;
+    r.has_value = ev.has_value;
+    if (ev.has_value) r.value = ev.value;
+    r.db = ev.db;
+    r.ts_ms = ev.ts_ms;
+    r.source = source_name(ev.source);
+    r.queue = ev.queue;
+    r.id = event_id(ev);
+    r.node = ev.node ? std::string_view(*ev.node) : std::string_view();
+    r.attempt = ev.attempt;
+    r.deadline_ms = ev.deadline_ms;
+    return r;
+}
+
+nlohmann::ordered_json event_object(const EventRecord &r) {
     Json j;
     j["event"] = std::string(r.event);
     put_bytes(j, "key", r.key);
@@ -41,13 +59,16 @@ nlohmann::ordered_json json_object(const EventRecord &r) {
     return j;
 }
 
-std::string json_line(const EventRecord &r) {
-    Json j = json_object(r);
-    // Only event, source, queue, id and node can still hold invalid UTF-8 (a socket path):
-    // replace such bytes rather than throw.
-    std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace);
-    line += '\n';
-    return line;
+std::string event_json(const nlohmann::ordered_json &object) {
+    return object.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace keywatch::cli
+std::string event_json(const EventRecord &record) {
+    return event_json(event_object(record));
+}
+
+std::string event_json(const Event &ev) {
+    return event_json(event_record(ev));
+}
+
+}  // namespace keywatch

@@ -1,7 +1,7 @@
-// One event as one line of JSON, the format of `keywatch watch` and `keywatch demo`.
-// Byte strings (key, value) become a JSON string when they are valid UTF-8 and a base64
-// field ("key_b64", "value_b64") otherwise, so every key and value round-trips.
-// Pure: thread-safe.
+// The event's one JSON format: the line `keywatch watch` prints, what kw_event_json returns
+// and what a plugin's host->event_json gives. Byte strings (key, value) become a JSON string
+// when they are valid UTF-8 and a base64 field ("key_b64", "value_b64") otherwise, so every
+// key and value round-trips. Pure: thread-safe (an Event is read, never written).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,9 @@
 
 #include "keywatch_types.h"
 
-namespace keywatch::cli {
+namespace keywatch {
+
+struct Event;  // core/base/event.h
 
 // The fields of a delivered event, as plain data (views stay valid for the call only).
 struct EventRecord {
@@ -30,16 +32,22 @@ struct EventRecord {
     int64_t deadline_ms = 0;  // 0: unknown
 };
 
+// The one mapping from an Event to its record; views into ev (and its id, built here).
+EventRecord event_record(const Event &ev);
+
 // {"event":..,"key":..|"key_b64":..,["value":..|"value_b64":..,]"db":..,"ts_ms":..,
 // ["deadline_ms":..,]"attempt":..,"source":..,["queue":..,]"id":..,"node":..}: value only
 // when a snapshot or payload exists, deadline_ms only when known, queue only when there is
-// one. Ends with '\n'.
-std::string json_line(const EventRecord &record);
-// The same fields as an ordered JSON object (json_line is its dump plus '\n'); the plugin
-// host hands them to plugins one by one.
-nlohmann::ordered_json json_object(const EventRecord &record);
+// one. The plugin host hands these fields to plugins one by one.
+nlohmann::ordered_json event_object(const EventRecord &record);
+// The object's line, without a newline: bytes that are not UTF-8 in a field that cannot
+// take base64 (event, source, queue, id, node, e.g. a socket path) are replaced, never
+// thrown on.
+std::string event_json(const nlohmann::ordered_json &object);
+std::string event_json(const EventRecord &record);
+std::string event_json(const Event &ev);
 
-// "notification", "sweep", "lease_expired", "task".
+// "notification", "sweep", "lease_expired", "task"; "unknown" for any other value.
 const char *source_name(kw_source source);
 
-}  // namespace keywatch::cli
+}  // namespace keywatch

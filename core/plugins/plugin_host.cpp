@@ -187,25 +187,11 @@ int event_source(const kw_plugin_event_t *ev) {
     return ev ? E(ev).source : KW_SOURCE_NOTIFICATION;
 }
 
-// The `keywatch watch` line's fields (core/format/json_line.h), built once per event.
+// The `keywatch watch` line and its fields (core/format/json_line.h), built once per event.
 void build(kw_plugin_event_t *pe) {
     if (pe->built) return;
-    const Event &ev = *pe->ev;
-    cli::EventRecord r;
-    r.event = ev.name;
-    r.key = ev.key;
-    r.has_value = ev.has_value;
-    if (ev.has_value) r.value = ev.value;
-    r.db = ev.db;
-    r.ts_ms = ev.ts_ms;
-    r.source = cli::source_name(ev.source);
-    r.queue = ev.queue;
-    r.id = keywatch::event_id(ev);
-    r.node = ev.node ? std::string_view(*ev.node) : std::string_view();
-    r.attempt = ev.attempt;
-    r.deadline_ms = ev.deadline_ms;
-    nlohmann::ordered_json j = cli::json_object(r);
-    pe->json = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    const nlohmann::ordered_json j = event_object(event_record(*pe->ev));
+    pe->json = keywatch::event_json(j);
     for (auto it = j.begin(); it != j.end(); ++it)
         pe->fields.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
     pe->built = true;
