@@ -1,11 +1,15 @@
 // The C API's events, handlers and holds: accessors over keywatch::Event (kw_event_t is
 // one behind an opaque pointer), the kw_handler_fn adapter and deferred completion
 // (core/engine/hold.h). No C++ exception crosses this boundary.
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "capi/c_handler.h"
 #include "core/engine/hold.h"
+#include "core/format/json_line.h"
 #include "keywatch.h"
 
 struct kw_hold_s {
@@ -85,6 +89,10 @@ kw_source kw_event_source(const kw_event_t *ev) {
     return ev ? E(ev)->source : KW_SOURCE_NOTIFICATION;
 }
 
+const char *kw_source_name(kw_source source) {
+    return keywatch::source_name(source);
+}
+
 const char *kw_event_id(const kw_event_t *ev) {
     if (!ev) return "";
     try {
@@ -107,6 +115,26 @@ void kw_event_set_error(kw_event_t *ev, const char *reason) {
     try {
         E(ev)->error = reason ? reason : "";
     } catch (...) {
+    }
+}
+
+int kw_event_json(const kw_event_t *ev, char **out, size_t *len) {
+    if (len) *len = 0;
+    if (!out) return KW_ERR_INVALID_ARG;
+    *out = nullptr;
+    if (!ev) return KW_ERR_INVALID_ARG;
+    try {
+        const std::string json = keywatch::event_json(*E(ev));
+        char *text = static_cast<char *>(malloc(json.size() + 1));
+        if (!text) return KW_ERR_NOMEM;
+        memcpy(text, json.c_str(), json.size() + 1);
+        *out = text;
+        if (len) *len = json.size();
+        return KW_OK;
+    } catch (const std::bad_alloc &) {
+        return KW_ERR_NOMEM;
+    } catch (...) {
+        return KW_ERR_INTERNAL;
     }
 }
 

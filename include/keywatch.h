@@ -15,7 +15,8 @@
  *    after it, kw_<handle>_<verb>: kw_conf_* take a kw_conf_t, kw_filter_* a kw_filter_t,
  *    kw_engine_* a kw_engine_t, kw_client_* a kw_client_t, kw_event_* a kw_event_t,
  *    kw_stats_* a kw_stats_t; kw_<handle>_new makes one (kw_engine_new from a kw_conf_t).
- *    Functions without a handle (kw_version, kw_strerror, kw_err_name, kw_free) have none.
+ *    Functions without a handle (kw_version, kw_strerror, kw_err_name, kw_source_name,
+ *    kw_free) have none.
  *  - Text the library allocates for the caller (the *_json functions) is returned through
  *    a char ** out-parameter, with the status as the return value; *out is NULL on failure.
  *    Release it with kw_free.
@@ -211,6 +212,10 @@ KW_API int kw_event_max_attempts(const kw_event_t *ev);
  * reason), "" if none (first attempt, or none given). NUL-terminated. */
 KW_API const char *kw_event_last_error(const kw_event_t *ev);
 KW_API kw_source kw_event_source(const kw_event_t *ev);
+/* The source's name as the event's JSON line writes it: "notification", "sweep",
+ * "lease_expired", "task"; "unknown" for any other value. Static text, never NULL. Any
+ * thread. */
+KW_API const char *kw_source_name(kw_source source);
 /* Stable identifier: the same for every redelivery of the same item (use it for
  * idempotency). NUL-terminated text, e.g. "n:0:expired:<hex of key>" for notifications. */
 KW_API const char *kw_event_id(const kw_event_t *ev);
@@ -222,6 +227,16 @@ KW_API const char *kw_event_queue(const kw_event_t *ev);
 /* Record why the handler is about to return RETRY or REJECT; it is kept with the item and
  * written to the dead-letter stream. Call from the handler only. */
 KW_API void kw_event_set_error(kw_event_t *ev, const char *reason);
+/* The event as one line of JSON: exactly the line `keywatch watch` prints (without its
+ * newline) and a plugin's host->event_json gives. Fields, in this order: "event"; "key", or
+ * "key_b64" (base64) when the key is not valid UTF-8; "value" or "value_b64" likewise, only
+ * with a snapshot or a task's payload; "db"; "ts_ms"; "deadline_ms", only when known;
+ * "attempt"; "source" (kw_source_name); "queue", only for an item of a queue; "id"; "node".
+ * Into *out (NUL-terminated, allocated; release with kw_free), its length into *len when
+ * len is not NULL. Returns KW_OK; KW_ERR_INVALID_ARG for a NULL ev or out; KW_ERR_NOMEM
+ * when out of memory. *out is NULL (and *len 0) on failure. From the handler's thread
+ * during its call, or from any thread on the event of a hold (kw_hold_event). */
+KW_API int kw_event_json(const kw_event_t *ev, char **out, size_t *len);
 
 /* A handler. Runs on a worker thread, never on the event loop; several handlers may run
  * at once on different threads. Returns a kw_result: KW_RESULT_PENDING only after

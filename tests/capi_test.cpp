@@ -568,6 +568,23 @@ TEST(CApiJsonGetters, NullArgumentsGiveInvalidArgAndNullText) {
     EXPECT_EQ(out, nullptr);
 }
 
+TEST(CApiEventJson, NullArgumentsGiveInvalidArgAndNullText) {
+    char *out = reinterpret_cast<char *>(1);
+    size_t len = 7;
+    EXPECT_EQ(kw_event_json(nullptr, &out, &len), KW_ERR_INVALID_ARG);
+    EXPECT_EQ(out, nullptr);
+    EXPECT_EQ(len, 0u);
+    EXPECT_EQ(kw_event_json(nullptr, nullptr, nullptr), KW_ERR_INVALID_ARG);
+}
+
+TEST(CApiEventJson, SourceNamesAreTheLinesOnes) {
+    EXPECT_STREQ(kw_source_name(KW_SOURCE_NOTIFICATION), "notification");
+    EXPECT_STREQ(kw_source_name(KW_SOURCE_SWEEP), "sweep");
+    EXPECT_STREQ(kw_source_name(KW_SOURCE_LEASE_EXPIRED), "lease_expired");
+    EXPECT_STREQ(kw_source_name(KW_SOURCE_TASK), "task");
+    EXPECT_STREQ(kw_source_name(static_cast<kw_source>(42)), "unknown");
+}
+
 TEST(CApiStatsSnapshot, BeforeStartHoldsTheUnlabelledRowsAtZero) {
     Conf conf;
     kw_engine_t *e = nullptr;

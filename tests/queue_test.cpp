@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "redis_fixture.h"
 #include "worker_process.h"
 
@@ -198,6 +200,94 @@ TEST_F(QueueTest, SnapshotValueAndBinaryKeyArriveByteExact) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(got_key, key) << printable(got_key);
     EXPECT_EQ(got_value, value) << printable(got_value);
+}
+
+// kw_event_json is the event's line with every field, binary key and value as base64, the
+// same in the handler and from another thread on the event of a hold.
+TEST_F(QueueTest, KwEventJsonCarriesEveryFieldInTheHandlerAndFromAHold) {
+    struct Seen {
+        std::mutex mu;
+        std::condition_variable cv;
+        int rc = -1;
+        std::string json;
+        size_t len = 0;
+        std::string id, node, source;
+        int64_t ts_ms = 0, deadline_ms = 0;
+        kw_hold_t *hold = nullptr;
+    } seen;
+    auto handler = [](kw_event_t *ev, void *opaque) {
+        auto *s = static_cast<Seen *>(opaque);
+        char *out = nullptr;
+        size_t len = 0;
+        const int rc = kw_event_json(ev, &out, &len);
+        kw_hold_t *hold = kw_event_hold(ev);
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->rc = rc;
+        s->json = out ? std::string(out) : "(null)";
+        s->len = len;
+        kw_free(out);
+        s->id = kw_event_id(ev);
+        s->node = kw_event_node(ev);
+        s->source = kw_source_name(kw_event_source(ev));
+        s->ts_ms = kw_event_ts_ms(ev);
+        s->deadline_ms = kw_event_deadline_ms(ev);
+        s->hold = hold;
+        s->cv.notify_all();
+        return static_cast<int>(hold ? KW_RESULT_PENDING : KW_RESULT_ACK);
+    };
+    Engine e(redis().url());
+    e.set("sweep.interval", "50ms");
+    ASSERT_EQ(kw_engine_add_handler(e.get(), nullptr, handler, &seen, nullptr), KW_OK);
+    ASSERT_EQ(e.start(), KW_OK) << e.last_error();
+    Client c(redis().url());
+    const std::string key("bin\0key\xff:", 9), value("\x00\x01\xfe\xff v", 6);
+    int64_t deadline = 0;
+    ASSERT_EQ(kw_client_track(c.get(), key.data(), key.size(), value.data(), value.size(), 100,
+                              KW_TRACK_SNAPSHOT, &deadline),
+              KW_OK)
+        << c.error();
+    std::unique_lock<std::mutex> lock(seen.mu);
+    ASSERT_TRUE(seen.cv.wait_for(lock, kWait, [&] { return seen.rc != -1; }));
+    ASSERT_EQ(seen.rc, KW_OK);
+    ASSERT_NE(seen.hold, nullptr);
+    lock.unlock();  // held: the handler is not called again
+    EXPECT_EQ(seen.len, seen.json.size());
+    EXPECT_EQ(seen.json.find('\n'), std::string::npos) << seen.json;
+    const auto j = nlohmann::ordered_json::parse(seen.json);
+    std::vector<std::string> names;
+    for (auto it = j.begin(); it != j.end(); ++it) names.push_back(it.key());
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"event", "key_b64", "value_b64", "db", "ts_ms",
+                                        "deadline_ms", "attempt", "source", "queue", "id", "node"}))
+        << seen.json;
+    EXPECT_EQ(j["event"], "expired");
+    EXPECT_EQ(j["key_b64"], "YmluAGtlef86");  // base64 of the key's 9 bytes
+    EXPECT_EQ(j["value_b64"], "AAH+/yB2");    // and of the snapshot's 6
+    EXPECT_EQ(j["db"], 0);
+    EXPECT_EQ(j["ts_ms"], seen.ts_ms);
+    EXPECT_EQ(j["deadline_ms"], deadline);
+    EXPECT_EQ(j["deadline_ms"], seen.deadline_ms);
+    EXPECT_EQ(j["attempt"], 1);
+    EXPECT_EQ(j["source"], seen.source);
+    EXPECT_TRUE(seen.source == "sweep" || seen.source == "notification") << seen.source;
+    EXPECT_EQ(j["queue"], "keys");
+    EXPECT_EQ(j["id"], seen.id);
+    EXPECT_EQ(j["node"], seen.node);
+    EXPECT_EQ(seen.node, redis().host() + ":" + std::to_string(redis().port()));
+
+    // The held copy, read from this thread (not the worker's), gives the same line.
+    std::string held;
+    std::thread([&] {
+        char *out = nullptr;
+        size_t len = 0;
+        EXPECT_EQ(kw_event_json(kw_hold_event(seen.hold), &out, &len), KW_OK);
+        held = out ? std::string(out, len) : "(null)";
+        kw_free(out);
+    }).join();
+    EXPECT_EQ(held, seen.json);
+    EXPECT_EQ(kw_event_complete(seen.hold, KW_RESULT_ACK, nullptr, -1), KW_OK);
+    kw_hold_free(seen.hold);
+    EXPECT_TRUE(e.stat_reaches("items.acked", 1));
 }
 
 // A slow handler holds the workers: live expiry notifications of tracked keys must not
