@@ -63,14 +63,16 @@ int handle_demo_event(kw_event_t *ev, void *opaque) {
     try {
         auto *state = static_cast<DemoState *>(opaque);
         const int64_t now = wall_ms();
-        const EventRecord record = read_event(ev);
-        printed = state->printer->print(record);
-        if (printed && !record.queue.empty()) {
+        printed = state->printer->print(ev);
+        const std::string queue = kw_event_queue(ev);
+        if (printed && !queue.empty()) {
+            size_t len = 0;
+            const void *key = kw_event_key(ev, &len);
             std::lock_guard<std::mutex> lock(state->mu);
             state->delivered.emplace(
-                std::make_pair(std::string(record.queue), std::string(record.key)),
-                Delivery{std::string(record.event), std::string(record.source), record.deadline_ms,
-                         now});
+                std::make_pair(queue, std::string(static_cast<const char *>(key), key ? len : 0)),
+                Delivery{kw_event_name(ev), kw_source_name(kw_event_source(ev)),
+                         kw_event_deadline_ms(ev), now});
         }
     } catch (...) {
         printed = false;

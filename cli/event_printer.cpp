@@ -7,33 +7,13 @@
 
 namespace keywatch::cli {
 
-EventRecord read_event(const kw_event_t *ev) {
-    EventRecord r;
-    const char *name = kw_event_name(ev);
-    r.event = name ? name : "";
+bool EventPrinter::print(const kw_event_t *ev) {
+    char *json = nullptr;
     size_t len = 0;
-    const void *key = kw_event_key(ev, &len);
-    r.key = std::string_view(static_cast<const char *>(key), key ? len : 0);
-    len = 0;
-    const void *value = kw_event_value(ev, &len);
-    r.has_value = value != nullptr;
-    if (value) r.value = std::string_view(static_cast<const char *>(value), len);
-    r.db = kw_event_db(ev);
-    r.ts_ms = kw_event_ts_ms(ev);
-    r.source = source_name(kw_event_source(ev));
-    const char *queue = kw_event_queue(ev);
-    r.queue = queue ? queue : "";
-    const char *id = kw_event_id(ev);
-    r.id = id ? id : "";
-    const char *node = kw_event_node(ev);
-    r.node = node ? node : "";
-    r.attempt = kw_event_attempt(ev);
-    r.deadline_ms = kw_event_deadline_ms(ev);
-    return r;
-}
-
-bool EventPrinter::print(const EventRecord &record) {
-    const std::string line = event_json(record) + '\n';
+    if (kw_event_json(ev, &json, &len) != KW_OK) return false;
+    std::string line(json, len);
+    kw_free(json);
+    line += '\n';
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_) return false;
     errno = 0;
@@ -69,7 +49,7 @@ int EventPrinter::handle(kw_event_t *ev, void *opaque) {
     // No exception may cross into the engine's C boundary.
     bool printed = false;
     try {
-        printed = static_cast<EventPrinter *>(opaque)->print(read_event(ev));
+        printed = static_cast<EventPrinter *>(opaque)->print(ev);
     } catch (...) {
         printed = false;
     }

@@ -12,22 +12,19 @@
 #include <mutex>
 #include <string>
 
-#include "core/format/json_line.h"
 #include "cli/stop_signal.h"
 #include "keywatch.h"
 
 namespace keywatch::cli {
 
-// The fields of ev as plain data; valid while ev is (the handler call).
-EventRecord read_event(const kw_event_t *ev);
-
 class EventPrinter {
   public:
     explicit EventPrinter(StopSignal *stop) : stop_(stop) {}
 
-    // One JSON line on stdout for the event, flushed. False when it could not be written
-    // (stdout closed or failing; the printer then asks for a stop). Handler threads.
-    bool print(const EventRecord &record);
+    // The event's JSON line (kw_event_json) on stdout, flushed. False when it could not be
+    // made or written (stdout closed or failing; the printer then asks for a stop).
+    // Handler threads.
+    bool print(const kw_event_t *ev);
     // "keywatch: <text>" on stderr.
     void note(const std::string &text);
 

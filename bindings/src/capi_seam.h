@@ -109,6 +109,9 @@ inline const char *event_queue(const kw_event_t *e) {
 inline void event_set_error(EventPtr e, const char *reason) {
     kw_event_set_error(e, reason);
 }
+inline const char *source_name(kw_source s) {
+    return kw_source_name(s);
+}
 
 // ---- held events (deferred completion) ----
 inline kw_hold_t *event_hold(EventPtr e) {
@@ -262,6 +265,9 @@ inline int take_text(Get get, std::string *out) {
     if (rc == KW_OK && text) *out = text;
     kw_free(text);
     return rc;
+}
+inline int event_json(const kw_event_t *e, std::string *out) {
+    return take_text([e](char **text) { return kw_event_json(e, text, nullptr); }, out);
 }
 inline int client_inspect_json(kw_client_t *c, std::string *out) {
     return take_text([c](char **text) { return kw_client_inspect_json(c, text); }, out);

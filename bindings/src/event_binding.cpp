@@ -2,8 +2,6 @@
 
 #include "bindings/src/capi_seam.h"
 #include "bindings/src/status_error.h"
-#include "cli/event_printer.h"
-#include "core/format/json_line.h"
 
 namespace py = pybind11;
 
@@ -61,7 +59,7 @@ int Event::max_attempts() const {
 }
 
 std::string Event::source() const {
-    return cli::source_name(capi::event_source(get()));
+    return capi::source_name(capi::event_source(get()));
 }
 
 py::object Event::queue() const {
@@ -96,7 +94,9 @@ std::string Event::node() const {
     return capi::event_node(get());
 }
 std::string Event::json_line() const {
-    return cli::json_line(cli::read_event(get()));
+    std::string line;
+    check(capi::event_json(get(), &line), "");
+    return line + '\n';
 }
 void Event::set_error(const std::string &reason) const {
     get();

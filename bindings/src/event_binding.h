@@ -38,7 +38,7 @@ class Event {
     pybind11::object ts() const;          // aware datetime
     pybind11::object last_error() const;  // the previous attempt's error, None if none
     std::string repr() const;
-    // The line `keywatch watch` prints for this event (core/format/json_line.h), with its '\n'.
+    // The line `keywatch watch` prints for this event (kw_event_json), with its '\n'.
     std::string json_line() const;
     // Records why the handler retries or rejects (kept with the item, dead letters).
     void set_error(const std::string &reason) const;
