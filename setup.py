@@ -30,8 +30,9 @@ class CMakeBuild(build_ext):
         build = ROOT / "build" / f"python-{tag}"
         configure = [
             "cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-            "-DKW_BUILD_PYTHON=ON", "-DKW_BUILD_TESTS=OFF", "-DKW_BUILD_BENCH=OFF",
-            "-DKW_BUILD_EXAMPLES=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
+            "-DKW_BUILD_PYTHON=ON", "-DKW_BUILD_CLI=OFF", "-DKW_BUILD_TESTS=OFF",
+            "-DKW_BUILD_BENCH=OFF", "-DKW_BUILD_EXAMPLES=OFF",
+            f"-DPython3_EXECUTABLE={sys.executable}",
         ]
         if shutil.which("ccache"):
             configure += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache",
