@@ -2,18 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/format/text.h"
+#include "core/format/json_bytes.h"
 
 namespace keywatch {
 namespace {
-
-// A byte string as JSON: a string if it is UTF-8, else <name>_b64.
-void put_bytes(nlohmann::json &obj, const std::string &name, const std::string &bytes) {
-    if (is_valid_utf8(bytes))
-        obj[name] = bytes;
-    else
-        obj[name + "_b64"] = base64_encode(bytes);
-}
 
 nlohmann::json queue_json(const QueueFigures &f) {
     return {{"queue", f.queue},       {"due", f.due},   {"due_now", f.due_now},

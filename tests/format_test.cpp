@@ -196,12 +196,6 @@ TEST(EventJson, AnEventWithoutSnapshotOrNodeHasNoValueAndAnEmptyNode) {
     EXPECT_EQ(r.queue, "");
 }
 
-TEST(EventJson, SourceNames) {
-    EXPECT_STREQ(source_name(KW_SOURCE_NOTIFICATION), "notification");
-    EXPECT_STREQ(source_name(KW_SOURCE_SWEEP), "sweep");
-    EXPECT_STREQ(source_name(KW_SOURCE_LEASE_EXPIRED), "lease_expired");
-    EXPECT_STREQ(source_name(KW_SOURCE_TASK), "task");
-    EXPECT_STREQ(source_name(static_cast<kw_source>(99)), "unknown");
-}
+// The source names: CApiEventJson.SourceNamesAreTheLinesOnes (kw_source_name forwards).
 
 }  // namespace
