@@ -2,14 +2,9 @@
 # declares, and that its SONAME follows the rule of keywatch.h (major.minor while 0.x).
 # Usage: cmake -DLIB=path -DHEADER=keywatch.h -DEXPECTED_SONAME=libkeywatch.so.N
 #              -DVERSION=MAJOR.MINOR.PATCH -P this-file
-find_program(NM nm REQUIRED)
-find_program(READELF readelf REQUIRED)
+include(${CMAKE_CURRENT_LIST_DIR}/binary_tools.cmake)
 
-execute_process(COMMAND ${NM} -D --defined-only ${LIB}
-                OUTPUT_VARIABLE nm_out RESULT_VARIABLE nm_rc)
-if(NOT nm_rc EQUAL 0)
-  message(FATAL_ERROR "nm -D failed on ${LIB}")
-endif()
+binary_tool(nm_out nm -D --defined-only ${LIB})
 
 string(REPLACE "\n" ";" lines "${nm_out}")
 set(kw_count 0)
@@ -55,10 +50,7 @@ if(missing)
   message(FATAL_ERROR "${LIB} does not export these functions of keywatch.h: ${missing}")
 endif()
 
-execute_process(COMMAND ${READELF} -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE re_rc)
-if(NOT re_rc EQUAL 0)
-  message(FATAL_ERROR "readelf -d failed on ${LIB}")
-endif()
+binary_tool(dyn readelf -d ${LIB})
 string(REGEX MATCH "Library soname: \\[([^]]*)\\]" _ "${dyn}")
 set(soname "${CMAKE_MATCH_1}")
 if(NOT soname STREQUAL EXPECTED_SONAME)
