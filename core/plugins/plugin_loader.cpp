@@ -14,13 +14,16 @@
 #include "keywatch_types.h"
 
 // Set by core/CMakeLists.txt: the plugin directory configured at build time, the same
-// directory relative to the library's own (as installed), and the build tree with the
-// plugins built in it.
+// directory relative to the library's own (as installed), the library directory relative
+// to the programs' (as installed), and the build tree with the plugins built in it.
 #ifndef KW_PLUGIN_DIR
 #define KW_PLUGIN_DIR "/usr/local/lib/keywatch/plugins"
 #endif
 #ifndef KW_PLUGIN_SUBDIR
 #define KW_PLUGIN_SUBDIR "keywatch/plugins"
+#endif
+#ifndef KW_BINDIR_TO_LIBDIR
+#define KW_BINDIR_TO_LIBDIR "../lib"
 #endif
 
 namespace keywatch {
@@ -56,24 +59,29 @@ std::string real_path(const std::string &path) {
     return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
 }
 
-// The file this code was loaded from: libkeywatch.so, or the program it is linked into.
-std::string own_file() {
+// The file this code was loaded from: libkeywatch.so, or the program it is linked into
+// (the keywatch binary links the engine statically). "" when unknown.
+std::string own_file(bool *is_program) {
     Dl_info info;
     struct link_map *map = nullptr;
     static const int anchor = 0;  // any object of this file's
     if (!dladdr1(&anchor, &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) || !map)
         return "";
     // The main program's link map has no name.
-    return real_path(map->l_name[0] ? map->l_name : "/proc/self/exe");
+    *is_program = map->l_name[0] == '\0';
+    return real_path(*is_program ? "/proc/self/exe" : map->l_name);
 }
 
 // The directories beside this library where its plugins are: the installed layout
-// (<libdir>/keywatch/plugins), and in its build tree the plugins built there.
+// (<libdir>/keywatch/plugins beside <libdir>/libkeywatch.so, or reached from
+// <bindir>/keywatch), and in its build tree the plugins built there.
 std::vector<std::string> own_plugin_dirs() {
     std::vector<std::string> dirs;
-    const std::string file = own_file();
+    bool is_program = false;
+    const std::string file = own_file(&is_program);
     if (file.empty()) return dirs;
-    dirs.push_back(file.substr(0, file.rfind('/')) + "/" KW_PLUGIN_SUBDIR);
+    const std::string dir = file.substr(0, file.rfind('/'));
+    dirs.push_back(dir + (is_program ? "/" KW_BINDIR_TO_LIBDIR "/" : "/") + KW_PLUGIN_SUBDIR);
 #if defined(KW_BUILD_DIR) && defined(KW_BUILD_PLUGIN_DIR)
     const std::string build = real_path(KW_BUILD_DIR);
     if (!build.empty() && file.compare(0, build.size() + 1, build + "/") == 0)

@@ -4,7 +4,8 @@
 // file, what it has, what the host needs and what to do (PostgreSQL's style).
 // The search path: $KEYWATCH_PLUGIN_PATH (colon-separated directories); the plugin
 // directory beside the loaded library as installed (<libdir>/keywatch/plugins next to
-// <libdir>/libkeywatch.so, wherever `cmake --install --prefix` put it); the plugins built
+// <libdir>/libkeywatch.so, or reached from <bindir>/keywatch, which links the engine
+// statically, wherever `cmake --install --prefix` put it); the plugins built
 // beside it when the library runs from its build tree; then the directory configured at
 // build time (KW_PLUGIN_DIR). Thread-safe (no shared state).
 #pragma once
