@@ -87,6 +87,10 @@ TEST(ReplyError, RedirectTargetIsTheNodeNamedLast) {
     EXPECT_EQ(redirect_target(&m), "127.0.0.1:6381");
     EXPECT_EQ(redirect_target(&a), "[::1]:7000");
     EXPECT_EQ(redirect_target(&o), "");
+    // Redis prints an IPv6 node unbracketed: it is named as CLUSTER SHARDS's node is.
+    std::string v6 = "MOVED 3999 ::1:7001";
+    redisReply r6 = error_reply(v6);
+    EXPECT_EQ(redirect_target(&r6), "[::1]:7001");
 }
 
 }  // namespace

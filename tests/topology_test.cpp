@@ -63,6 +63,12 @@ Reply shard(std::vector<long long> ranges, std::vector<Reply> nodes) {
                        Reply::arr(std::move(nodes))});
 }
 
+TEST(Topology, Ipv6MasterIsNamedInBrackets) {
+    // The same name RedisUrl gives it: Fanout and Client key their nodes by it.
+    EXPECT_EQ((ClusterNode{"::1", 7000, ""}.endpoint()), "[::1]:7000");
+    EXPECT_EQ((ClusterNode{"10.0.0.1", 7000, ""}.endpoint()), "10.0.0.1:7000");
+}
+
 TEST(ParseClusterShards, MapsEverySlotToItsMaster) {
     Reply r = Reply::arr({
         shard({0, 5460}, {node("127.0.0.1", 7000, "master", "online"),

@@ -38,17 +38,12 @@ int64_t steady_ms() {
         .count();
 }
 
-// host:port (or [v6]:port) into a URL that otherwise keeps the seed's credentials.
+// A node named by Endpoint::str() (the seed's own name may be a socket path) into a URL
+// that otherwise keeps the seed's credentials.
 RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
     if (endpoint == seed.endpoint()) return seed;
-    RedisUrl url = seed;
-    size_t colon = endpoint.rfind(':');
-    url.host = endpoint.substr(0, colon);
-    if (url.host.size() > 1 && url.host.front() == '[')
-        url.host = url.host.substr(1, url.host.size() - 2);
-    url.port = std::atoi(endpoint.c_str() + colon + 1);
-    url.unix_path.clear();
-    return url;
+    const auto node = Endpoint::parse(endpoint, Endpoint::Form::Strict);
+    return node ? seed.at(*node) : seed;
 }
 
 }  // namespace

@@ -59,11 +59,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     return n;
 }
 
-void Fanout::add(const std::string &host, int port) {
-    RedisUrl url = opts_.seed;
-    url.host = host;
-    url.port = port;
-    url.unix_path.clear();
+void Fanout::add(const Endpoint &node) {
+    const RedisUrl url = opts_.seed.at(node);
     if (nodes_by_endpoint_.count(url.endpoint())) return;
     Node &n = make_node(url);
     if (down_) return;
@@ -78,7 +75,7 @@ void Fanout::start() {
         make_node(opts_.seed).sub->start();
         return;
     }
-    for (auto &m : opts_.topology.masters) add(m.host, m.port);
+    for (auto &m : opts_.topology.masters) add(m.address());
     index_sweepers();
     const size_t uncovered = opts_.topology.uncovered();
     opts_.events->slots_uncovered.store(static_cast<int64_t>(uncovered), std::memory_order_relaxed);
@@ -325,17 +322,13 @@ void Fanout::refresh() {
     // seed, then the ones we do not reach now.
     probe_order_.clear();
     for (auto &kv : nodes_by_endpoint_)
-        if (kv.second.state == KW_CONN_READY) probe_order_.push_back(kv.first);
-    probe_order_.push_back(opts_.seed.endpoint());
+        if (kv.second.state == KW_CONN_READY) probe_order_.push_back(kv.second.url.address());
+    probe_order_.push_back(opts_.seed.address());
     for (auto &kv : nodes_by_endpoint_)
-        if (kv.second.state != KW_CONN_READY) probe_order_.push_back(kv.first);
+        if (kv.second.state != KW_CONN_READY) probe_order_.push_back(kv.second.url.address());
     // After a failed probe the next one tries the next node.
-    const std::string endpoint =
-        probe_order_[(all_ready || probe_failed_ ? probe_next_++ : 0) % probe_order_.size()];
-    RedisUrl url = opts_.seed;
-    size_t colon = endpoint.rfind(':');
-    url.host = endpoint.substr(0, colon);
-    url.port = std::stoi(endpoint.substr(colon + 1));
+    const RedisUrl url = opts_.seed.at(
+        probe_order_[(all_ready || probe_failed_ ? probe_next_++ : 0) % probe_order_.size()]);
     // Refreshes run from timers, never inside the old probe's callbacks: safe to replace.
     probe_ = std::make_unique<RedisConn>(loop_.base(), url, "topology");
     refreshing_ = true;
@@ -452,7 +445,7 @@ void Fanout::apply(const Topology &t) {
         if (nodes_by_endpoint_.count(m.endpoint())) continue;
         log(KW_LOG_INFO, "cluster: subscribing to new master " + m.endpoint(),
             {{"node", m.endpoint()}});
-        add(m.host, m.port);
+        add(m.address());
     }
     index_sweepers();
     // A slot's new master sweeps its queues now: a migration's last step (SETSLOT NODE)

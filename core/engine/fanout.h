@@ -115,7 +115,7 @@ class Fanout : private SubscriberSink {
     // Rebuilds sweeper_of_master_ after the nodes or the topology changed.
     void index_sweepers();
     Node &make_node(const RedisUrl &url);
-    void add(const std::string &host, int port);
+    void add(const Endpoint &node);
     void refresh();
     void apply(const Topology &t);
     // Slots whose master changed from the old topology to `t`: the queues that their old
@@ -138,6 +138,7 @@ class Fanout : private SubscriberSink {
     EventLoop &loop_;
     Options opts_;
     SubscriberSink *sink_;
+    // By Endpoint::str(), the name RedisUrl and ClusterNode both give a node.
     std::map<std::string, Node> nodes_by_endpoint_;
     std::vector<Sweeper *> sweeper_of_master_;  // cluster: by index in opts_.topology.masters
     int claims_in_flight_ = 0;                  // all sweepers' (acks wait for them)
@@ -152,7 +153,7 @@ class Fanout : private SubscriberSink {
         int64_t since_ms = 0;  // when the try began (wall clock)
     };
     std::map<std::string, Reach> reach_;  // reach_lost_nodes(), by node
-    std::vector<std::string> probe_order_;
+    std::vector<Endpoint> probe_order_;
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology
     Timer refresh_timer_, soon_timer_;

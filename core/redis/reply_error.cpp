@@ -1,6 +1,9 @@
 #include "core/redis/reply_error.h"
 
 #include <cstring>
+#include <string_view>
+
+#include "core/redis/endpoint.h"
 
 namespace keywatch {
 namespace {
@@ -48,7 +51,11 @@ std::string redirect_target(const redisReply *r) {
     if (e != ReplyError::Moved && e != ReplyError::Ask) return "";
     std::string text(r->str, r->len);
     size_t sp = text.rfind(' ');
-    return sp == std::string::npos ? "" : text.substr(sp + 1);
+    if (sp == std::string::npos) return "";
+    // Redis prints an IPv6 node unbracketed ("MOVED 3999 ::1:7001"): named as keywatch
+    // names it everywhere else.
+    const auto node = Endpoint::parse(std::string_view(text).substr(sp + 1), Endpoint::Form::Redis);
+    return node ? node->str() : "";
 }
 
 const char *reply_error_name(ReplyError e) {

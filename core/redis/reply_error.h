@@ -36,7 +36,8 @@ bool is_transient(ReplyError e);
 // every key refused), as opposed to one slot no master serves ("Hash slot not served").
 bool whole_cluster_down(const redisReply *r);
 
-// The "host:port" a -MOVED or -ASK names (empty for any other reply).
+// The node a -MOVED or -ASK names, as Endpoint::str() ("[v6]:port" too; empty for any
+// other reply).
 std::string redirect_target(const redisReply *r);
 
 // The kind's name for messages and tests ("MOVED", "LOADING", ...).

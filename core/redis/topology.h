@@ -11,13 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include "core/redis/endpoint.h"
+
 namespace keywatch {
 
 struct ClusterNode {
     std::string host;
     int port = 0;
     std::string id;
-    std::string endpoint() const { return host + ":" + std::to_string(port); }
+    Endpoint address() const { return {host, port, ""}; }
+    // "host:port" or "[v6]:port": the name RedisUrl::endpoint gives the same node.
+    std::string endpoint() const { return address().str(); }
 };
 
 // A shard that holds slots but has no working master: its master is marked failed and no

@@ -76,10 +76,12 @@ bool parse_userinfo(const std::string &text, const std::string &info, RedisUrl *
 
 }  // namespace
 
-std::string RedisUrl::endpoint() const {
-    if (is_unix()) return unix_path;
-    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-    return host + ":" + std::to_string(port);
+RedisUrl RedisUrl::at(const Endpoint &node) const {
+    RedisUrl url = *this;
+    url.host = node.host;
+    url.port = node.port;
+    url.unix_path = node.unix_path;
+    return url;
 }
 
 std::string auth_refused_message(const RedisUrl &url, const std::string &server_error) {

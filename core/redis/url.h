@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/redis/endpoint.h"
+
 namespace keywatch {
 
 // TLS settings for rediss:// (options tls.*). Every connection of an engine or client
@@ -27,8 +29,12 @@ struct RedisUrl {
     TlsOptions tls_options;
 
     bool is_unix() const { return !unix_path.empty(); }
-    // "host:port" or the socket path: how logs, stats and events name the node.
-    std::string endpoint() const;
+    // Where the server is: host and port, or the socket.
+    Endpoint address() const { return {host, port, unix_path}; }
+    // "host:port", "[v6]:port" or the socket path: how logs, stats and events name the node.
+    std::string endpoint() const { return address().str(); }
+    // The same server settings (credentials, db, TLS) for another node, `at`.
+    RedisUrl at(const Endpoint &node) const;
 };
 
 // Parses redis://[user:password@]host[:port][/db][?db=N] (also [::1] for IPv6), the same
