@@ -7,6 +7,7 @@
 #include "cli/client_session.h"
 #include "cli/check/server_checks.h"
 #include "core/redis/blocking_redis.h"
+#include "core/redis/endpoint.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/slots.h"
 #include "core/redis/topology.h"
@@ -105,10 +106,14 @@ void check_clocks(const std::vector<std::pair<std::string, ServerFacts>> &clocks
                     "synchronise the hosts' clocks (chrony or systemd-timesyncd)");
 }
 
-// "host:port" of every replica: CLUSTER NODES on a cluster, the master's INFO replication
+// Every replica: CLUSTER NODES on a cluster, the master's INFO replication
 // (slaveN:ip=...,port=...) otherwise. Empty when refused.
-std::vector<std::string> replicas(BlockingRedis &c, bool cluster, int64_t timeout_ms) {
-    std::vector<std::string> out;
+std::vector<Endpoint> replicas(BlockingRedis &c, bool cluster, int64_t timeout_ms) {
+    std::vector<Endpoint> out;
+    // Both print an IPv6 host unbracketed ("::1:7001"): Endpoint's Redis form reads it.
+    auto add = [&out](const std::string &host_port) {
+        if (auto e = Endpoint::parse(host_port, Endpoint::Form::Redis)) out.push_back(*e);
+    };
     ReplyPtr r = cluster ? c.command({"CLUSTER", "NODES"}, timeout_ms)
                          : c.command({"INFO", "replication"}, timeout_ms);
     if (!r || r->type != REDIS_REPLY_STRING) return out;
@@ -121,11 +126,11 @@ std::vector<std::string> replicas(BlockingRedis &c, bool cluster, int64_t timeou
             fields >> id >> addr >> flags;
             if (flags.find("slave") == std::string::npos || flags.find("fail") != std::string::npos)
                 continue;
-            out.push_back(addr.substr(0, addr.find('@')));
+            add(addr.substr(0, addr.find('@')));
         } else if (line.rfind("slave", 0) == 0 && line.find(":ip=") != std::string::npos) {
             const size_t ip = line.find("ip=") + 3, port = line.find(",port=") + 6;
-            out.push_back(line.substr(ip, line.find(',', ip) - ip) + ":" +
-                          line.substr(port, line.find(',', port) - port));
+            add(line.substr(ip, line.find(',', ip) - ip) + ":" +
+                line.substr(port, line.find(',', port) - port));
         }
     }
     return out;
@@ -136,12 +141,9 @@ void check_replicas(const RedisUrl &seed, bool cluster, const std::string &need,
     if (need.empty()) return;
     BlockingRedis c(seed, "check", false);
     if (c.connect(timeout_ms) != KW_OK) return;  // the connection line says why
-    for (const std::string &endpoint : replicas(c, cluster, timeout_ms)) {
-        RedisUrl u = seed;  // same credentials and TLS settings
-        const size_t colon = endpoint.rfind(':');
-        u.host = endpoint.substr(0, colon);
-        u.port = std::atoi(endpoint.c_str() + colon + 1);
-        BlockingRedis r(u, "check", false);
+    for (const Endpoint &replica : replicas(c, cluster, timeout_ms)) {
+        const std::string endpoint = replica.str();
+        BlockingRedis r(seed.at(replica), "check", false);  // same credentials and TLS
         if (r.connect(timeout_ms) != KW_OK) {
             report->add("replica notifications", endpoint, Verdict::Warn,
                         "cannot connect: " + r.error(),
@@ -159,10 +161,8 @@ std::vector<std::pair<RedisUrl, std::string>> masters(const RedisUrl &seed, bool
     if (!cluster) return {{seed, kStandaloneTag}};
     std::vector<std::pair<RedisUrl, std::string>> out;
     for (size_t i = 0; i < topo.masters.size(); i++) {
-        RedisUrl u = seed;
-        u.host = topo.masters[i].host;
-        u.port = topo.masters[i].port;
-        out.push_back({u, tag_for_master(topo, static_cast<int>(i))});
+        out.push_back(
+            {seed.at(topo.masters[i].address()), tag_for_master(topo, static_cast<int>(i))});
     }
     return out;
 }

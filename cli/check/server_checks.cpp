@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/redis/blocking_redis.h"
+#include "core/redis/endpoint.h"
 #include "core/redis/reply_error.h"
 #include "core/redis/keyspace_events.h"
 
@@ -83,7 +84,9 @@ void check_role(BlockingRedis &c, const std::string &node, int64_t timeout_ms,
     const auto host = info_field(c, "replication", "master_host", timeout_ms);
     const auto port = info_field(c, "replication", "master_port", timeout_ms);
     report->add("role", node, Verdict::Fail,
-                "a replica" + (host && port ? " of " + *host + ":" + *port : std::string()) +
+                "a replica" +
+                    (host && port ? " of " + Endpoint{*host, std::atoi(port->c_str()), ""}.str()
+                                  : std::string()) +
                     ": it refuses keywatch's writes and never publishes expired",
                 "give keywatch the master's URL");
 }

@@ -1,8 +1,8 @@
 // The daemon's own sections of the config file: [http], [log] and [metrics].
 #include <algorithm>
-#include <cstdlib>
 
 #include "cli/daemon/config_reader.h"
+#include "core/redis/endpoint.h"
 
 namespace keywatch::cli {
 namespace {
@@ -16,52 +16,10 @@ const toml::table *section_table(const toml::node &node, const std::string &name
     return table;
 }
 
-bool all_digits(const std::string &s) {
-    if (s.empty()) return false;
-    for (char c : s)
-        if (c < '0' || c > '9') return false;
-    return true;
-}
-
-// "host:port", "[v6]:port"; port 0..65535. On failure *why says what is wrong.
-bool valid_listen(const std::string &text, std::string *why) {
-    std::string host, port;
-    if (!text.empty() && text[0] == '[') {
-        size_t close = text.find(']');
-        if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-            *why = "an IPv6 address is written [address]:port, e.g. \"[::1]:9464\"";
-            return false;
-        }
-        host = text.substr(1, close - 1);
-        port = text.substr(close + 2);
-    } else {
-        size_t colon = text.rfind(':');
-        if (colon == std::string::npos) {
-            *why = "no port: write host:port, e.g. \"127.0.0.1:9464\"";
-            return false;
-        }
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (host.find(':') != std::string::npos) {
-            *why = "an IPv6 address needs brackets: [address]:port, e.g. \"[::1]:9464\"";
-            return false;
-        }
-    }
-    if (host.empty()) {
-        *why = "no host: write host:port (\"0.0.0.0:9464\" listens on every IPv4 interface)";
-        return false;
-    }
-    if (!all_digits(port) || port.size() > 5 || std::atoi(port.c_str()) > 65535) {
-        *why = "the port is not a number from 0 to 65535 (0: any free port)";
-        return false;
-    }
-    return true;
-}
-
 bool read_listen(const toml::node &node, ConfigReader *reader, std::string *out) {
     if (!reader->string_value(node, "[http] listen", out)) return false;
     std::string why;
-    if (!valid_listen(*out, &why))
+    if (!Endpoint::parse(*out, Endpoint::Form::Strict, &why))
         return reader->fail(node.source(), "[http] listen",
                             "'" + *out + "' is not host:port: " + why);
     return true;

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/redis/endpoint.h"
+
 namespace keywatch::cli {
 namespace {
 
@@ -25,20 +27,6 @@ namespace {
 constexpr int kRequestTimeoutSeconds = 10;
 constexpr ev_ssize_t kMaxHeadersSize = 8192;
 constexpr ev_ssize_t kMaxBodySize = 4096;
-
-// "host:port" or "[v6]:port" split; false when there is no port after the last ':'.
-bool split_listen(const std::string &listen, std::string *host, std::string *port) {
-    size_t colon = listen.rfind(':');
-    if (colon == std::string::npos || colon + 1 == listen.size()) return false;
-    *host = listen.substr(0, colon);
-    *port = listen.substr(colon + 1);
-    if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
-        *host = host->substr(1, host->size() - 2);
-    if (host->empty()) return false;
-    for (char c : *port)
-        if (c < '0' || c > '9') return false;
-    return port->size() <= 5 && std::stoi(*port) <= 65535;
-}
 
 bool is_loopback(const sockaddr_storage &sa) {
     if (sa.ss_family == AF_INET) {
@@ -53,28 +41,26 @@ bool is_loopback(const sockaddr_storage &sa) {
 // "127.0.0.1:9464" or "[::1]:9464" of a bound socket.
 std::string address_text(const sockaddr_storage &sa) {
     char host[INET6_ADDRSTRLEN] = "";
-    int port = 0;
     if (sa.ss_family == AF_INET) {
         auto *in = reinterpret_cast<const sockaddr_in *>(&sa);
         inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-        port = ntohs(in->sin_port);
-        return std::string(host) + ":" + std::to_string(port);
+        return Endpoint{host, ntohs(in->sin_port), ""}.str();
     }
     auto *in6 = reinterpret_cast<const sockaddr_in6 *>(&sa);
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    return Endpoint{host, ntohs(in6->sin6_port), ""}.str();
 }
 
 // A listening, non-blocking socket on the first address `listen` resolves to, or -1 with
 // *err saying why.
 int listen_socket(const std::string &listen, std::string *err) {
-    std::string host, port;
-    if (!split_listen(listen, &host, &port)) {
-        *err = "cannot listen on '" + listen +
-               "': not an address; write host:port, e.g. 127.0.0.1:9464 or [::1]:9464";
+    std::string why;
+    const auto where = Endpoint::parse(listen, Endpoint::Form::Strict, &why);
+    if (!where) {
+        *err = "cannot listen on '" + listen + "': " + why;
         return -1;
     }
+    const std::string host = where->host, port = std::to_string(where->port);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;

@@ -572,6 +572,9 @@ TEST(DaemonConfigErrors, ListenMustBeHostColonPort) {
     EXPECT_EQ(error_of("[http]\nlisten = \"[::1]9464\"\n"),
               "kw.toml:2:10: [http] listen: '[::1]9464' is not host:port: an IPv6 address is "
               "written [address]:port, e.g. \"[::1]:9464\"");
+    EXPECT_EQ(error_of("[http]\nlisten = \"[localhost]:9464\"\n"),
+              "kw.toml:2:10: [http] listen: '[localhost]:9464' is not host:port: brackets hold "
+              "only an IPv6 address: write host:port for the others");
     for (const char *bad : {"h:65536", "h:-1", "h:http", "h:"})
         EXPECT_EQ(error_of(std::string("[http]\nlisten = \"") + bad + "\"\n"),
                   std::string("kw.toml:2:10: [http] listen: '") + bad +
