@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/redis/endpoint.h"
+
 namespace keywatch {
 namespace {
 
@@ -47,6 +49,31 @@ std::string reply_text(const redisReply *r) {
     }
 }
 
+// A socket bound to host (an IPv4 or IPv6 literal) and port, or -1.
+int bind_loopback(const std::string &host, int port) {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    auto *in = reinterpret_cast<sockaddr_in *>(&addr);
+    auto *in6 = reinterpret_cast<sockaddr_in6 *>(&addr);
+    if (inet_pton(AF_INET, host.c_str(), &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons(static_cast<uint16_t>(port));
+        len = sizeof *in;
+    } else if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(static_cast<uint16_t>(port));
+        len = sizeof *in6;
+    } else {
+        return -1;
+    }
+    int fd = socket(addr.ss_family, SOCK_STREAM, 0);
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 bool wait_exit(pid_t pid, int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -66,7 +93,7 @@ RedisProcess::RedisProcess(Options opts) : opts_(std::move(opts)) {
     char tmpl[] = "/tmp/keywatch-redis-XXXXXX";
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed: " + std::string(strerror(errno)));
     dir_ = tmpl;
-    port_ = opts_.port ? opts_.port : free_port();
+    port_ = opts_.port ? opts_.port : free_port(opts_.host);
 }
 
 RedisProcess::~RedisProcess() {
@@ -75,38 +102,27 @@ RedisProcess::~RedisProcess() {
     if (dir_.rfind("/tmp/keywatch-redis-", 0) == 0) (void)std::system(cmd.c_str());
 }
 
-int RedisProcess::free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) throw std::runtime_error("socket() failed");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
-        close(fd);
-        throw std::runtime_error("bind() to a free port failed");
-    }
+int RedisProcess::free_port(const std::string &host) {
+    int fd = bind_loopback(host, 0);
+    if (fd < 0) throw std::runtime_error("bind() to a free port on " + host + " failed");
+    sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
     close(fd);
-    return ntohs(addr.sin_port);
+    return addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6 *>(&addr)->sin6_port)
+                                      : ntohs(reinterpret_cast<sockaddr_in *>(&addr)->sin_port);
 }
 
-bool RedisProcess::port_free(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+bool RedisProcess::port_free(int port, const std::string &host) {
+    int fd = bind_loopback(host, port);
     if (fd < 0) return false;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    bool ok = bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
     close(fd);
-    return ok;
+    return true;
 }
 
 std::string RedisProcess::url() const {
     std::string auth = opts_.password.empty() ? "" : ":" + opts_.password + "@";
-    return "redis://" + auth + host() + ":" + std::to_string(port_);
+    return "redis://" + auth + Endpoint{host(), port_, ""}.str();
 }
 
 void RedisProcess::start() {
@@ -115,7 +131,7 @@ void RedisProcess::start() {
                                      "--port",
                                      std::to_string(port_),
                                      "--bind",
-                                     "127.0.0.1",
+                                     opts_.host,
                                      "--dir",
                                      dir_,
                                      "--logfile",
@@ -227,7 +243,7 @@ std::string RedisProcess::command(const std::vector<std::string> &args) const {
     std::unique_ptr<redisContext, decltype(&redisFree)> c(
         redisConnectWithTimeout(host().c_str(), port_, tv), &redisFree);
     if (!c || c->err)
-        throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port_) + ": " +
+        throw std::runtime_error("cannot connect to " + Endpoint{host(), port_, ""}.str() + ": " +
                                  (c ? c->errstr : "out of memory"));
     redisSetTimeout(c.get(), timeval{30, 0});
     auto run = [&](const std::vector<std::string> &a) {

@@ -20,6 +20,7 @@ class RedisProcess {
         std::vector<std::string> extra;  // more "--name value" arguments, already split
         std::string binary = "redis-server";
         int port = 0;  // 0: pick a free port
+        std::string host = "127.0.0.1";  // the loopback address it binds (--bind): or "::1"
     };
 
     RedisProcess();  // default Options
@@ -45,8 +46,8 @@ class RedisProcess {
     pid_t pid() const { return pid_; }
     int port() const { return port_; }
     const std::string &dir() const { return dir_; }
-    std::string url() const;  // redis://127.0.0.1:PORT (with the password if any)
-    std::string host() const { return "127.0.0.1"; }
+    std::string url() const;  // redis://HOST:PORT, [::1] for IPv6 (with the password if any)
+    std::string host() const { return opts_.host; }
     std::string log_tail(size_t max_bytes = 4000) const;
 
     // One blocking command on a fresh connection (set-up in tests and benchmarks; binary
@@ -54,10 +55,10 @@ class RedisProcess {
     // "(nil)", or "ERR ..." for an error reply; arrays are joined with '\n'.
     std::string command(const std::vector<std::string> &args) const;
 
-    // A free TCP port on 127.0.0.1 (bound then released).
-    static int free_port();
-    // Whether a TCP port on 127.0.0.1 can be bound now.
-    static bool port_free(int port);
+    // A free TCP port on `host`, 127.0.0.1 or ::1 (bound then released).
+    static int free_port(const std::string &host = "127.0.0.1");
+    // Whether a TCP port on `host` can be bound now.
+    static bool port_free(int port, const std::string &host = "127.0.0.1");
 
   private:
     void wait_ready(int timeout_ms);

@@ -5,7 +5,7 @@
 // SIGTERM/SIGINT/SIGHUP. The servers also die with it if it is killed (PR_SET_PDEATHSIG).
 //
 //   kw_test_cluster [--single] [--masters N] [--replicas R] [--notify FLAGS]
-//                   [--password PW (with --single)]
+//                   [--password PW (with --single)] [--host 127.0.0.1|::1]
 //   {"mode":"cluster","seed":"redis://127.0.0.1:P","nodes":[{"host":"127.0.0.1",
 //    "port":P,"url":"redis://127.0.0.1:P","pid":N,"dir":"/tmp/...","role":"master"},...]}
 //
@@ -42,7 +42,7 @@ struct Args {
 [[noreturn]] void usage(const std::string &what) {
     std::cerr << "kw_test_cluster: " << what
               << "\nusage: kw_test_cluster [--single] [--masters N] [--replicas R]"
-                 " [--notify FLAGS] [--password PW]\n";
+                 " [--notify FLAGS] [--password PW] [--host 127.0.0.1|::1]\n";
     std::exit(2);
 }
 
@@ -73,6 +73,8 @@ Args parse(int argc, char **argv) {
             a.cluster.notify = a.process.notify = value;
         } else if (opt == "--password") {
             a.process.password = value;
+        } else if (opt == "--host") {  // the loopback address the servers bind and announce
+            a.cluster.host = a.process.host = value;
         } else {
             usage("unknown option " + opt);
         }

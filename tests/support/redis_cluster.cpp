@@ -31,6 +31,7 @@ void RedisCluster::start() {
         RedisProcess::Options o;
         o.notify = opts_.notify;
         o.appendonly = opts_.appendonly;
+        o.host = opts_.host;
         o.extra = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                    "--cluster-node-timeout", std::to_string(opts_.node_timeout_ms),
                    // A replica with stale data may still take over: tests kill masters.
@@ -44,13 +45,15 @@ void RedisCluster::start() {
         std::random_device rd;
         for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
             int p = 20000 + static_cast<int>(rd() % 25000);
-            if (RedisProcess::port_free(p) && RedisProcess::port_free(p + 10000)) o.port = p;
+            if (RedisProcess::port_free(p, o.host) && RedisProcess::port_free(p + 10000, o.host))
+                o.port = p;
         }
         nodes_.push_back(std::make_unique<RedisProcess>(o));
         nodes_.back()->start();
     }
+    // redis-cli 7.0 takes an IPv6 node unbracketed ("::1:7000"), as Redis prints it.
     std::string cmd = "redis-cli --cluster create";
-    for (auto &n : nodes_) cmd += " 127.0.0.1:" + std::to_string(n->port());
+    for (auto &n : nodes_) cmd += " " + opts_.host + ":" + std::to_string(n->port());
     cmd += " --cluster-replicas " + std::to_string(opts_.replicas_per_master) +
            " --cluster-yes > " + nodes_[0]->dir() + "/create.log 2>&1";
     if (std::system(cmd.c_str()) != 0)
@@ -220,8 +223,8 @@ void RedisCluster::migrate_slot(int slot, size_t to,
     for (;;) {
         std::string listed = src.command({"CLUSTER", "GETKEYSINSLOT", s, "100"});
         if (listed.empty()) break;
-        std::vector<std::string> args = {
-            "MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
+        std::vector<std::string> args = {"MIGRATE", dst.host(), std::to_string(dst.port()), "", "0",
+                                         "5000",    "KEYS"};
         std::istringstream lines(listed);
         std::string k;
         while (std::getline(lines, k))

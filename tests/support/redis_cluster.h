@@ -22,6 +22,7 @@ class RedisCluster {
         std::string notify = "AKE";
         bool appendonly = false;
         int node_timeout_ms = 2000;  // cluster-node-timeout: how fast failover starts
+        std::string host = "127.0.0.1";  // every node binds and announces it: or "::1"
     };
 
     RedisCluster();
@@ -60,7 +61,7 @@ class RedisCluster {
     void migrate_slot(int slot, size_t to,
                       const std::function<bool(const std::string &)> &first = {},
                       const std::function<void()> &before_handover = {});
-    // "redis://127.0.0.1:PORT" of a running node, to seed a client.
+    // "redis://127.0.0.1:PORT" (or "redis://[::1]:PORT") of a running node, to seed a client.
     std::string seed_url();
 
   private:
