@@ -602,6 +602,58 @@ TEST_F(ClusterTest, TrackedKeysOnEveryMasterAreDeliveredOnceBySlotLocalQueues) {
     })) << c.inspect();
 }
 
+// A cluster whose nodes announce ::1 (CLUSTER SHARDS and MOVED name them unbracketed):
+// the fan-out names each master "[::1]:PORT" as the seed URL does, so every master keeps
+// its subscriber and sweeper across refreshes, and the sweepers alone (Redis's own expiry
+// off) deliver every tracked key once. Two spellings of one node used to index no sweeper
+// (claims unrouted) and drop and re-add every master at each refresh.
+class ClusterIpv6Test : public ClusterTest {
+  protected:
+    RedisCluster::Options cluster_options() override {
+        RedisCluster::Options o;
+        o.replicas_per_master = 0;
+        o.host = "::1";
+        return o;
+    }
+};
+
+TEST_F(ClusterIpv6Test, ClusterAnnouncingIpv6DeliversTrackedKeys) {
+    ASSERT_EQ(cluster_->seed_url().rfind("redis://[::1]:", 0), 0u) << cluster_->seed_url();
+    std::set<std::string> masters;
+    for (size_t i = 0; i < cluster_->size(); i++) {
+        ASSERT_EQ(cluster_->node(i).command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+        masters.insert("[::1]:" + std::to_string(cluster_->node(i).port()));
+    }
+    EventSink sink;
+    LogSink logs;
+    auto e = engine(&sink, {{"sweep.scan_interval", "10m"}});
+    e->watch_logs(&logs);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    EXPECT_TRUE(e->stat_reaches("conn.nodes", 3));
+    ClusterClient c(cluster_->seed_url());
+    auto keys = many_keys("v6:", 60);
+    c.track_all(keys, 2000);
+    ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000)))
+        << sink.describe() << logs.describe();
+    // Two more refreshes after the last delivery: a master dropped by one would show.
+    int64_t refreshes = 0;
+    ASSERT_TRUE(e->stat_reaches("topology.refreshes", {StatWant::Op::AtLeast, 1}, &refreshes));
+    EXPECT_TRUE(e->stat_reaches("topology.refreshes", {StatWant::Op::AtLeast, refreshes + 2}));
+    auto seen = tally(sink);
+    EXPECT_EQ(seen.size(), keys.size());
+    for (auto &kv : seen) EXPECT_EQ(kv.second, 1) << kv.first;
+    std::set<std::string> nodes;
+    for (auto &ev : sink.events()) nodes.insert(ev.node);
+    EXPECT_EQ(nodes, masters) << "each master's sweeper delivered its slots, named [::1]:PORT";
+    EXPECT_EQ(
+        logs.find(KW_LOG_DEBUG,
+                  [](const std::string &m) { return contains(m, "dropping its subscriber"); }),
+        "")
+        << logs.describe();
+    EXPECT_TRUE(e->stat_reaches("events.unrouted", 0)) << logs.describe();
+    EXPECT_TRUE(e->stat_reaches("conn.nodes", 3));
+}
+
 // A TTL shortened outside keywatch on each master: the slot queue's live claim on that
 // master finds the key gone although its score is an hour ahead, and claims it now.
 TEST_F(ClusterTest, TtlShortenedOutsideKeywatchIsDeliveredWhenTheKeyExpires) {

@@ -704,5 +704,39 @@ TEST_F(ConfigRefused, ServerRefusingConfigIsAWarningNotAFailure) {
     EXPECT_TRUE(sink.wait_for("set", "managed")) << sink.describe();
 }
 
+// Issue 22 item 3: a server on IPv6 loopback, named redis://[::1]:PORT. A key tracked by
+// the client is delivered by the engine's sweeper (Redis's own expiry off), and the event
+// names the node as the URL does.
+class Ipv6 : public RedisTest {
+  protected:
+    keywatch::RedisProcess::Options options() override {
+        keywatch::RedisProcess::Options o;
+        o.host = "::1";
+        o.extra = {"--enable-debug-command", "local"};  // DEBUG SET-ACTIVE-EXPIRE
+        return o;
+    }
+};
+
+TEST_F(Ipv6, TrackAndWatchOverBracketedUrl) {
+    const std::string node = "[::1]:" + std::to_string(redis().port());
+    ASSERT_EQ(redis().url(), "redis://" + node);
+    ASSERT_EQ(redis().command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    EventSink sink;
+    Engine engine(redis().url());
+    engine.add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    char err[512] = "";
+    kw_client_t *client = nullptr;
+    ASSERT_EQ(kw_client_new(engine.conf(), &client, err, sizeof err), KW_OK) << err;
+    const std::string key = "tracked-over-v6";
+    int rc = kw_client_track(client, key.data(), key.size(), "v", 1, 500, 0, nullptr);
+    EXPECT_EQ(rc, KW_OK) << kw_client_last_error(client);
+    kw_client_free(client);
+    ASSERT_EQ(rc, KW_OK);
+    ASSERT_TRUE(sink.wait_for("expired", key)) << sink.describe();
+    for (auto &ev : sink.events()) EXPECT_EQ(ev.node, node);
+    EXPECT_EQ(kw_engine_stop(engine.get(), 5000), KW_OK);
+}
+
 }  // namespace
 }  // namespace kwtest

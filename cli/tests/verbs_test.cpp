@@ -958,6 +958,43 @@ void watch_sets_the_flag_and_delivers(
     std::filesystem::remove_all(dir);
 }
 
+// Issue 22 item 3: a server on ::1 named redis://[::1]:PORT. `track` writes the key and
+// its queue item; `watch` delivers it by its sweeper (Redis's own expiry off) and the line
+// names the node as the URL does.
+TEST(CliIpv6, TrackAndWatchOverBracketedUrl) {
+    keywatch::RedisProcess::Options o;
+    o.host = "::1";
+    o.extra = {"--enable-debug-command", "local"};  // DEBUG SET-ACTIVE-EXPIRE
+    keywatch::RedisProcess server(o);
+    server.start();
+    const std::string node = "[::1]:" + std::to_string(server.port());
+    ASSERT_EQ(server.url(), "redis://" + node);
+    ASSERT_EQ(server.command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    char tmpl[] = "/tmp/kwcli.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    {
+        Process track(KW_CLI_PATH,
+                      {"track", "v6:a", "v", "--ttl", "300ms", "--redis", server.url()}, dir,
+                      "track", {});
+        Result t = track.finish(60s, false);
+        ASSERT_EQ(t.status, 0) << describe(t);
+        Process watch(KW_CLI_PATH, {"watch", "--redis", server.url()}, dir, "watch", {});
+        ASSERT_TRUE(watch.wait_stderr("keywatch: watching", 15s)) << describe(watch.peek());
+        Result r;
+        const bool arrived =
+            kwtest::wait_until([&] { return !lines((r = watch.peek()).out).empty(); });
+        r = watch.finish(20s, true);
+        ASSERT_TRUE(arrived) << describe(r);
+        const auto got = json_lines(r);
+        ASSERT_EQ(got.size(), 1u) << describe(r);
+        EXPECT_EQ(got[0].at("key"), "v6:a") << describe(r);
+        EXPECT_EQ(got[0].at("node"), node) << describe(r);
+    }
+    server.stop();
+    std::filesystem::remove_all(dir);
+}
+
 TEST(CliEvents, WatchZremrangebyscoreSwitchesOnItsFlagAndDelivers) {
     // Redis publishes zremrangebyscore (never "zrembyscore") under flag z.
     watch_sets_the_flag_and_delivers(

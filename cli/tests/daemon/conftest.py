@@ -58,10 +58,15 @@ def wait_for(predicate: Callable[[], object], timeout: float = 20.0,
         time.sleep(0.02)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def url_host(host: str) -> str:
+    """host as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def toml_str(text: str) -> str:
@@ -103,15 +108,15 @@ class _Starter:
 
 
 class RedisServer:
-    """One private redis-server (notify-keyspace-events KEA)."""
+    """One private redis-server (notify-keyspace-events KEA) on host (127.0.0.1 or ::1)."""
 
-    def __init__(self) -> None:
-        self._starter = _Starter("--single", "--notify", "KEA")
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._starter = _Starter("--single", "--notify", "KEA", "--host", host)
         node = self._starter.info["nodes"][0]
         self.port = int(node["port"])
         self.pid = int(node["pid"])
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.client = redis_py.Redis(host="127.0.0.1", port=self.port)
+        self.url = node["url"]
+        self.client = redis_py.Redis(host=host, port=self.port)
 
     def stop(self) -> None:
         self.client.close()
@@ -296,20 +301,21 @@ class ConfiguredServer:
     user, to set the scene. ``restart()`` kills it and starts it again on its data (SAVE
     first to keep any). Stopped by pid."""
 
-    def __init__(self, root: Path, options: list) -> None:
-        self.port = free_port()
+    def __init__(self, root: Path, options: list, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = free_port(host)
         self.dir = root / f"redis-{self.port}"
         self.dir.mkdir()
         self._options = options
         self._log = open(self.dir / "log", "wb")
         self._spawn()
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.admin = redis_py.Redis(host="127.0.0.1", port=self.port)
+        self.url = f"redis://{url_host(host)}:{self.port}"
+        self.admin = redis_py.Redis(host=host, port=self.port)
         wait_for(self._answers, 20, f"redis-server on port {self.port}")
 
     def _spawn(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+            ["redis-server", "--port", str(self.port), "--bind", self.host, "--dir",
              str(self.dir), "--save", "", "--appendonly", "no", *self._options],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -354,11 +360,12 @@ class ConfiguredServer:
 
 @pytest.fixture
 def configured_redis(tmp_path: Path) -> Iterator[Callable[..., ConfiguredServer]]:
-    """configured_redis(*options): a running redis-server with those options."""
+    """configured_redis(*options, host="127.0.0.1"): a running redis-server with those
+    options, bound to host."""
     started: list = []
 
-    def start(*options: str) -> ConfiguredServer:
-        s = ConfiguredServer(tmp_path, list(options))
+    def start(*options: str, host: str = "127.0.0.1") -> ConfiguredServer:
+        s = ConfiguredServer(tmp_path, list(options), host)
         started.append(s)
         return s
 

@@ -31,9 +31,11 @@ NOTIFY = "Exeg"
 Server = ConfiguredServer
 
 
-def healthy(configured_redis: Callable[..., Server], *extra: str) -> Server:
+def healthy(configured_redis: Callable[..., Server], *extra: str,
+            host: str = "127.0.0.1") -> Server:
     """A server with everything keywatch wants: the flags and AOF."""
-    return configured_redis("--notify-keyspace-events", NOTIFY, "--appendonly", "yes", *extra)
+    return configured_redis("--notify-keyspace-events", NOTIFY, "--appendonly", "yes", *extra,
+                            host=host)
 
 
 def check(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -315,6 +317,22 @@ def test_without_cluster_commands_the_fix_offers_standalone_mode(
     assert verdict(doc, "version") == "ok"  # the rest is still checked
     status, doc = check_json("--redis", url, "--conf", "redis.mode=standalone")
     assert status == 0 and "+cluster|shards" not in doc["acl_rule"]
+
+
+def test_check_over_ipv6(configured_redis: Callable[..., Server]) -> None:
+    # A master and its replica on ::1: every line names its node as the URL does,
+    # "[::1]:PORT" (INFO replication lists the replica as ip=::1).
+    master = healthy(configured_redis, host="::1")
+    replica = healthy(configured_redis, "--replicaof", "::1", str(master.port), host="::1")
+    wait_for(lambda: master.admin.info("replication")["connected_slaves"] == 1, 20,
+              "the replica to connect")
+    assert master.url == f"redis://[::1]:{master.port}"
+    status, doc = check_json("--redis", master.url)
+    assert status == 0 and doc["passed"] is True, doc
+    nodes = {c["node"] for c in doc["checks"] if c.get("node")}
+    assert nodes == {f"[::1]:{master.port}", f"[::1]:{replica.port}"}, doc
+    (line,) = lines(doc, "replica notifications")
+    assert line["node"] == f"[::1]:{replica.port}" and line["verdict"] == "ok", line
 
 
 def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(

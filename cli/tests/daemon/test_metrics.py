@@ -13,7 +13,7 @@ import signal
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import Cluster, base_config, toml_str, wait_for
+from conftest import Cluster, RedisServer, base_config, toml_str, wait_for
 
 
 def scrape(d, token=None):
@@ -211,3 +211,27 @@ events = ["expired"]
         assert value(samples, "keywatch_topology_refreshes_total") >= 2
     finally:
         cluster.stop()
+
+
+def test_run_over_ipv6(daemon, keywatch):
+    # A server on ::1 named redis://[::1]:PORT, and the HTTP server on [::1]:0: a tracked
+    # key is delivered (by the sweeper: Redis's own expiry is off), and the event and the
+    # node label name the node as the URL does.
+    server = RedisServer("::1")
+    try:
+        node = f"[::1]:{server.port}"
+        assert server.url == f"redis://{node}"
+        server.client.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        d = daemon(f"[redis]\nurl = {toml_str(server.url)}\n\n[http]\nlisten = \"[::1]:0\"\n\n"
+                   "[[handler]]\nplugin = \"print\"\nevents = [\"expired\"]\n")
+        d.wait_running()
+        assert d.http.startswith("[::1]:"), d.http
+        r = keywatch("track", "--redis", server.url, "v6:1", "v", "--ttl", "200ms", "--quiet")
+        assert r.returncode == 0, r.stderr
+        line = wait_for(lambda: [json.loads(l) for l in d.stdout().splitlines()
+                                 if l.startswith("{") and '"v6:1"' in l], 20, "v6:1 delivered")
+        assert line[0]["node"] == node, line
+        samples, _ = scrape(d)
+        assert value(samples, "keywatch_node_up", node=node) == 1
+    finally:
+        server.stop()
