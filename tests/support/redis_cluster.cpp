@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/redis/endpoint.h"
+
 namespace keywatch {
 namespace {
 
@@ -180,8 +182,10 @@ int RedisCluster::master_of_slot(int slot) {
                     int lo = std::stoi(range.substr(0, dash));
                     int hi = dash == std::string::npos ? lo : std::stoi(range.substr(dash + 1));
                     if (slot >= lo && slot <= hi) {
-                        int port = std::stoi(addr.substr(addr.find(':') + 1));
-                        int idx = index_of_port(port);
+                        // "host:port@cport": ::1:7000@17000 on IPv6, as Redis prints it.
+                        const auto node = Endpoint::parse(addr.substr(0, addr.find('@')),
+                                                          Endpoint::Form::Redis);
+                        int idx = node ? index_of_port(node->port) : -1;
                         if (idx >= 0 && nodes_[static_cast<size_t>(idx)]->running()) return idx;
                         return -1;
                     }
