@@ -12,6 +12,8 @@
 #include <map>
 #include <string>
 
+#include "core/redis/endpoint.h"
+
 namespace kwtest {
 
 struct HttpReply {
@@ -24,12 +26,11 @@ struct HttpReply {
 inline HttpReply http_request(const std::string &address, const std::string &method,
                               const std::string &path, const std::string &extra_headers = "") {
     HttpReply r;
-    size_t colon = address.rfind(':');
-    std::string host = address.substr(0, colon), port = address.substr(colon + 1);
-    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    const auto where = keywatch::Endpoint::parse(address, keywatch::Endpoint::Form::Strict);
     addrinfo hints{}, *res = nullptr;
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) {
+    if (!where ||
+        getaddrinfo(where->host.c_str(), std::to_string(where->port).c_str(), &hints, &res) != 0) {
         r.body = "cannot resolve " + address;
         return r;
     }
