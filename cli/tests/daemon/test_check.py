@@ -333,6 +333,11 @@ def test_check_over_ipv6(configured_redis: Callable[..., Server]) -> None:
     assert nodes == {f"[::1]:{master.port}", f"[::1]:{replica.port}"}, doc
     (line,) = lines(doc, "replica notifications")
     assert line["node"] == f"[::1]:{replica.port}" and line["verdict"] == "ok", line
+    # The replica is no target: the role line names the master it follows the same way.
+    status, doc = check_json("--redis", replica.url)
+    (role,) = lines(doc, "role")
+    assert role["verdict"] == "fail", role
+    assert role["detail"].startswith(f"a replica of [::1]:{master.port}:"), role
 
 
 def test_a_replica_is_no_target_and_its_flags_are_checked_for_failover(

@@ -215,13 +215,11 @@ events = ["expired"]
 
 def test_run_over_ipv6(daemon, keywatch):
     # A server on ::1 named redis://[::1]:PORT, and the HTTP server on [::1]:0: a tracked
-    # key is delivered (by the sweeper: Redis's own expiry is off), and the event and the
-    # node label name the node as the URL does.
+    # key is delivered, and the event and the node label name the node as the URL does.
     server = RedisServer("::1")
     try:
         node = f"[::1]:{server.port}"
         assert server.url == f"redis://{node}"
-        server.client.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
         d = daemon(f"[redis]\nurl = {toml_str(server.url)}\n\n[http]\nlisten = \"[::1]:0\"\n\n"
                    "[[handler]]\nplugin = \"print\"\nevents = [\"expired\"]\n")
         d.wait_running()
