@@ -562,9 +562,9 @@ TEST_F(ClusterTest, QueuesRefusedWhileTheClusterIsDownAreSweptTheMomentItIsOkAga
     ASSERT_EQ(node.command({"CLUSTER", "DELSLOTS", slot}), "OK");
     ASSERT_TRUE(wait_until(
         [&] {
-            return !logs.find(KW_LOG_WARN, [](const std::string &m) {
-                            return contains(m, "CLUSTERDOWN");
-                        }).empty();
+            return !logs.find(KW_LOG_WARN,
+                              [](const std::string &m) { return contains(m, "CLUSTERDOWN"); })
+                        .empty();
         },
         milliseconds(15000)))
         << logs.describe();
