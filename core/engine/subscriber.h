@@ -131,10 +131,10 @@ class Subscriber {
     RedisConn cmd_, sub_;
     Timer setup_timer_, retry_timer_, health_timer_;
     std::atomic<kw_conn_state> state_{KW_CONN_DISCONNECTED};
-    bool started_once_ = false;  // the first attempt's outcome was reported
-    bool down_ = true;           // shut down or failed at start: no reconnects
-    size_t confirmations_ = 0;   // (p)subscribe confirmations still expected
-    int attempt_ = 0;            // reconnect attempts since the last ready
+    bool started_once_ = false;           // the first attempt's outcome was reported
+    bool down_ = true;                    // shut down or failed at start: no reconnects
+    size_t confirmations_ = 0;            // (p)subscribe confirmations still expected
+    int attempt_ = 0;                     // reconnect attempts since the last ready
     bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
     uint64_t hb_sent_ = 0;
     int64_t last_hb_ms_ = 0;

@@ -23,9 +23,9 @@ struct Completion {
     std::string queue, id;
     int result;
     std::string error;
-    int slot = -1;                // cluster: the id's slot if known
-    int64_t claimed_ms = 0;       // when the item was claimed (local clock; 0: unknown)
-    int64_t done_ms = 0;          // when the handler finished (local clock; set on intake)
+    int slot = -1;           // cluster: the id's slot if known
+    int64_t claimed_ms = 0;  // when the item was claimed (local clock; 0: unknown)
+    int64_t done_ms = 0;     // when the handler finished (local clock; set on intake)
     // When its lease was last set, as far as this engine knows: the claim, or a renewal
     // Redis confirmed (local clock; set on intake; 0: unknown). The lease runs at least
     // until leased_ms + lease.

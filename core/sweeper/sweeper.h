@@ -300,7 +300,7 @@ class Sweeper {
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false, down_ = true;
-    bool started_ = false;  // start() was called (before it, live claims wait)
+    bool started_ = false;                       // start() was called (before it, live claims wait)
     ReplyError waiting_for_ = ReplyError::None;  // see server_waits()
     std::string poll_key_;                       // ClusterDown: the key asked about
     int64_t waiting_since_ms_ = 0;
@@ -308,9 +308,9 @@ class Sweeper {
     int attempt_ = 0;
     bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
     int64_t retry_at_ms_ = 0;             // when the pending reconnect fires (wall clock)
-    size_t outstanding_ = 0;                        // replies awaited: counted by command() alone
-    std::vector<Event> live_backlog_;               // live claims waiting for the connection
-    CompletionStore store_;                         // completions until Redis confirms them
+    size_t outstanding_ = 0;              // replies awaited: counted by command() alone
+    std::vector<Event> live_backlog_;     // live claims waiting for the connection
+    CompletionStore store_;               // completions until Redis confirms them
     std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
     int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
     int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them

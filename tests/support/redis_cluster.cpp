@@ -43,10 +43,13 @@ void RedisCluster::start() {
                    "--repl-diskless-sync-delay", "0",
                    // Tests turn Redis's own expiry off (DEBUG SET-ACTIVE-EXPIRE 0).
                    "--enable-debug-command", "local"};
-        // The cluster bus listens on port + 10000: both must be free, so below 55536.
+        // The cluster bus listens on port + 10000: both must be free, and both below the
+        // kernel's ephemeral ports (32768 and up): a node restarted by a test must find its
+        // ports unused, and an outgoing connection (an engine reconnecting to the other
+        // nodes) could otherwise be given one of them as its local port.
         std::random_device rd;
         for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
-            int p = 20000 + static_cast<int>(rd() % 25000);
+            int p = 10000 + static_cast<int>(rd() % 12768);
             if (RedisProcess::port_free(p, o.host) && RedisProcess::port_free(p + 10000, o.host))
                 o.port = p;
         }
