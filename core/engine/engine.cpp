@@ -81,7 +81,19 @@ int Engine::check() {
     return start_or_check(true);
 }
 
+// start() and check(): plan what the handlers need from Redis, probe the seeds, wire the
+// subscribers and sweepers from the plan, launch them and wait for the first handshake.
 int Engine::start_or_check(bool check_only) {
+    if (int rc = startable(); rc != KW_OK) return rc;
+    Fanout::Options fo = fanout_options(config_, owner_);  // the validated config's settings
+    Demand demand;
+    Plan plan;
+    if (int rc = plan_start(&fo, &demand, &plan); rc != KW_OK) return rc;
+    wire(demand, plan, check_only, &fo);
+    return launch(std::move(fo), check_only);
+}
+
+int Engine::startable() {
     if (started_) {
         set_error(running_ ? "the engine is already running"
                            : "an engine can be started only once: create a new one");
@@ -99,29 +111,35 @@ int Engine::start_or_check(bool check_only) {
         return rc;
     }
     for (const std::string &warning : config_.tls_warnings()) log(KW_LOG_WARN, warning, {});
-    // Settings from the validated config (config_slices.h); the wiring is added below.
-    Fanout::Options fo = fanout_options(config_, owner_);
-    Subscriber::Options &opts = fo.sub;
-    Sweeper::Options &sweep = fo.sweep;
-    Demand demand;
-    if (int rc = plan_demand(&demand, &why); rc != KW_OK) {
+    return KW_OK;
+}
+
+int Engine::plan_start(Fanout::Options *fo, Demand *demand, Plan *plan) {
+    std::string why;
+    if (int rc = plan_demand(demand, &why); rc != KW_OK) {
         set_error(why);
         return rc;
     }
     auto waiting = [this](const std::string &m) { log(KW_LOG_INFO, m, {}); };
     if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
-                             &fo.seed, &fo.cluster, &fo.topology, &why,
+                             &fo->seed, &fo->cluster, &fo->topology, &why,
                              /*wait_for_server=*/true, waiting);
         rc != KW_OK) {
         set_error(why);
         return rc;
     }
-    Plan plan;
-    const Deployment deployment{fo.cluster, probes_topology(config_.mode, fo.seed), config_.url.db};
-    if (int rc = make_plan(plan_config(config_), demand, deployment, &plan, &why); rc != KW_OK) {
+    const Deployment deployment{fo->cluster, probes_topology(config_.mode, fo->seed),
+                                config_.url.db};
+    if (int rc = make_plan(plan_config(config_), *demand, deployment, plan, &why); rc != KW_OK) {
         set_error(why);
         return rc;
     }
+    return KW_OK;
+}
+
+void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanout::Options *fo) {
+    Subscriber::Options &opts = fo->sub;
+    Sweeper::Options &sweep = fo->sweep;
     const bool need_sweeper = demand.sweeps();
     sweep.track_keys = demand.track_keys;
     sweep.task_queues = demand.task_queues;
@@ -133,16 +151,16 @@ int Engine::start_or_check(bool check_only) {
     opts.script_keys = plan.script_keys;
     // What a retry cannot fix fails the start at once: a db the server lacks, an ACL user
     // without the commands, channels or keys keywatch needs.
-    opts.select_db = !fo.cluster;
+    opts.select_db = !fo->cluster;
     opts.check_scripts = need_sweeper;
     opts.dry_run = check_only;
     // A check subscribes (its handshake checks the scripts' commands and keys) but makes no
     // sweeper and starts no worker: what it reads waits in the dispatcher and is dropped.
-    fo.sweepers = need_sweeper && !check_only;
-    fo.dispatcher = dispatcher_.get();
-    fo.events = &counters_;
-    fo.counters = &sweeper_counters_;
-    fo.stats = &stats_;
+    fo->sweepers = need_sweeper && !check_only;
+    fo->dispatcher = dispatcher_.get();
+    fo->events = &counters_;
+    fo->counters = &sweeper_counters_;
+    fo->stats = &stats_;
     queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
     stats_.set_handlers(handlers_.size());
@@ -150,7 +168,9 @@ int Engine::start_or_check(bool check_only) {
     stats_.set_queues(sweep.task_queues);
     labelled_fixed_.store(true, std::memory_order_release);
     started_ = true;
+}
 
+int Engine::launch(Fanout::Options fo, bool check_only) {
     try {
         fanout_ = std::make_unique<Fanout>(*loop_, fo, static_cast<SubscriberSink *>(this));
         if (!check_only) dispatcher_->start();
@@ -161,17 +181,8 @@ int Engine::start_or_check(bool check_only) {
         return KW_ERR_INTERNAL;
     }
     loop_->post([this] { fanout_->start(); });
-
-    std::unique_lock<std::mutex> lock(start_mu_);
-    // The subscriber has its own deadline (redis.connect_timeout); this is a backstop.
-    bool done =
-        start_cv_.wait_for(lock, std::chrono::milliseconds(config_.connect_timeout_ms * 2 + 2000),
-                           [this] { return start_done_; });
-    int status = done ? start_status_ : static_cast<int>(KW_ERR_TIMEOUT);
-    std::string message =
-        done ? start_message_
-             : "timed out starting: no answer from " + config_.effective_url().endpoint();
-    lock.unlock();
+    std::string message;
+    int status = wait_started(&message);
     if (status != KW_OK || check_only) {
         teardown();
         if (status != KW_OK) set_error(message);
@@ -180,6 +191,20 @@ int Engine::start_or_check(bool check_only) {
     if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
     running_ = true;
     return KW_OK;
+}
+
+int Engine::wait_started(std::string *message) {
+    std::unique_lock<std::mutex> lock(start_mu_);
+    // The subscriber has its own deadline (redis.connect_timeout); this is a backstop.
+    bool done =
+        start_cv_.wait_for(lock, std::chrono::milliseconds(config_.connect_timeout_ms * 2 + 2000),
+                           [this] { return start_done_; });
+    if (!done) {
+        *message = "timed out starting: no answer from " + config_.effective_url().endpoint();
+        return KW_ERR_TIMEOUT;
+    }
+    *message = start_message_;
+    return start_status_;
 }
 
 void Engine::teardown() {

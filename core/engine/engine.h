@@ -84,9 +84,19 @@ class Engine : private SubscriberSink, private HoldOwner {
     // SubscriberSink (loop thread)
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
     void on_started(Subscriber &sub, int status, const std::string &message) override;
+    // start() and check(), in order: startable, plan_start, wire, launch (wait_started).
+    int start_or_check(bool check_only);
+    int startable();  // started once, a handler, a valid config (its TLS warnings logged)
     // What the handlers ask for (plan.h), before any connection.
     int plan_demand(Demand *out, std::string *err) const;
-    void handle(Event &ev);  // worker thread
+    // The handlers' demand, the seeds probed (into fo), the plan for that deployment.
+    int plan_start(Fanout::Options *fo, Demand *demand, Plan *plan);
+    // The subscribers' and sweepers' options from the plan; fixes the labelled stats.
+    void wire(const Demand &demand, const Plan &plan, bool check_only, Fanout::Options *fo);
+    // Fanout, workers and loop started; waits for the first handshake; the sweepers after.
+    int launch(Fanout::Options fo, bool check_only);
+    int wait_started(std::string *message);  // the backstop deadline; start_status_
+    void handle(Event &ev);                  // worker thread
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
     void count_result(int rc);  // handler.errors / handler.retries
@@ -139,7 +149,6 @@ class Engine : private SubscriberSink, private HoldOwner {
     std::condition_variable start_cv_;
     bool start_done_ = false;
     int start_status_ = 0;
-    int start_or_check(bool check_only);
     std::string start_message_;
 
     mutable std::mutex err_mu_;
