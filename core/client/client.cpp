@@ -5,9 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
-#include <thread>
 
-#include "core/base/backoff.h"
 #include "core/redis/reply_error.h"
 #include "core/redis/slots.h"
 #include "core/base/time_limit.h"
@@ -29,217 +27,59 @@ std::string text(const redisReply *r) {
     return "(unexpected reply)";
 }
 
-// Redirections one call may follow before giving up (a resharding in full swing).
-constexpr int kMaxRedirects = 8;
-
 int64_t steady_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
-// A node named by Endpoint::str() (the seed's own name may be a socket path) into a URL
-// that otherwise keeps the seed's credentials.
-RedisUrl url_at(const RedisUrl &seed, const std::string &endpoint) {
-    if (endpoint == seed.endpoint()) return seed;
-    const auto node = Endpoint::parse(endpoint, Endpoint::Form::Strict);
-    return node ? seed.at(*node) : seed;
-}
-
 }  // namespace
 
-Client::Client(Config config)
-    : config_(std::move(config)),
-      seed_(config_.effective_url()),
-      seed_endpoint_(seed_.endpoint()),
-      base_(event_base_new()) {}
-
-Client::~Client() {
-    nodes_.clear();  // before the base they run on
-    event_base_free(base_);
+RouterOptions router_options(const Config &c) {
+    RouterOptions o;
+    o.seeds = c.effective_seeds();
+    o.mode = c.mode;
+    o.connect_timeout_ms = c.connect_timeout_ms;
+    o.command_timeout_ms = c.command_timeout_ms;
+    return o;
 }
+
+Client::Client(Config config) : config_(std::move(config)), router_(router_options(config_)) {}
+
+Client::~Client() = default;
 
 int Client::fail(int status, const std::string &msg) {
     error_ = msg;
     return status;
 }
 
-BlockingRedis *Client::node(const std::string &endpoint) {
-    std::unique_ptr<BlockingRedis> &c = nodes_[endpoint];
-    if (c && c->connected()) return c.get();
-    if (!c) c = std::make_unique<BlockingRedis>(url_at(seed_, endpoint), "client", true, base_);
-    if (int rc = c->connect(config_.connect_timeout_ms); rc != KW_OK) {
-        call_status_ = rc;
-        fail(rc, c->error());
-        return nullptr;
-    }
-    return c.get();
+int Client::routed(int status) {
+    if (status != KW_OK) error_ = router_.error();
+    return status;
+}
+
+ReplyPtr Client::routed(ReplyPtr reply) {
+    if (!reply) error_ = router_.error();
+    return reply;
 }
 
 int Client::connect() {
-    if (!topology_known_) {
-        std::string why;
-        int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
-                             &seed_, &cluster_, &topology_, &why);
-        if (rc != KW_OK) return fail(rc, why);
-        seed_endpoint_ = seed_.endpoint();
-        index_masters();
-        topology_known_ = true;
-    }
-    // Standalone: the one server must answer. Cluster: masters are reached when needed.
-    if (!cluster_ && !node(seed_endpoint_)) return call_status_;
-    return KW_OK;
+    return routed(router_.connect());
 }
 
-int Client::refresh_topology() {
-    // Any node that answers will do: the seed first, then the masters we knew.
-    std::vector<std::string> candidates = {seed_endpoint_};
-    for (auto &m : topology_.masters) candidates.push_back(m.endpoint());
-    std::string why;
-    for (auto &endpoint : candidates) {
-        bool is_cluster = false;
-        Topology t;
-        if (probe_topology(url_at(seed_, endpoint), config_.connect_timeout_ms, "cluster",
-                           &is_cluster, &t, &why) == KW_OK) {
-            topology_ = std::move(t);
-            index_masters();
-            return KW_OK;
-        }
-    }
-    call_status_ = KW_ERR_CONNECT;
-    return fail(KW_ERR_CONNECT, "cannot read the cluster topology from any known node: " + why);
+ReplyPtr Client::call(const Endpoint &node, const std::vector<std::string> &args) {
+    return routed(router_.call(node, args));
 }
 
-std::vector<std::string> Client::masters() const {
-    if (!cluster_) return {seed_endpoint_};
-    std::vector<std::string> out;
-    for (auto &m : topology_.masters) out.push_back(m.endpoint());
-    return out;
-}
-
-void Client::index_masters() {
-    master_endpoints_.clear();
-    for (auto &m : topology_.masters) master_endpoints_.push_back(m.endpoint());
-}
-
-const std::string &Client::endpoint_for_slot(int slot) const {
-    static const std::string none;
-    if (!cluster_) return seed_endpoint_;
-    int16_t m = topology_.slot_owner[static_cast<size_t>(slot)];
-    return m < 0 || static_cast<size_t>(m) >= master_endpoints_.size()
-               ? none
-               : master_endpoints_[static_cast<size_t>(m)];
-}
-
-ReplyPtr Client::call(const std::string &endpoint, const std::vector<std::string> &args) {
-    BlockingRedis *c = node(endpoint);
-    if (!c) return nullptr;
-    ReplyPtr r = c->command(args, config_.command_timeout_ms);
-    if (!r) {
-        call_status_ = KW_ERR_CONNECT;
-        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + endpoint + ": " + c->error());
-        return nullptr;
-    }
-    if (classify(r.get()) == ReplyError::Auth) {
-        call_status_ = KW_ERR_AUTH;
-        fail(KW_ERR_AUTH, password_required_message(seed_));
-        return nullptr;
-    }
-    return r;
-}
-
-ReplyPtr Client::exec(Call &c) {
-    bool asking = false;
-    std::string last_error, last_node;  // the last refusal, to name the real state
-    ReplyError last_kind = ReplyError::None;
-    int64_t loading_since = -1;  // when a node first answered LOADING to this call
-    for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
-        if (c.endpoint.empty()) {
-            if (cluster_ && refresh_topology() != KW_OK) return nullptr;
-            c.endpoint = endpoint_for_slot(c.slot);
-            if (c.endpoint.empty()) {
-                call_status_ = KW_ERR_REDIS;
-                fail(KW_ERR_REDIS, "no master serves slot " + std::to_string(c.slot) +
-                                       " now (is the cluster down?): retry later");
-                return nullptr;
-            }
-        }
-        if (asking && !call(c.endpoint, {"ASKING"})) return nullptr;
-        ReplyPtr r = call(c.endpoint, c.args);
-        if (!r) {
-            // A master that went away (failover): read the topology again, once.
-            if (cluster_ && attempt == 0 && call_status_ == KW_ERR_CONNECT) {
-                c.endpoint.clear();
-                continue;
-            }
-            return nullptr;
-        }
-        asking = false;
-        const ReplyError kind = classify(r.get());
-        if (kind != ReplyError::None) {
-            last_kind = kind;
-            last_error = text(r.get());
-            last_node = c.endpoint;
-        }
-        if (kind == ReplyError::NoScript && c.script) {
-            c.args[0] = "EVAL";
-            c.args[1] = c.script->body;
-        } else if (kind == ReplyError::Moved) {
-            refresh_topology();
-            c.endpoint = redirect_target(r.get());
-        } else if (kind == ReplyError::Ask) {
-            c.endpoint = redirect_target(r.get());
-            asking = true;
-        } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
-            if (c.no_wait && kind == ReplyError::ClusterDown) break;  // named below
-            // 50ms doubling to 800ms: a failover or a slot move settles within a few.
-            const Backoff wait{50, 800};
-            std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
-            if (kind == ReplyError::ClusterDown) refresh_topology();
-            c.endpoint = endpoint_for_slot(c.slot);
-        } else if (kind == ReplyError::Loading) {
-            // A restarted server (or a promoted replica) loading its data set: asked again
-            // every kPollMs for up to redis.connect_timeout, as at a start. Not a
-            // redirect: the attempt is not counted.
-            if (loading_since < 0) loading_since = steady_ms();
-            if (steady_ms() - loading_since >= config_.connect_timeout_ms) {
-                call_status_ = KW_ERR_TIMEOUT;
-                fail(KW_ERR_TIMEOUT,
-                     still_loading_message(url_at(seed_, c.endpoint), config_.connect_timeout_ms));
-                return nullptr;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
-            attempt--;
-        } else {
-            return r;
-        }
-    }
-    call_status_ = KW_ERR_REDIS;
-    if (last_kind == ReplyError::ClusterDown)
-        fail(KW_ERR_REDIS, "the cluster refuses commands: " + last_node + " answered '" +
-                               last_error +
-                               "' (a slot without a master; with cluster-require-full-coverage "
-                               "yes, Redis's default, a node that sees one refuses every "
-                               "command); retry once the cluster is ok (CLUSTER INFO: "
-                               "cluster_state)");
-    else if (last_kind == ReplyError::TryAgain)
-        fail(KW_ERR_REDIS, "slot " + std::to_string(c.slot) +
-                               " is being migrated and its keys are "
-                               "split between nodes (" +
-                               last_node + ": '" + last_error + "'); retry in a moment");
-    else
-        fail(KW_ERR_REDIS, (c.script ? std::string(c.script->name) : c.args[0]) + ": slot " +
-                               std::to_string(c.slot) + " was redirected " +
-                               std::to_string(kMaxRedirects) + " times (last: " + last_node +
-                               " answered '" + last_error + "'); is the cluster resharding? retry");
-    return nullptr;
+ReplyPtr Client::exec(Call &call) {
+    return routed(router_.exec(call));
 }
 
 int Client::finish(Call &c, ReplyPtr r) {
-    if (!r) return call_status_;
+    if (!r) return router_.status();
     if (classify(r.get()) == ReplyError::NoPerm)
-        return fail(KW_ERR_AUTH, scripts_permission_message(url_at(seed_, c.endpoint), config_.ns,
-                                                            text(r.get())));
+        return fail(KW_ERR_AUTH,
+                    scripts_permission_message(router_.url(c.node), config_.ns, text(r.get())));
     if (is_error(r.get()))
         return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
     return c.decode(r.get());
@@ -262,7 +102,7 @@ int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
     if (int rc = connect(); rc != KW_OK) return rc;
     size_t k = first_key_index(args);
     *reply = command_for_key(k ? args[k] : std::string(), args);
-    return *reply ? KW_OK : call_status_;
+    return *reply ? KW_OK : router_.status();
 }
 
 ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
@@ -273,8 +113,8 @@ ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string
     if (connect() != KW_OK) return nullptr;
     Call c;
     c.script = nullptr;
-    c.slot = cluster_ ? key_slot(key) : 0;
-    c.endpoint = endpoint_for_slot(c.slot);
+    c.slot = router_.cluster() ? key_slot(key) : 0;
+    c.node = router_.master_for_slot(c.slot);
     c.args = std::move(args);
     return exec(c);
 }
@@ -292,12 +132,13 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
                                  std::vector<std::string> &&argv) {
     const QueueKeys *q;
     if (name == kKeysQueue &&
-        (cluster_ ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
+        (router_.cluster() ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
         // Every kw_client_track looks these up: by slot, without building a string. (Only the
         // standard tag of the slot: inspect and replay may name queues found by a scan.)
         if (keys_queue_by_slot_.empty())
-            keys_queue_by_slot_.assign(cluster_ ? kSlotCount : 1, nullptr);
-        const QueueKeys *&k = keys_queue_by_slot_[static_cast<size_t>(cluster_ ? slot : 0)];
+            keys_queue_by_slot_.assign(router_.cluster() ? kSlotCount : 1, nullptr);
+        const QueueKeys *&k =
+            keys_queue_by_slot_[static_cast<size_t>(router_.cluster() ? slot : 0)];
         if (!k) k = &queue_keys(name, tag);
         q = k;
     } else {
@@ -306,7 +147,7 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
     Call c;
     c.script = &s;
     c.slot = slot;
-    c.endpoint = endpoint_for_slot(slot);
+    c.node = router_.master_for_slot(slot);
     c.args.reserve(3 + 5 + argv.size());
     c.args.push_back("EVALSHA");
     c.args.push_back(s.sha());
@@ -326,32 +167,37 @@ Client::Call Client::script_call(const Script &s, const std::string &name, const
 int Client::run(const Script &s, const std::string &name, const std::string &id,
                 const std::string *key, std::vector<std::string> &&argv, Decode decode, int slot) {
     if (int rc = connect(); rc != KW_OK) return rc;
-    if (!cluster_)
+    if (!router_.cluster())
         slot = 0;
     else if (slot < 0)
         slot = key_slot(id);
-    Call c = script_call(s, name, cluster_ ? SlotTags::instance().tag(slot) : kStandaloneTag, slot,
-                         key, std::move(argv));
+    Call c =
+        script_call(s, name, router_.cluster() ? SlotTags::instance().tag(slot) : kStandaloneTag,
+                    slot, key, std::move(argv));
     c.decode = std::move(decode);
     if (pipelining_) {
-        BlockingRedis *conn = c.endpoint.empty() ? nullptr : node(c.endpoint);
-        if (conn) {
-            argv_scratch_.clear();
-            lens_scratch_.clear();
-            for (auto &a : c.args) {
-                argv_scratch_.push_back(a.data());
-                lens_scratch_.push_back(a.size());
-            }
-            if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
-                                 lens_scratch_.data()))
-                c.endpoint.clear();
-        } else {
-            c.endpoint.clear();  // sent on its own at the end
-        }
-        pipeline_.push_back(std::move(c));
+        queue_in_pipeline(std::move(c));
         return KW_OK;
     }
     return finish(c, exec(c));
+}
+
+void Client::queue_in_pipeline(Call &&c) {
+    BlockingRedis *conn = c.node ? router_.node(*c.node) : nullptr;
+    if (conn) {
+        argv_scratch_.clear();
+        lens_scratch_.clear();
+        for (auto &a : c.args) {
+            argv_scratch_.push_back(a.data());
+            lens_scratch_.push_back(a.size());
+        }
+        if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
+                             lens_scratch_.data()))
+            c.node.reset();
+    } else {
+        c.node.reset();  // sent on its own at the end
+    }
+    pipeline_.push_back(std::move(c));
 }
 
 int Client::check_when(const char *what, int64_t at_ms, int64_t delay_ms) {
@@ -426,9 +272,9 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
     // The deadline on the key's server clock: the key gets it as PXAT and the queue as its
     // score, so both agree to the millisecond.
     if (int rc = connect(); rc != KW_OK) return rc;
-    int slot = cluster_ ? key_slot(key) : 0;
+    int slot = router_.cluster() ? key_slot(key) : 0;
     int64_t now = 0;
-    if (int rc = redis_now(endpoint_for_slot(slot), &now); rc != KW_OK) return rc;
+    if (int rc = redis_now(router_.master_for_slot(slot), &now); rc != KW_OK) return rc;
     if (!duration_within_max(ttl_ms, now))
         return fail(KW_ERR_INVALID_ARG,
                     "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms (Redis clock)") +
@@ -541,33 +387,33 @@ namespace {
 constexpr int64_t kClockResyncMs = 1000;
 }  // namespace
 
-int Client::sync_clock(const std::string &endpoint) {
+int Client::sync_clock(const Endpoint &node) {
     int64_t before = steady_ms();
-    ReplyPtr r = call(endpoint, {"TIME"});
+    ReplyPtr r = call(node, {"TIME"});
     int64_t after = steady_ms();
-    if (!r) return call_status_;
+    if (!r) return router_.status();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-        return fail(KW_ERR_REDIS, "TIME on " + endpoint + " answered " + text(r.get()));
+        return fail(KW_ERR_REDIS, "TIME on " + node.str() + " answered " + text(r.get()));
     int64_t redis_ms = std::atoll(text(r->element[0]).c_str()) * 1000 +
                        std::atoll(text(r->element[1]).c_str()) / 1000;
-    clocks_[endpoint] = {redis_ms - (before + after) / 2, after};
+    clocks_[node] = {redis_ms - (before + after) / 2, after};
     return KW_OK;
 }
 
-int Client::redis_now(const std::string &endpoint, int64_t *now_ms) {
-    if (endpoint.empty()) {
-        if (int rc = refresh_topology(); rc != KW_OK) return rc;
+int Client::redis_now(const std::optional<Endpoint> &node, int64_t *now_ms) {
+    if (!node) {
+        if (int rc = routed(router_.refresh_topology()); rc != KW_OK) return rc;
         return fail(KW_ERR_REDIS, "no master serves this key's slot now (is the cluster down?)");
     }
-    auto it = clocks_.find(endpoint);
+    auto it = clocks_.find(*node);
     int64_t local = steady_ms();
     if (!pipelining_ && (it == clocks_.end() || local - it->second.synced_at > kClockResyncMs)) {
-        if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
-        it = clocks_.find(endpoint);
+        if (int rc = sync_clock(*node); rc != KW_OK) return rc;
+        it = clocks_.find(*node);
     }
     if (it == clocks_.end()) {
         // A node first met inside a pipeline (cluster): its clock cannot be asked now.
-        return fail(KW_ERR_STATE, "no clock offset for " + endpoint +
+        return fail(KW_ERR_STATE, "no clock offset for " + node->str() +
                                       " inside a pipeline: end the pipeline and retry");
     }
     *now_ms = local + it->second.offset_ms;
@@ -578,10 +424,10 @@ int Client::pipeline_begin() {
     if (pipelining_) return fail(KW_ERR_STATE, "a pipeline is already open");
     if (int rc = connect(); rc != KW_OK) return rc;
     // Commands are queued from here on: measure the clocks now.
-    for (auto &endpoint : masters()) {
-        auto it = clocks_.find(endpoint);
+    for (auto &node : router_.masters()) {
+        auto it = clocks_.find(node);
         if (it == clocks_.end() || steady_ms() - it->second.synced_at > kClockResyncMs)
-            if (int rc = sync_clock(endpoint); rc != KW_OK) return rc;
+            if (int rc = sync_clock(node); rc != KW_OK) return rc;
     }
     pipelining_ = true;
     pipeline_.clear();
@@ -611,15 +457,15 @@ int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *e
     std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
     for (size_t i = 0; i < calls.size(); i++) {
         Call &c = calls[i];
-        auto it = c.endpoint.empty() ? nodes_.end() : nodes_.find(c.endpoint);
-        if (it == nodes_.end()) {
+        BlockingRedis *conn = c.node ? router_.connection(*c.node) : nullptr;
+        if (!conn) {
             again.push_back(i);
             continue;
         }
-        ReplyPtr r = it->second->receive(config_.command_timeout_ms);
+        ReplyPtr r = conn->receive(router_.options().command_timeout_ms);
         if (!r) {
-            note(i, fail(KW_ERR_CONNECT, "lost the connection to " + c.endpoint +
-                                             " in a pipeline: " + it->second->error()));
+            note(i, fail(KW_ERR_CONNECT, "lost the connection to " + c.node->str() +
+                                             " in a pipeline: " + conn->error()));
             continue;
         }
         const ReplyError kind = classify(r.get());
@@ -642,11 +488,12 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
     std::vector<QueueRef> out;
     std::set<std::string> seen;
     std::string match = queue_key_glob(config_.ns, only_name.empty() ? "*" : only_name, part);
-    for (auto &endpoint : masters()) {
+    for (auto &node : router_.masters()) {
+        const std::string endpoint = node.str();
         if (unreachable && unreachable->count(endpoint)) continue;
         std::string cursor = "0";
         do {
-            ReplyPtr r = call(endpoint, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+            ReplyPtr r = call(node, {"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
             if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 if (unreachable)
                     (*unreachable)[endpoint] =
@@ -659,7 +506,7 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
                 if (parse_queue_key(config_.ns, text(r->element[1]->element[i]), part, &name,
                                     &tag) &&
                     seen.insert(endpoint + "/" + name + "/" + tag).second)
-                    out.push_back({endpoint, name, tag});
+                    out.push_back({node, name, tag});
             }
         } while (cursor != "0");
     }
@@ -668,9 +515,10 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
 
 Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
                                 const std::vector<std::string> &argv) {
-    Call c = script_call(s, ref.name, ref.tag, cluster_ ? key_slot("{" + ref.tag + "}") : 0,
-                         nullptr, std::vector<std::string>(argv));
-    c.endpoint = ref.endpoint;
+    Call c =
+        script_call(s, ref.name, ref.tag, router_.cluster() ? key_slot("{" + ref.tag + "}") : 0,
+                    nullptr, std::vector<std::string>(argv));
+    c.node = ref.node;
     return c;
 }
 
@@ -690,28 +538,29 @@ int Client::inspect(Inspection *out) {
     std::map<std::string, QueueRef> found;
     for (const char *part : {"due", "inflight", "dead"})
         for (auto &ref : find_queues(part, "", &unreachable))
-            found.emplace(ref.endpoint + "/" + ref.name + "/" + ref.tag, ref);
+            found.emplace(ref.node.str() + "/" + ref.name + "/" + ref.tag, ref);
     std::vector<QueueRef> refs;
     for (auto &kv : found) refs.push_back(kv.second);
     std::map<std::string, std::map<std::string, QueueFigures>> per_node;
     int64_t now = 0;
     if (int rc = read_figures(refs, &unreachable, &per_node, &now); rc != KW_OK) return rc;
-    for (auto &endpoint : masters()) {
-        if (now != 0 || unreachable.count(endpoint)) continue;
-        ReplyPtr t = call(endpoint, {"TIME"});
+    for (auto &node : router_.masters()) {
+        if (now != 0 || unreachable.count(node.str())) continue;
+        ReplyPtr t = call(node, {"TIME"});
         if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
             now = std::atoll(text(t->element[0]).c_str()) * 1000 +
                   std::atoll(text(t->element[1]).c_str()) / 1000;
     }
     Inspection result;
     result.now_ms = now;
-    result.cluster = cluster_;
+    result.cluster = router_.cluster();
     unread_nodes(unreachable, &result);
     // The totals hold what was read in full: nothing of a master that failed half-way.
     std::map<std::string, QueueFigures> per_queue;
     per_queue[kKeysQueue];
     for (auto &q : config_.queues) per_queue[q];
-    for (auto &endpoint : masters()) {
+    for (auto &n : router_.masters()) {
+        const std::string endpoint = n.str();
         const bool read = unreachable.count(endpoint) == 0;
         NodeFigures node{endpoint, read, {}};
         for (auto &kv : per_node[endpoint]) {
@@ -735,22 +584,23 @@ int Client::read_figures(const std::vector<QueueRef> &refs,
                          std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
                          int64_t *now) {
     for (const QueueRef &ref : refs) {
-        if (unreachable->count(ref.endpoint)) continue;
+        const std::string endpoint = ref.node.str();
+        if (unreachable->count(endpoint)) continue;
         Call c = queue_call(scripts::kInspect, ref, {});
         // Its keys may stay on a node after their slot was deleted (DELSLOTS): no master
         // serves it, nothing can read it, and unread_nodes counts it with the unassigned.
-        if (cluster_ && endpoint_for_slot(c.slot).empty()) continue;
+        if (router_.cluster() && !router_.master_for_slot(c.slot)) continue;
         c.no_wait = true;
         ReplyPtr r = exec(c);
-        if (!r && call_status_ == KW_ERR_AUTH) return call_status_;
+        if (!r && router_.status() == KW_ERR_AUTH) return router_.status();
         if (!r) {
             // Refused (CLUSTERDOWN: the cluster is down as this master sees it) or not
             // reached: the master's share is left out and named.
-            (*unreachable)[c.endpoint.empty() ? ref.endpoint : c.endpoint] = error_;
+            (*unreachable)[c.node ? c.node->str() : endpoint] = error_;
             continue;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
-            return fail(KW_ERR_REDIS, "inspect failed on " + ref.endpoint + ": " + text(r.get()));
+            return fail(KW_ERR_REDIS, "inspect failed on " + endpoint + ": " + text(r.get()));
         *now = r->element[0]->integer;
         QueueFigures f{ref.name,
                        r->element[1]->integer,
@@ -758,7 +608,7 @@ int Client::read_figures(const std::vector<QueueRef> &refs,
                        r->element[3]->integer,
                        r->element[4]->integer,
                        r->element[5]->integer};
-        (*per_node)[ref.endpoint][ref.name].add(f);
+        (*per_node)[endpoint][ref.name].add(f);
     }
     return KW_OK;
 }
@@ -769,21 +619,21 @@ void Client::unread_nodes(const std::map<std::string, std::string> &unreachable,
     // master failed with no replica promoted, whose slots no master serves.
     for (auto &kv : unreachable) {
         int64_t slots = 16384;
-        if (cluster_) {
-            const int idx = topology_.find(kv.first);
+        if (router_.cluster()) {
+            const int idx = router_.topology().find(kv.first);
             slots = 0;
-            for (int16_t o : topology_.slot_owner) slots += o == idx;
+            for (int16_t o : router_.topology().slot_owner) slots += o == idx;
         }
         out->unread_slots += slots;
         out->unreachable.push_back({kv.first, slots, kv.second});
     }
-    if (!cluster_) return;
-    for (auto &d : topology_.down)
+    if (!router_.cluster()) return;
+    for (auto &d : router_.topology().down)
         out->unreachable.push_back(
             {d.master.endpoint(), static_cast<int64_t>(d.slots),
              "the cluster marks this master failed and no replica took over"});
-    out->unassigned = topology_.unassigned();
-    out->unread_slots += static_cast<int64_t>(topology_.uncovered());
+    out->unassigned = router_.topology().unassigned();
+    out->unread_slots += static_cast<int64_t>(router_.topology().uncovered());
 }
 
 namespace {
@@ -823,13 +673,14 @@ int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLe
     limit = std::max<size_t>(limit, 1);
     std::vector<DeadLetter> entries;
     for (auto &ref : find_queues("dead", qname)) {
-        ReplyPtr r = call(ref.endpoint, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
-                                         "-", "+", "COUNT", std::to_string(limit)});
-        if (!r) return call_status_;
+        ReplyPtr r = call(ref.node, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
+                                     "-", "+", "COUNT", std::to_string(limit)});
+        if (!r) return router_.status();
         if (r->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
         for (size_t i = 0; i < r->elements; i++)
-            entries.push_back(dead_letter(r->element[i], cluster_ ? ref.tag : std::string()));
+            entries.push_back(
+                dead_letter(r->element[i], router_.cluster() ? ref.tag : std::string()));
     }
     // Oldest first across every slot's stream (ids are <ms>-<seq>).
     auto ms = [](const DeadLetter &d) { return std::stoll(d.entry.substr(0, d.entry.find('-'))); };
@@ -857,7 +708,7 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
         Call c = queue_call(scripts::kReplay, ref,
                             {entry, std::to_string(left), qname == kKeysQueue ? "1" : "0"});
         ReplyPtr r = exec(c);
-        if (!r) return call_status_;
+        if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)
             return fail(KW_ERR_REDIS, "replay failed: " + text(r.get()));
         if (r->integer < 0) continue;  // not in this slot's stream
@@ -878,7 +729,7 @@ int Client::dead_purge(const std::string &qname, const std::string &entry, int64
     for (auto &ref : find_queues("dead", qname)) {
         Call c = queue_call(scripts::kPurge, ref, {entry});
         ReplyPtr r = exec(c);
-        if (!r) return call_status_;
+        if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)
             return fail(KW_ERR_REDIS, "purge failed: " + text(r.get()));
         total += r->integer;

@@ -1,27 +1,25 @@
-// Client: the blocking producer/admin side (track, schedule, inspect, dead letters) over
-// BlockingRedis connections (core/redis/blocking_redis.h: the engine's connection layer on a
-// private event_base): one to a standalone server, or one per master of a
-// Redis Cluster, where each call goes to the master of its item's slot (MOVED refreshes the
-// topology and retries, ASK sends ASKING and retries once, TRYAGAIN and CLUSTERDOWN back
-// off and retry). Scripts go by EVALSHA, falling back to EVAL on NOSCRIPT (a restarted or
-// failed-over server has an empty script cache).
+// Client: the blocking producer/admin side (track, schedule, inspect, dead letters): checks
+// what it is given, builds the queue scripts' calls, decodes their replies, pipelines them,
+// and reads Redis's clock per node. Its ClusterRouter (core/client/cluster_router.h) takes
+// each call to Redis: to a standalone server, or in a Redis Cluster to the master of the
+// item's slot (following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN/LOADING, EVAL on
+// NOSCRIPT).
 // Not thread-safe: one client per thread.
 #pragma once
 
-#include <event2/event.h>
 #include <hiredis/hiredis.h>
 
 #include <functional>
 #include <map>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/redis/blocking_redis.h"
+#include "core/client/cluster_router.h"
 #include "core/config/config.h"
 #include "core/queue/queue_keys.h"
 #include "core/queue/scripts.h"
-#include "core/redis/topology.h"
+#include "core/redis/endpoint.h"
 
 namespace keywatch {
 
@@ -75,6 +73,10 @@ struct DeadLetter {
     std::vector<std::pair<std::string, std::string>> other;
 };
 
+// The router's slice of a Config: seeds (with the overrides), mode and timeouts. (Here, not
+// in core/engine/config_slices.h: the client layer comes before the engine's.)
+RouterOptions router_options(const Config &c);
+
 class Client {
   public:
     explicit Client(Config config);
@@ -124,30 +126,26 @@ class Client {
     static size_t first_key_index(const std::vector<std::string> &args);
 
     const std::string &last_error() const { return error_; }
-    bool is_cluster() const { return cluster_; }
+    bool is_cluster() const { return router_.cluster(); }
 
   private:
     // How a script's reply becomes a status (and outputs).
     using Decode = std::function<int(const redisReply *)>;
     // One script call: its queue keys live in the slot of `id` (the tracked key or the
-    // task id); in standalone mode in the fixed tag.
-    struct Call {
-        const Script *script;  // null: a plain command (command_for_key)
-        std::string endpoint;
-        int slot;
-        std::vector<std::string> args;  // EVALSHA sha nkeys keys... argv...
+    // task id); in standalone mode in the fixed tag. Routed by router_; decoded here.
+    struct Call : ClusterRouter::Call {
         Decode decode;
-        // A report (inspect): CLUSTERDOWN fails the call at once instead of being waited
-        // out, so that the rest can be read and the refusal named. (TRYAGAIN, a slot's
-        // keys split by a migration for a moment, is still waited out.)
-        bool no_wait = false;
     };
     // A queue instance: (name, tag) on a node.
     struct QueueRef {
-        std::string endpoint, name, tag;
+        Endpoint node;
+        std::string name, tag;
     };
 
     int fail(int status, const std::string &msg);
+    // A router result: on failure, its message becomes last_error().
+    int routed(int status);
+    ReplyPtr routed(ReplyPtr reply);
     int check_key(const std::string &key);
     int check_value(const std::string &value, const char *what);
     int check_queue(const std::string &queue);
@@ -159,23 +157,15 @@ class Client {
     // `slot`: the id's slot if known (cluster), else -1.
     int run(const Script &s, const std::string &name, const std::string &id, const std::string *key,
             std::vector<std::string> &&argv, Decode decode, int slot = -1);
+    // Inside a pipeline: sends c on its node's connection; its reply is read at the end.
+    void queue_in_pipeline(Call &&c);
     int finish(Call &call, ReplyPtr reply);
     Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
                      const std::string *key, std::vector<std::string> &&argv);
     Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);
-    // One command on one node; null (with call_status_ and error_ set) on failure.
-    ReplyPtr call(const std::string &endpoint, const std::vector<std::string> &args);
-    // A command for `slot`, following MOVED/ASK, waiting out TRYAGAIN/CLUSTERDOWN and
-    // loading a script on NOSCRIPT.
+    // router_.call and router_.exec, their failure's message into error_.
+    ReplyPtr call(const Endpoint &node, const std::vector<std::string> &args);
     ReplyPtr exec(Call &call);
-    // The connection to a node, connected (null with call_status_ and error_ set).
-    BlockingRedis *node(const std::string &endpoint);
-    // "" when no master serves the slot now.
-    const std::string &endpoint_for_slot(int slot) const;
-    // After topology_ changed: the masters' endpoints, by index.
-    void index_masters();
-    std::vector<std::string> masters() const;
-    int refresh_topology();
     // The queue instances on every master (SCAN). A master that cannot be scanned is
     // left out; with `unreachable`, it is recorded there with the reason.
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
@@ -186,31 +176,25 @@ class Client {
     // refuses or cannot be reached is added to unreachable and its instances skipped, one
     // in a slot that no master serves is skipped (unread_nodes counts it). KW_OK, or the
     // status of a failure that reading elsewhere cannot get round (a refused password).
+    // Both maps are keyed by the node's name (Endpoint::str()).
     int read_figures(const std::vector<QueueRef> &refs,
                      std::map<std::string, std::string> *unreachable,
                      std::map<std::string, std::map<std::string, QueueFigures>> *per_node,
                      int64_t *now);
     const QueueKeys &queue_keys(const std::string &name, const std::string &tag);
-    // Redis's clock on a node, estimated from an offset to the local steady clock that is
-    // measured with TIME at most once a second (never inside a pipeline: pipeline_begin
-    // refreshes the offsets first).
-    int redis_now(const std::string &endpoint, int64_t *now_ms);
-    int sync_clock(const std::string &endpoint);
+    // Redis's clock on a node (empty: none serves the slot now), estimated from an offset to
+    // the local steady clock that is measured with TIME at most once a second (never inside
+    // a pipeline: pipeline_begin refreshes the offsets first).
+    int redis_now(const std::optional<Endpoint> &node, int64_t *now_ms);
+    int sync_clock(const Endpoint &node);
 
-    Config config_;
-    RedisUrl seed_;
-    std::string seed_endpoint_;                    // seed_.endpoint(), built once
+    Config config_;                                // what the operations read (ns, limits, queues)
+    ClusterRouter router_;                         // its slice of config_: router_options
     std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
-    bool cluster_ = false, topology_known_ = false;
-    Topology topology_;
-    std::vector<std::string> master_endpoints_;  // by index in topology_.masters
     // The `keys` queue's keys per slot (standalone: [0]), pointing into keys_cache_.
     std::vector<const QueueKeys *> keys_queue_by_slot_;
     std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
-    event_base *base_;  // shared by the node connections: a pipeline moves them together
-    std::map<std::string, std::unique_ptr<BlockingRedis>> nodes_;
-    int call_status_ = 0;  // status of the last call() that returned null
     std::string error_;
     bool pipelining_ = false;
     std::vector<Call> pipeline_;
@@ -218,7 +202,7 @@ class Client {
         int64_t offset_ms;  // Redis ms minus local steady ms
         int64_t synced_at;  // local steady ms
     };
-    std::map<std::string, ClockOffset> clocks_;
+    std::map<Endpoint, ClockOffset> clocks_;
 };
 
 }  // namespace keywatch

@@ -1,7 +1,9 @@
 // Each component's slice of the one validated Config: the only place where Config's fields
 // are copied into Subscriber::Options, Sweeper::Options and Fanout::Options. Those structs
 // carry no defaults of their own (a default lives once, in Config); the engine adds only
-// the wiring known at start (events, queues, callbacks, node names).
+// the wiring known at start (events, queues, callbacks, node names). (The blocking client's
+// router gets its slice from router_options, core/client/client.h: the client layer comes
+// before the engine's.)
 // Pure functions: thread-safe.
 #pragma once
 

@@ -1,0 +1,201 @@
+#include "core/client/cluster_router.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/base/backoff.h"
+#include "keywatch_types.h"
+
+namespace keywatch {
+namespace {
+
+// Redirections one call may follow before giving up (a resharding in full swing).
+constexpr int kMaxRedirects = 8;
+
+}  // namespace
+
+ClusterRouter::ClusterRouter(RouterOptions options)
+    : options_(std::move(options)), seed_(options_.seeds.front()), base_(event_base_new()) {
+    index_masters();
+}
+
+ClusterRouter::~ClusterRouter() {
+    nodes_.clear();  // before the base they run on
+    event_base_free(base_);
+}
+
+int ClusterRouter::fail(int status, std::string msg) {
+    status_ = status;
+    error_ = std::move(msg);
+    return status;
+}
+
+BlockingRedis *ClusterRouter::node(const Endpoint &n) {
+    std::unique_ptr<BlockingRedis> &c = nodes_[n];
+    if (c && c->connected()) return c.get();
+    if (!c) c = std::make_unique<BlockingRedis>(seed_.at(n), "client", true, base_);
+    if (int rc = c->connect(options_.connect_timeout_ms); rc != KW_OK) {
+        fail(rc, c->error());
+        return nullptr;
+    }
+    return c.get();
+}
+
+BlockingRedis *ClusterRouter::connection(const Endpoint &n) const {
+    auto it = nodes_.find(n);
+    return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+int ClusterRouter::connect() {
+    if (!topology_known_) {
+        std::string why;
+        int rc = probe_seeds(options_.seeds, options_.connect_timeout_ms, options_.mode, &seed_,
+                             &cluster_, &topology_, &why);
+        if (rc != KW_OK) return fail(rc, why);
+        index_masters();
+        topology_known_ = true;
+    }
+    // Standalone: the one server must answer. Cluster: masters are reached when needed.
+    if (!cluster_ && !node(masters_.front())) return status_;
+    return KW_OK;
+}
+
+int ClusterRouter::refresh_topology() {
+    // Any node that answers will do: the seed first, then the masters we knew.
+    std::vector<Endpoint> candidates = {seed_.address()};
+    for (auto &m : topology_.masters) candidates.push_back(m.address());
+    std::string why;
+    for (auto &n : candidates) {
+        bool is_cluster = false;
+        Topology t;
+        if (probe_topology(seed_.at(n), options_.connect_timeout_ms, "cluster", &is_cluster, &t,
+                           &why) == KW_OK) {
+            topology_ = std::move(t);
+            index_masters();
+            return KW_OK;
+        }
+    }
+    return fail(KW_ERR_CONNECT, "cannot read the cluster topology from any known node: " + why);
+}
+
+void ClusterRouter::index_masters() {
+    masters_.clear();
+    if (!cluster_) {
+        masters_.push_back(seed_.address());
+        return;
+    }
+    for (auto &m : topology_.masters) masters_.push_back(m.address());
+}
+
+std::optional<Endpoint> ClusterRouter::master_for_slot(int slot) const {
+    if (!cluster_) return masters_.front();
+    int16_t m = topology_.slot_owner[static_cast<size_t>(slot)];
+    if (m < 0 || static_cast<size_t>(m) >= masters_.size()) return std::nullopt;
+    return masters_[static_cast<size_t>(m)];
+}
+
+ReplyPtr ClusterRouter::call(const Endpoint &n, const std::vector<std::string> &args) {
+    BlockingRedis *c = node(n);
+    if (!c) return nullptr;
+    ReplyPtr r = c->command(args, options_.command_timeout_ms);
+    if (!r) {
+        fail(KW_ERR_CONNECT, "lost the connection to Redis at " + n.str() + ": " + c->error());
+        return nullptr;
+    }
+    if (classify(r.get()) == ReplyError::Auth) {
+        fail(KW_ERR_AUTH, password_required_message(seed_));
+        return nullptr;
+    }
+    return r;
+}
+
+ReplyPtr ClusterRouter::exec(Call &c) {
+    bool asking = false;
+    std::string last_error, last_node;  // the last refusal, to name the real state
+    ReplyError last_kind = ReplyError::None;
+    std::optional<std::chrono::steady_clock::time_point> loading_since;  // first LOADING
+    for (int attempt = 0; attempt < kMaxRedirects; attempt++) {
+        if (!c.node) {
+            if (cluster_ && refresh_topology() != KW_OK) return nullptr;
+            c.node = master_for_slot(c.slot);
+            if (!c.node) {
+                fail(KW_ERR_REDIS, "no master serves slot " + std::to_string(c.slot) +
+                                       " now (is the cluster down?): retry later");
+                return nullptr;
+            }
+        }
+        if (asking && !call(*c.node, {"ASKING"})) return nullptr;
+        ReplyPtr r = call(*c.node, c.args);
+        if (!r) {
+            // A master that went away (failover): read the topology again, once.
+            if (cluster_ && attempt == 0 && status_ == KW_ERR_CONNECT) {
+                c.node.reset();
+                continue;
+            }
+            return nullptr;
+        }
+        asking = false;
+        const ReplyError kind = classify(r.get());
+        if (kind != ReplyError::None) {
+            last_kind = kind;
+            last_error.assign(r->str, r->len);  // an error reply
+            last_node = c.node->str();
+        }
+        if (kind == ReplyError::NoScript && c.script) {
+            c.args[0] = "EVAL";
+            c.args[1] = c.script->body;
+        } else if (kind == ReplyError::Moved) {
+            refresh_topology();
+            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
+        } else if (kind == ReplyError::Ask) {
+            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
+            asking = true;
+        } else if (kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown) {
+            if (c.no_wait && kind == ReplyError::ClusterDown) break;  // named below
+            // 50ms doubling to 800ms: a failover or a slot move settles within a few.
+            const Backoff wait{50, 800};
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait.delay(attempt)));
+            if (kind == ReplyError::ClusterDown) refresh_topology();
+            c.node = master_for_slot(c.slot);
+        } else if (kind == ReplyError::Loading) {
+            // A restarted server (or a promoted replica) loading its data set: asked again
+            // every kPollMs for up to redis.connect_timeout, as at a start. Not a
+            // redirect: the attempt is not counted.
+            const auto now = std::chrono::steady_clock::now();
+            if (!loading_since) loading_since = now;
+            if (now - *loading_since >= std::chrono::milliseconds(options_.connect_timeout_ms)) {
+                fail(KW_ERR_TIMEOUT,
+                     still_loading_message(url(c.node), options_.connect_timeout_ms));
+                return nullptr;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+            attempt--;
+        } else {
+            return r;
+        }
+    }
+    return gave_up(c, last_kind, last_node, last_error);
+}
+
+ReplyPtr ClusterRouter::gave_up(const Call &c, ReplyError kind, const std::string &node,
+                                const std::string &reply) {
+    if (kind == ReplyError::ClusterDown)
+        fail(KW_ERR_REDIS, "the cluster refuses commands: " + node + " answered '" + reply +
+                               "' (a slot without a master; with cluster-require-full-coverage "
+                               "yes, Redis's default, a node that sees one refuses every "
+                               "command); retry once the cluster is ok (CLUSTER INFO: "
+                               "cluster_state)");
+    else if (kind == ReplyError::TryAgain)
+        fail(KW_ERR_REDIS, "slot " + std::to_string(c.slot) +
+                               " is being migrated and its keys are "
+                               "split between nodes (" +
+                               node + ": '" + reply + "'); retry in a moment");
+    else
+        fail(KW_ERR_REDIS, (c.script ? std::string(c.script->name) : c.args[0]) + ": slot " +
+                               std::to_string(c.slot) + " was redirected " +
+                               std::to_string(kMaxRedirects) + " times (last: " + node +
+                               " answered '" + reply + "'); is the cluster resharding? retry");
+    return nullptr;
+}
+
+}  // namespace keywatch
