@@ -1,5 +1,6 @@
 // Engine configuration: typed fields behind the C API's name/value strings. Every default
-// lives here, once; each component gets its slice through core/engine/config_slices.h.
+// lives here, once; each component gets its slice through core/engine/config_slices.h,
+// and the client's router through router_options (core/client/client.h).
 // Not thread-safe: the engine copies it at creation and never changes its copy.
 #pragma once
 
