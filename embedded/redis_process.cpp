@@ -21,33 +21,10 @@
 #include <thread>
 
 #include "core/redis/endpoint.h"
+#include "core/redis/reply_text.h"
 
 namespace keywatch {
 namespace {
-
-std::string reply_text(const redisReply *r) {
-    switch (r->type) {
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-            return std::string(r->str, r->len);
-        case REDIS_REPLY_ERROR:
-            return std::string(r->str, r->len);
-        case REDIS_REPLY_INTEGER:
-            return std::to_string(r->integer);
-        case REDIS_REPLY_NIL:
-            return "(nil)";
-        case REDIS_REPLY_ARRAY: {
-            std::string out;
-            for (size_t i = 0; i < r->elements; i++) {
-                if (i) out += '\n';
-                out += reply_text(r->element[i]);
-            }
-            return out;
-        }
-        default:
-            return "";
-    }
-}
 
 // A socket bound to host (an IPv4 or IPv6 literal) and port, or -1.
 int bind_loopback(const std::string &host, int port) {
@@ -256,7 +233,7 @@ std::string RedisProcess::command(const std::vector<std::string> &args) const {
         auto *r = static_cast<redisReply *>(
             redisCommandArgv(c.get(), static_cast<int>(a.size()), argv.data(), lens.data()));
         if (!r) throw std::runtime_error(std::string("redis command failed: ") + c->errstr);
-        std::string text = reply_text(r);
+        std::string text = reply_lines(r);
         freeReplyObject(r);
         return text;
     };

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/base/clock.h"
+#include "core/redis/reply_text.h"
 #include "embedded/redis_process.h"
 #include "keywatch.h"
 #include "tests/wait.h"
@@ -86,35 +87,12 @@ class RedisClient {
             redisCommandArgv(ctx_, static_cast<int>(args.size()), argv.data(), lens.data()));
         if (!r)
             throw std::runtime_error(std::string("test client command failed: ") + ctx_->errstr);
-        std::string text = text_of(r);
+        std::string text = keywatch::reply_lines(r);
         freeReplyObject(r);
         return text;
     }
 
   private:
-    static std::string text_of(const redisReply *r) {
-        switch (r->type) {
-            case REDIS_REPLY_STRING:
-            case REDIS_REPLY_STATUS:
-            case REDIS_REPLY_ERROR:
-                return std::string(r->str, r->len);
-            case REDIS_REPLY_INTEGER:
-                return std::to_string(r->integer);
-            case REDIS_REPLY_NIL:
-                return "(nil)";
-            case REDIS_REPLY_ARRAY: {
-                std::string out;
-                for (size_t i = 0; i < r->elements; i++) {
-                    if (i) out += '\n';
-                    out += text_of(r->element[i]);
-                }
-                return out;
-            }
-            default:
-                return "";
-        }
-    }
-
     redisContext *ctx_ = nullptr;
 };
 
