@@ -8,6 +8,7 @@
 #include <string>
 
 #include "capi/c_handler.h"
+#include "core/base/c_out.h"
 #include "core/engine/hold.h"
 #include "core/format/json_line.h"
 #include "keywatch.h"
@@ -125,9 +126,8 @@ int kw_event_json(const kw_event_t *ev, char **out, size_t *len) {
     if (!ev) return KW_ERR_INVALID_ARG;
     try {
         const std::string json = keywatch::event_json(*E(ev));
-        char *text = static_cast<char *>(malloc(json.size() + 1));
+        char *text = keywatch::malloc_copy(json);
         if (!text) return KW_ERR_NOMEM;
-        memcpy(text, json.c_str(), json.size() + 1);
         *out = text;
         if (len) *len = json.size();
         return KW_OK;

@@ -18,6 +18,7 @@
 
 #include "capi/c_handler.h"
 #include "capi/client_json.h"
+#include "core/base/c_out.h"
 #include "core/client/client.h"
 #include "core/config/config.h"
 #include "core/engine/engine.h"
@@ -80,12 +81,7 @@ struct kw_stats_s {
 
 namespace {
 
-void write_err(char *buf, size_t size, const std::string &msg) {
-    if (!buf || size == 0) return;
-    size_t n = std::min(size - 1, msg.size());
-    memcpy(buf, msg.data(), n);
-    buf[n] = '\0';
-}
+using keywatch::write_err;
 
 template <typename F>
 int guarded(F &&f, char *errstr = nullptr, size_t errstr_size = 0) {
@@ -410,10 +406,8 @@ int kw_engine_stats_json(kw_engine_t *engine, char **out) {
     if (!engine) return KW_ERR_INVALID_ARG;
     return guarded([&] {
         std::string json = engine->engine.stats_json();
-        *out = static_cast<char *>(malloc(json.size() + 1));
-        if (!*out) return static_cast<int>(KW_ERR_NOMEM);
-        memcpy(*out, json.c_str(), json.size() + 1);
-        return static_cast<int>(KW_OK);
+        *out = keywatch::malloc_copy(json);
+        return static_cast<int>(*out ? KW_OK : KW_ERR_NOMEM);
     });
 }
 
@@ -530,12 +524,11 @@ std::string bytes(const void *p, size_t n) {
 
 // Hands text to the caller (released with kw_free).
 int dup_out(kw_client_t *c, const std::string &s, char **out) {
-    *out = static_cast<char *>(malloc(s.size() + 1));
+    *out = keywatch::malloc_copy(s);
     if (!*out) {
         c->error = "out of memory";
         return KW_ERR_NOMEM;
     }
-    memcpy(*out, s.c_str(), s.size() + 1);
     return KW_OK;
 }
 

@@ -21,33 +21,10 @@
 #include <thread>
 
 #include "core/redis/endpoint.h"
+#include "core/redis/reply_text.h"
 
 namespace keywatch {
 namespace {
-
-std::string reply_text(const redisReply *r) {
-    switch (r->type) {
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-            return std::string(r->str, r->len);
-        case REDIS_REPLY_ERROR:
-            return std::string(r->str, r->len);
-        case REDIS_REPLY_INTEGER:
-            return std::to_string(r->integer);
-        case REDIS_REPLY_NIL:
-            return "(nil)";
-        case REDIS_REPLY_ARRAY: {
-            std::string out;
-            for (size_t i = 0; i < r->elements; i++) {
-                if (i) out += '\n';
-                out += reply_text(r->element[i]);
-            }
-            return out;
-        }
-        default:
-            return "";
-    }
-}
 
 // A socket bound to host (an IPv4 or IPv6 literal) and port, or -1.
 int bind_loopback(const std::string &host, int port) {
@@ -238,30 +215,44 @@ std::string RedisProcess::log_tail(size_t max_bytes) const {
     return all.size() > max_bytes ? all.substr(all.size() - max_bytes) : all;
 }
 
-std::string RedisProcess::command(const std::vector<std::string> &args) const {
-    timeval tv{2, 0};
+RedisProcess::Connection::Connection(const std::string &host, int port, const std::string &password)
+    : where_(Endpoint{host, port, ""}.str()) {
+    // Owned here until the handshake is done: a throw below frees it.
     std::unique_ptr<redisContext, decltype(&redisFree)> c(
-        redisConnectWithTimeout(host().c_str(), port_, tv), &redisFree);
+        redisConnectWithTimeout(host.c_str(), port, timeval{5, 0}), &redisFree);
     if (!c || c->err)
-        throw std::runtime_error("cannot connect to " + Endpoint{host(), port_, ""}.str() + ": " +
+        throw std::runtime_error("cannot connect to " + where_ + ": " +
                                  (c ? c->errstr : "out of memory"));
     redisSetTimeout(c.get(), timeval{30, 0});
-    auto run = [&](const std::vector<std::string> &a) {
-        std::vector<const char *> argv;
-        std::vector<size_t> lens;
-        for (auto &s : a) {
-            argv.push_back(s.data());
-            lens.push_back(s.size());
-        }
-        auto *r = static_cast<redisReply *>(
-            redisCommandArgv(c.get(), static_cast<int>(a.size()), argv.data(), lens.data()));
-        if (!r) throw std::runtime_error(std::string("redis command failed: ") + c->errstr);
-        std::string text = reply_text(r);
-        freeReplyObject(r);
-        return text;
-    };
-    if (!opts_.password.empty()) run({"AUTH", opts_.password});
-    return run(args);
+    ctx_ = c.get();
+    if (!password.empty()) {
+        std::string r = command({"AUTH", password});
+        if (r != "OK") throw std::runtime_error("AUTH on " + where_ + " failed: " + r);
+    }
+    c.release();
+}
+
+RedisProcess::Connection::~Connection() {
+    redisFree(ctx_);
+}
+
+std::string RedisProcess::Connection::command(const std::vector<std::string> &args) {
+    std::vector<const char *> argv;
+    std::vector<size_t> lens;
+    for (const auto &a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+    }
+    std::unique_ptr<redisReply, decltype(&freeReplyObject)> r(
+        static_cast<redisReply *>(
+            redisCommandArgv(ctx_, static_cast<int>(args.size()), argv.data(), lens.data())),
+        &freeReplyObject);
+    if (!r) throw std::runtime_error("redis command on " + where_ + " failed: " + ctx_->errstr);
+    return reply_lines(r.get());
+}
+
+std::string RedisProcess::command(const std::vector<std::string> &args) const {
+    return Connection(host(), port_, opts_.password).command(args);
 }
 
 }  // namespace keywatch

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+struct redisContext;
+
 namespace keywatch {
 
 class RedisProcess {
@@ -19,8 +21,28 @@ class RedisProcess {
         bool appendonly = false;         // AOF on (fsync always when on)
         std::vector<std::string> extra;  // more "--name value" arguments, already split
         std::string binary = "redis-server";
-        int port = 0;  // 0: pick a free port
+        int port = 0;                    // 0: pick a free port
         std::string host = "127.0.0.1";  // the loopback address it binds (--bind): or "::1"
+    };
+
+    // A blocking connection that stays open (so SELECT sticks), for set-up in tests and
+    // benchmarks: AUTH with the password given (if any), then commands with binary-safe
+    // arguments. Throws std::runtime_error when it cannot connect, AUTH is refused or a
+    // command gets no reply. Not thread-safe: one owner thread.
+    class Connection {
+      public:
+        Connection(const std::string &host, int port, const std::string &password = "");
+        ~Connection();
+        Connection(const Connection &) = delete;
+        Connection &operator=(const Connection &) = delete;
+
+        // Runs one command; returns the reply as text (reply_lines): bulk/status as is,
+        // integers in decimal, "(nil)", an error as its text, arrays one element per line.
+        std::string command(const std::vector<std::string> &args);
+
+      private:
+        std::string where_;
+        redisContext *ctx_ = nullptr;
     };
 
     RedisProcess();  // default Options
@@ -50,9 +72,8 @@ class RedisProcess {
     std::string host() const { return opts_.host; }
     std::string log_tail(size_t max_bytes = 4000) const;
 
-    // One blocking command on a fresh connection (set-up in tests and benchmarks; binary
-    // safe arguments). Returns the reply as text (bulk/simple/integer), or
-    // "(nil)", or "ERR ..." for an error reply; arrays are joined with '\n'.
+    // One command on a temporary Connection (with the password of Options), its reply as
+    // Connection::command gives it.
     std::string command(const std::vector<std::string> &args) const;
 
     // A free TCP port on `host`, 127.0.0.1 or ::1 (bound then released).

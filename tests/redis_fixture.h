@@ -1,7 +1,7 @@
 // Test helpers: a real redis-server per test (keywatch::RedisProcess on a free loopback port
-// with a private directory, stopped by pid afterwards), a blocking hiredis client for set-up
-// that keeps its connection (so SELECT sticks), collectors for events, state changes and
-// log lines, and an RAII wrapper around a kw_engine_t. Redis is never mocked.
+// with a private directory, stopped by pid afterwards), its blocking client for set-up
+// (RedisProcess::Connection, kept open so SELECT sticks), collectors for events, state
+// changes and log lines, and an RAII wrapper around a kw_engine_t. Redis is never mocked.
 //
 // Thread-safety: the collectors are filled from keywatch threads and read from the test
 // thread; each guards its data with a mutex and signals a condition variable.
@@ -51,72 +51,9 @@ inline std::string printable(const std::string &bytes, size_t max = 80) {
     return out;
 }
 
-// A blocking hiredis connection that stays open, for writing test data (binary safe).
-class RedisClient {
-  public:
-    RedisClient(const std::string &host, int port, const std::string &password = "") {
-        timeval tv{5, 0};
-        ctx_ = redisConnectWithTimeout(host.c_str(), port, tv);
-        if (!ctx_ || ctx_->err)
-            throw std::runtime_error("test client cannot connect to " + host + ":" +
-                                     std::to_string(port) + ": " +
-                                     (ctx_ ? ctx_->errstr : "out of memory"));
-        redisSetTimeout(ctx_, timeval{30, 0});
-        if (!password.empty()) {
-            std::string r = command({"AUTH", password});
-            if (r != "OK") throw std::runtime_error("test client AUTH failed: " + r);
-        }
-    }
-    ~RedisClient() {
-        if (ctx_) redisFree(ctx_);
-    }
-    RedisClient(const RedisClient &) = delete;
-    RedisClient &operator=(const RedisClient &) = delete;
-
-    // Runs one command; returns the reply as text: bulk/status as is, integers in decimal,
-    // "(nil)", errors as their text, arrays joined by '\n'.
-    std::string command(const std::vector<std::string> &args) {
-        std::vector<const char *> argv;
-        std::vector<size_t> lens;
-        for (const auto &a : args) {
-            argv.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        auto *r = static_cast<redisReply *>(
-            redisCommandArgv(ctx_, static_cast<int>(args.size()), argv.data(), lens.data()));
-        if (!r)
-            throw std::runtime_error(std::string("test client command failed: ") + ctx_->errstr);
-        std::string text = text_of(r);
-        freeReplyObject(r);
-        return text;
-    }
-
-  private:
-    static std::string text_of(const redisReply *r) {
-        switch (r->type) {
-            case REDIS_REPLY_STRING:
-            case REDIS_REPLY_STATUS:
-            case REDIS_REPLY_ERROR:
-                return std::string(r->str, r->len);
-            case REDIS_REPLY_INTEGER:
-                return std::to_string(r->integer);
-            case REDIS_REPLY_NIL:
-                return "(nil)";
-            case REDIS_REPLY_ARRAY: {
-                std::string out;
-                for (size_t i = 0; i < r->elements; i++) {
-                    if (i) out += '\n';
-                    out += text_of(r->element[i]);
-                }
-                return out;
-            }
-            default:
-                return "";
-        }
-    }
-
-    redisContext *ctx_ = nullptr;
-};
+// A blocking connection that stays open, for writing test data (binary safe; SELECT sticks):
+// RedisClient(host, port, password), command({...}) -> the reply as text.
+using RedisClient = keywatch::RedisProcess::Connection;
 
 // Writes key with a TTL of ttl_ms, then touches it (EXISTS) until Redis reports it gone:
 // the lookup of an overdue key deletes it and publishes `expired` at once, instead of

@@ -5,17 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/base/c_out.h"
 #include "core/format/json_line.h"
 
 namespace keywatch {
 namespace {
-
-void write_err(char *buf, size_t size, const std::string &msg) {
-    if (!buf || size == 0) return;
-    size_t n = std::min(size - 1, msg.size());
-    memcpy(buf, msg.data(), n);
-    buf[n] = '\0';
-}
 
 // ---- reply trees: one malloc block, the hiredis reply's pointer in front of the nodes ----
 constexpr size_t kReplyHeader = sizeof(kw_reply_t);  // keeps the nodes aligned

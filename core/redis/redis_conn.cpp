@@ -123,28 +123,6 @@ RedisConn::Failure RedisConn::Failure::advised(std::string what, std::string fix
     return f;
 }
 
-std::string reply_to_string(const redisReply *r) {
-    if (!r) return "(no reply)";
-    switch (r->type) {
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-        case REDIS_REPLY_ERROR:
-            return std::string(r->str, r->len);
-        case REDIS_REPLY_INTEGER:
-            return std::to_string(r->integer);
-        case REDIS_REPLY_NIL:
-            return "(nil)";
-        case REDIS_REPLY_ARRAY: {
-            std::string out = "[";
-            for (size_t i = 0; i < r->elements; i++)
-                out += (i ? ", " : "") + reply_to_string(r->element[i]);
-            return out + "]";
-        }
-        default:
-            return "(unknown reply)";
-    }
-}
-
 RedisConn::RedisConn(event_base *base, RedisUrl url, std::string role, bool select_db)
     : base_(base),
       url_(std::move(url)),

@@ -20,6 +20,7 @@
 
 #include "core/redis/event_loop.h"
 #include "core/redis/reply_error.h"
+#include "core/redis/reply_text.h"
 #include "core/redis/url.h"
 
 namespace keywatch {
@@ -149,8 +150,5 @@ class RedisConn {
     bool *destroyed_ = nullptr;       // set while parse() runs: tells it this object is gone
     redisReply **current_ = nullptr;  // the reply being delivered; null once taken
 };
-
-// Text of a reply for messages ("(nil)", the error text, ...).
-std::string reply_to_string(const redisReply *r);
 
 }  // namespace keywatch
