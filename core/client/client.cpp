@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/redis/reply_error.h"
+#include "core/redis/reply_text.h"
 #include "core/redis/slots.h"
 #include "core/base/time_limit.h"
 #include "keywatch_types.h"
@@ -16,15 +17,6 @@ namespace {
 
 bool is_error(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ERROR;
-}
-
-std::string text(const redisReply *r) {
-    if (!r) return "(no reply)";
-    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
-        r->type == REDIS_REPLY_ERROR)
-        return std::string(r->str, r->len);
-    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
-    return "(unexpected reply)";
 }
 
 int64_t steady_ms() {
@@ -78,10 +70,11 @@ ReplyPtr Client::exec(Call &call) {
 int Client::finish(Call &c, ReplyPtr r) {
     if (!r) return router_.status();
     if (classify(r.get()) == ReplyError::NoPerm)
-        return fail(KW_ERR_AUTH,
-                    scripts_permission_message(router_.url(c.node), config_.ns, text(r.get())));
+        return fail(KW_ERR_AUTH, scripts_permission_message(router_.url(c.node), config_.ns,
+                                                            reply_to_string(r.get())));
     if (is_error(r.get()))
-        return fail(KW_ERR_REDIS, std::string(c.script->name) + " failed: " + text(r.get()));
+        return fail(KW_ERR_REDIS,
+                    std::string(c.script->name) + " failed: " + reply_to_string(r.get()));
     return c.decode(r.get());
 }
 
@@ -393,9 +386,10 @@ int Client::sync_clock(const Endpoint &node) {
     int64_t after = steady_ms();
     if (!r) return router_.status();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-        return fail(KW_ERR_REDIS, "TIME on " + node.str() + " answered " + text(r.get()));
-    int64_t redis_ms = std::atoll(text(r->element[0]).c_str()) * 1000 +
-                       std::atoll(text(r->element[1]).c_str()) / 1000;
+        return fail(KW_ERR_REDIS,
+                    "TIME on " + node.str() + " answered " + reply_to_string(r.get()));
+    int64_t redis_ms = std::atoll(reply_to_string(r->element[0]).c_str()) * 1000 +
+                       std::atoll(reply_to_string(r->element[1]).c_str()) / 1000;
     clocks_[node] = {redis_ms - (before + after) / 2, after};
     return KW_OK;
 }
@@ -497,14 +491,14 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
             if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 if (unreachable)
                     (*unreachable)[endpoint] =
-                        r ? "SCAN answered " + text(r.get()) : std::string(error_);
+                        r ? "SCAN answered " + reply_to_string(r.get()) : std::string(error_);
                 break;
             }
-            cursor = text(r->element[0]);
+            cursor = reply_to_string(r->element[0]);
             for (size_t i = 0; i < r->element[1]->elements; i++) {
                 std::string name, tag;
-                if (parse_queue_key(config_.ns, text(r->element[1]->element[i]), part, &name,
-                                    &tag) &&
+                if (parse_queue_key(config_.ns, reply_to_string(r->element[1]->element[i]), part,
+                                    &name, &tag) &&
                     seen.insert(endpoint + "/" + name + "/" + tag).second)
                     out.push_back({node, name, tag});
             }
@@ -548,8 +542,8 @@ int Client::inspect(Inspection *out) {
         if (now != 0 || unreachable.count(node.str())) continue;
         ReplyPtr t = call(node, {"TIME"});
         if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
-            now = std::atoll(text(t->element[0]).c_str()) * 1000 +
-                  std::atoll(text(t->element[1]).c_str()) / 1000;
+            now = std::atoll(reply_to_string(t->element[0]).c_str()) * 1000 +
+                  std::atoll(reply_to_string(t->element[1]).c_str()) / 1000;
     }
     Inspection result;
     result.now_ms = now;
@@ -600,7 +594,8 @@ int Client::read_figures(const std::vector<QueueRef> &refs,
             continue;
         }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
-            return fail(KW_ERR_REDIS, "inspect failed on " + endpoint + ": " + text(r.get()));
+            return fail(KW_ERR_REDIS,
+                        "inspect failed on " + endpoint + ": " + reply_to_string(r.get()));
         *now = r->element[0]->integer;
         QueueFigures f{ref.name,
                        r->element[1]->integer,
@@ -641,11 +636,12 @@ namespace {
 // One XRANGE entry ([id, [field, value, ...]]) as a DeadLetter.
 DeadLetter dead_letter(const redisReply *e, const std::string &slot_tag) {
     DeadLetter d;
-    d.entry = text(e->element[0]);
+    d.entry = reply_to_string(e->element[0]);
     d.slot_tag = slot_tag;
     const redisReply *f = e->element[1];
     for (size_t j = 0; j + 1 < f->elements; j += 2) {
-        std::string name = text(f->element[j]), value = text(f->element[j + 1]);
+        std::string name = reply_to_string(f->element[j]),
+                    value = reply_to_string(f->element[j + 1]);
         if (name == "attempts")
             d.attempts = std::stoll(value);
         else if (name == "deadline")
@@ -677,7 +673,7 @@ int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLe
                                      "-", "+", "COUNT", std::to_string(limit)});
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_ARRAY)
-            return fail(KW_ERR_REDIS, "XRANGE failed: " + text(r.get()));
+            return fail(KW_ERR_REDIS, "XRANGE failed: " + reply_to_string(r.get()));
         for (size_t i = 0; i < r->elements; i++)
             entries.push_back(
                 dead_letter(r->element[i], router_.cluster() ? ref.tag : std::string()));
@@ -710,7 +706,7 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
         ReplyPtr r = exec(c);
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)
-            return fail(KW_ERR_REDIS, "replay failed: " + text(r.get()));
+            return fail(KW_ERR_REDIS, "replay failed: " + reply_to_string(r.get()));
         if (r->integer < 0) continue;  // not in this slot's stream
         total += r->integer;
         left -= std::min<size_t>(left, static_cast<size_t>(r->integer));
@@ -731,7 +727,7 @@ int Client::dead_purge(const std::string &qname, const std::string &entry, int64
         ReplyPtr r = exec(c);
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)
-            return fail(KW_ERR_REDIS, "purge failed: " + text(r.get()));
+            return fail(KW_ERR_REDIS, "purge failed: " + reply_to_string(r.get()));
         total += r->integer;
     }
     if (!entry.empty() && total == 0) return fail(KW_ERR_NOT_FOUND, "no dead letter " + entry);
