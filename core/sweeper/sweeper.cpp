@@ -20,6 +20,10 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       counters_(counters),
       conn_(loop.base(), url, "queue", /*select_db=*/true),
       endpoint_(url.endpoint()),
+      queues_(
+          loop,
+          {opts_.ns, opts_.tag, opts_.cluster, opts_.track_keys, opts_.task_queues, opts_.stats},
+          [this](Queue &q) { sweep(q); }),
       retry_timer_(loop.base(), [this] { connect(); }),
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
@@ -29,47 +33,6 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       wait_timer_(loop.base(), [this] { poll_server(); }),
       rng_(std::random_device{}()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
-    if (opts_.track_keys) served_.insert(kKeysQueue);
-    keys_by_slot_.assign(opts_.cluster ? kSlotCount : 1, nullptr);
-    served_.insert(opts_.task_queues.begin(), opts_.task_queues.end());
-    // Standalone: every served queue has its one slot tag, swept from the start.
-    if (!opts_.cluster)
-        for (auto &name : served_) queue(name, opts_.tag);
-}
-
-Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) {
-    if (!served_.count(name)) return nullptr;
-    std::string due = QueueKeys::due_key(opts_.ns, name, tag);
-    auto it = queues_.find(due);
-    if (it != queues_.end()) return &it->second;
-    QueueKeys keys = QueueKeys::make(opts_.ns, name, tag);
-    Queue &q = queues_[due];
-    q.name = name;
-    q.tag = tag;
-    q.keys = keys;
-    q.is_keys = name == kKeysQueue;
-    q.stats = opts_.stats ? opts_.stats->queue(name) : nullptr;
-    q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
-    q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
-    // The slot index holds the standard queue of each slot only (a stray due key with
-    // another tag that hashes to the same slot, found by a scan, is swept on its own).
-    if (q.is_keys && tag == (opts_.cluster ? SlotTags::instance().tag(q.slot) : opts_.tag))
-        keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
-    return &q;
-}
-
-Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id, int slot) {
-    if (!opts_.cluster)
-        slot = 0;
-    else if (slot < 0)
-        slot = key_slot(id);
-    auto tag = [&]() -> const std::string & {
-        return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
-    };
-    if (name != kKeysQueue || !opts_.track_keys) return queue(name, tag());
-    Queue *&q = keys_by_slot_[static_cast<size_t>(slot)];
-    if (!q) q = queue(name, tag());
-    return q;
 }
 
 Sweeper::~Sweeper() = default;
@@ -87,7 +50,7 @@ void Sweeper::stop_claiming() {
     set_sweeping(false);
     scan_timer_.cancel();
     dirty_timer_.cancel();
-    for (auto &kv : queues_) kv.second.timer->cancel();
+    queues_.for_each([](Queue &q) { q.timer->cancel(); });
     send_completions();  // acks held back for claims go out now
 }
 
@@ -144,7 +107,7 @@ void Sweeper::resume() {
         conn_.command({"SCRIPT", "LOAD", s->body}, [](redisReply *) {});
     set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
-        for (auto &kv : queues_) sweep(kv.second);
+        queues_.for_each([this](Queue &q) { sweep(q); });
         // Cluster: what arrived while we were away is found by a full scan.
         if (opts_.cluster) scan("0");
         std::vector<Event> backlog;
@@ -163,14 +126,13 @@ void Sweeper::on_lost(const RedisConn::Failure &f) {
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
     scanning_ = false;
-    for (auto &kv : queues_) {
-        Queue &q = kv.second;
+    queues_.for_each([this](Queue &q) {
         q.sweeping = false;
         q.peeking = false;
         q.timer->cancel();
         for (auto &ev : q.deferred) keep_for_later(std::move(ev));
         q.deferred.clear();
-    }
+    });
     if (down_) return;
     retry_after_permanent_ = f.permanent;
     const int64_t delay = within_leases(opts_.reconnect.jittered(attempt_++, rng_()));

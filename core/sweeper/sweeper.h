@@ -60,6 +60,7 @@
 #include "core/queue/scripts.h"
 #include "core/base/stats.h"
 #include "core/sweeper/slot_queue.h"
+#include "core/sweeper/slot_queues.h"
 
 namespace keywatch {
 
@@ -165,23 +166,7 @@ class Sweeper {
     using Where = SlotQueue::Where;
     using ReplyFn = std::function<void(redisReply *)>;
 
-    // Ids per script call for live claims, acks, renewals: big enough to amortise a call,
-    // small enough that one call never blocks Redis for long.
-    static constexpr size_t kChunk = 500;
-    template <typename T, typename F>
-    static void for_chunks(const std::vector<T> &all, F &&f) {
-        for (size_t i = 0; i < all.size(); i += kChunk)
-            f(all.begin() + static_cast<long>(i),
-              all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
-    }
-
-    // --- sweeper.cpp: queues, the connection, sending commands ---
-    // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
-    // (null otherwise).
-    Queue *queue(const std::string &name, const std::string &tag);
-    // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
-    // slot if known (cluster), else -1.
-    Queue *queue_of(const std::string &name, const std::string &id, int slot = -1);
+    // --- sweeper.cpp: the connection, sending commands ---
     void connect();
     void on_ready();
     void on_lost(const RedisConn::Failure &f);
@@ -292,10 +277,7 @@ class Sweeper {
     SweeperCounters *counters_;
     RedisConn conn_;
     std::string endpoint_;
-    std::unordered_map<std::string, Queue> queues_;  // by due key
-    // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
-    std::vector<Queue *> keys_by_slot_;
-    std::set<std::string> served_;  // names of the queues served
+    SlotQueues queues_;
     Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_

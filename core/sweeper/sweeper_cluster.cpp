@@ -59,7 +59,7 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
         return;
     std::string name, tag;
     if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
-    Queue *q = queue(name, tag);
+    Queue *q = queues_.queue(name, tag);
     if (!q) return;
     // Its keys are on this node: served here, or on their way here (a slot importing,
     // written to with ASKING or restored by MIGRATE).
@@ -74,20 +74,20 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
 
 std::vector<SlotQueueName> Sweeper::queues_in(const std::vector<bool> &slots) const {
     std::vector<SlotQueueName> out;
-    for (auto &kv : queues_)
-        if (slots[static_cast<size_t>(kv.second.slot)])
-            out.push_back({kv.second.name, kv.second.tag, kv.second.slot});
+    queues_.for_each([&](const Queue &q) {
+        if (slots[static_cast<size_t>(q.slot)]) out.push_back({q.name, q.tag, q.slot});
+    });
     return out;
 }
 
 void Sweeper::take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known) {
     std::vector<Queue *> taken;
-    for (auto &kv : queues_)
-        if (slots[static_cast<size_t>(kv.second.slot)] && kv.second.where != Where::Here)
-            taken.push_back(&kv.second);
+    queues_.for_each([&](Queue &q) {
+        if (slots[static_cast<size_t>(q.slot)] && q.where != Where::Here) taken.push_back(&q);
+    });
     for (auto &k : known) {
-        const bool fresh = !queues_.count(QueueKeys::due_key(opts_.ns, k.name, k.tag));
-        Queue *q = queue(k.name, k.tag);
+        const bool fresh = !queues_.known(k.name, k.tag);
+        Queue *q = queues_.queue(k.name, k.tag);
         if (q && fresh) taken.push_back(q);
     }
     for (Queue *q : taken) {
@@ -170,7 +170,7 @@ void Sweeper::scan(const std::string &cursor) {
                 if (!parse_due_key(opts_.ns, key, &name, &tag) &&
                     !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
                     continue;
-                if (Queue *q = queue(name, tag)) {
+                if (Queue *q = queues_.queue(name, tag)) {
                     // Found on this node: here, or on its way here (a migration).
                     if (q->where != Where::Here) arriving(*q);
                     if (!q->sweeping) sweep(*q);

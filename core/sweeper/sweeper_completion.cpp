@@ -41,7 +41,7 @@ void Sweeper::complete(std::vector<Completion> &&done) {
 }
 
 void Sweeper::note_completed(Completion &c, int64_t now) {
-    Queue *qp = queue_of(c.queue, c.id, c.slot);
+    Queue *qp = queues_.queue_of(c.queue, c.id, c.slot);
     c.leased_ms = std::max(c.claimed_ms, qp ? qp->renewed_ms : 0);
     if (!qp) return;
     Queue &q = *qp;
@@ -85,7 +85,7 @@ void Sweeper::send_completions() {
     }
     std::map<Queue *, std::vector<Completion>> acks, releases;
     for (auto &c : store_.take_waiting()) {
-        Queue *qp = queue_of(c.queue, c.id, c.slot);
+        Queue *qp = queues_.queue_of(c.queue, c.id, c.slot);
         if (!qp) continue;
         if (c.result == kRelease)
             releases[qp].push_back(std::move(c));
@@ -221,12 +221,12 @@ int64_t Sweeper::within_leases(int64_t delay) const {
 void Sweeper::prune_done() {
     int64_t oldest = wall_ms() - opts_.done_window_ms;
     bool left = false;
-    for (auto &kv : queues_) {
-        auto &handled = kv.second.handled;
+    queues_.for_each([&](Queue &q) {
+        auto &handled = q.handled;
         for (auto it = handled.begin(); it != handled.end();)
             it = it->second.handled_ms < oldest ? handled.erase(it) : std::next(it);
         left = left || !handled.empty();
-    }
+    });
     if (left) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 

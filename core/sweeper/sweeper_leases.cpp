@@ -9,17 +9,12 @@
 #include "core/sweeper/sweeper.h"
 
 namespace keywatch {
-namespace {
-// Ids per renew call (as the sweeper's other calls).
-constexpr size_t kRenewChunk = 500;
-}  // namespace
 
 void Sweeper::renew_leases() {
     renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
     int64_t now = wall_ms();
     std::vector<Completion> overdue;
-    for (auto &kv : queues_) {
-        Queue &q = kv.second;
+    queues_.for_each([&](Queue &q) {
         std::vector<std::string> ids;
         for (auto &held : q.held) {
             int64_t claimed = held.second.claimed_ms;
@@ -35,7 +30,7 @@ void Sweeper::renew_leases() {
         for (auto it = q.timed_out.begin(); it != q.timed_out.end();)
             it = now - it->second > 4 * opts_.hold_timeout_ms ? q.timed_out.erase(it) : ++it;
         if (!ids.empty()) renew_queue(q, std::move(ids));
-    }
+    });
     if (overdue.empty()) return;
     log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + endpoint_ +
                          " were held longer than hold.timeout (" +
@@ -49,10 +44,10 @@ void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
     if (conn_.state() != RedisConn::State::Ready || waiting()) return;
     const int64_t sent = wall_ms();
     Queue *qp = &q;  // queues are never erased
-    for (size_t i = 0; i < ids.size(); i += kRenewChunk) {
+    for (size_t i = 0; i < ids.size(); i += kChunk) {
         std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
         auto begin = ids.begin() + static_cast<long>(i);
-        auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kRenewChunk));
+        auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kChunk));
         argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
         eval(scripts::kRenew, q, std::move(argv), [qp, sent](redisReply *r) {
             // Their leases run at least a lease from when it went out (completions use it).
@@ -63,7 +58,7 @@ void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
 
 bool Sweeper::late_after_hold_timeout(const Completion &c) {
     if (c.result == kRelease) return false;
-    Queue *q = queue_of(c.queue, c.id, c.slot);
+    Queue *q = queues_.queue_of(c.queue, c.id, c.slot);
     if (!q || q->timed_out.empty()) return false;
     auto it = q->timed_out.find(c.id);
     if (it == q->timed_out.end() || it->second != c.claimed_ms) return false;

@@ -25,7 +25,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     // Asked even once claiming has stopped (events read just before a stop): only Redis
     // can tell a tracked key from an untracked one, and a tracked key claimed now is given
     // back at once rather than delivered a second time as an untracked event.
-    if (!served_.count(kKeysQueue)) {
+    if (!queues_.served(kKeysQueue)) {
         untracked(std::move(events));
         return;
     }
@@ -33,7 +33,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     std::map<Queue *, std::vector<Event>> ask;
     int64_t now = wall_ms();
     for (auto &ev : events) {
-        Queue *q = queue_of(kKeysQueue, ev.key, ev.slot);
+        Queue *q = queues_.queue_of(kKeysQueue, ev.key, ev.slot);
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
         if (auto h = q->held.find(ev.key); h != q->held.end()) {
@@ -188,10 +188,10 @@ void Sweeper::keep_for_later(Event &&ev) {
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
-    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready || waiting())
+    if (!queues_.served(kKeysQueue) || conn_.state() != RedisConn::State::Ready || waiting())
         return;  // the sweep checks later
     std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &k : keys) by_queue[queue_of(kKeysQueue, k)].push_back(std::move(k));
+    for (auto &k : keys) by_queue[queues_.queue_of(kKeysQueue, k)].push_back(std::move(k));
     for (auto &kv : by_queue) {
         Queue *q = kv.first;
         for_chunks(kv.second, [this, q](auto begin, auto end) {
