@@ -59,6 +59,7 @@
 #include "core/redis/redis_conn.h"
 #include "core/queue/scripts.h"
 #include "core/base/stats.h"
+#include "core/sweeper/node_link.h"
 #include "core/sweeper/slot_queue.h"
 #include "core/sweeper/slot_queues.h"
 
@@ -141,7 +142,7 @@ class Sweeper {
     void shutdown();       // close the connection; nothing follows
     // Replies still awaited and completions Redis has not confirmed yet: the owner waits
     // for 0 before shutdown.
-    size_t outstanding() const { return outstanding_ + store_.size(); }
+    size_t outstanding() const { return link_.outstanding() + store_.size(); }
     // Every completion not confirmed yet, taken out (this node is retired: the owner
     // routes them to the slots' new masters).
     std::vector<Completion> take_completions() { return store_.take_all(); }
@@ -166,20 +167,11 @@ class Sweeper {
     using Where = SlotQueue::Where;
     using ReplyFn = std::function<void(redisReply *)>;
 
-    // --- sweeper.cpp: the connection, sending commands ---
-    void connect();
-    void on_ready();
-    void on_lost(const RedisConn::Failure &f);
-    // Completions came while the connection is away: its pending reconnect is brought
-    // forward as far as within_leases() asks.
-    void hasten_reconnect();
-    // Connected, or loaded: scripts loaded, every queue swept, what waited sent.
+    // --- sweeper.cpp: the connection's hooks ---
+    // Connected, or loaded: every queue swept, what waited sent (NodeLink::Hooks::ready).
     void resume();
-    // Sends a command, counting it in outstanding() until its reply. False if it could
-    // not be sent (fn is not called then).
-    bool command(const std::vector<std::string> &args, ReplyFn fn);
-    // A queue script on q's five keys (EVALSHA, EVAL after NOSCRIPT); as command().
-    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+    // The connection went: what was on its way is dropped or waits (NodeLink::Hooks::lost).
+    void on_lost();
 
     // --- sweeper_due.cpp: due-claim scheduling ---
     void sweep(Queue &q);
@@ -243,15 +235,6 @@ class Sweeper {
     // Forgets handled keys older than track.done_window.
     void prune_done();
 
-    // --- sweeper_waiting.cpp: a server that cannot serve for now ---
-    // A reply said the whole server cannot serve for now: `why` is Loading (its data set is
-    // loading) or ClusterDown (whole_cluster_down(); `key` is one of ours to ask about).
-    // Everything waits (waiting()) and the server is asked every kPollMs; resume() runs the
-    // moment it serves.
-    void server_waits(ReplyError why, const std::string &key = "");
-    void poll_server();
-    bool waiting() const { return waiting_for_ != ReplyError::None; }
-
     // --- sweeper_leases.cpp: lease renewal ---
     // Every lease/3: renews what this engine holds, releases what it held past
     // hold.timeout.
@@ -271,28 +254,18 @@ class Sweeper {
     void peek(Queue &q);
     void scan(const std::string &cursor);
 
-    EventLoop &loop_;
     Options opts_;
     SweeperSink *sink_;
     SweeperCounters *counters_;
-    RedisConn conn_;
-    std::string endpoint_;
+    NodeLink link_;
     SlotQueues queues_;
-    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
+    Timer scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
-    bool claiming_ = false, down_ = true;
-    bool started_ = false;                       // start() was called (before it, live claims wait)
-    ReplyError waiting_for_ = ReplyError::None;  // see server_waits()
-    std::string poll_key_;                       // ClusterDown: the key asked about
-    int64_t waiting_since_ms_ = 0;
-    Timer wait_timer_;  // the next poll while waiting()
-    int attempt_ = 0;
-    bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
-    int64_t retry_at_ms_ = 0;             // when the pending reconnect fires (wall clock)
-    size_t outstanding_ = 0;              // replies awaited: counted by command() alone
-    std::vector<Event> live_backlog_;     // live claims waiting for the connection
-    CompletionStore store_;               // completions until Redis confirms them
+    bool claiming_ = false;
+    bool started_ = false;             // start() was called (before it, live claims wait)
+    std::vector<Event> live_backlog_;  // live claims waiting for the connection
+    CompletionStore store_;            // completions until Redis confirms them
     std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
     int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
     int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them

@@ -43,7 +43,7 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
     }
     if (kind == ReplyError::ClusterDown) {
         if (whole_cluster_down(r))
-            server_waits(kind, q.keys.due);  // every queue waits; polled
+            link_.server_waits(kind, q.keys.due);  // every queue waits; polled
         else
             claims_failing(q, r);  // this slot has no master: says so (rate-limited), backs off
         return true;
@@ -120,27 +120,28 @@ void Sweeper::sweep_dirty() {
 }
 
 void Sweeper::peek(Queue &q) {
-    if (q.peeking || waiting() || conn_.state() != RedisConn::State::Ready) return;
+    if (q.peeking || !link_.serving()) return;
     q.peeking = true;
     Queue *qp = &q;
-    bool sent = command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
-        Queue &q = *qp;
-        q.peeking = false;
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
-            const redisReply *score = r->element[1];
-            int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
-            // Replies come in order: next_due is what the latest claim saw.
-            if (q.next_due && first >= *q.next_due) return;
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
-            return;  // nothing due here (claimed meanwhile)
-        }
-        sweep(q);
-    });
+    bool sent =
+        link_.command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
+            Queue &q = *qp;
+            q.peeking = false;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+                const redisReply *score = r->element[1];
+                int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
+                // Replies come in order: next_due is what the latest claim saw.
+                if (q.next_due && first >= *q.next_due) return;
+            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+                return;  // nothing due here (claimed meanwhile)
+            }
+            sweep(q);
+        });
     if (!sent) q.peeking = false;
 }
 
 void Sweeper::scan(const std::string &cursor) {
-    if (!opts_.cluster || !claiming_ || waiting() || conn_.state() != RedisConn::State::Ready)
+    if (!opts_.cluster || !claiming_ || !link_.serving())
         return;  // waiting: resume() scans once the server serves
     if (cursor == "0") {
         if (scanning_) return;
@@ -149,17 +150,17 @@ void Sweeper::scan(const std::string &cursor) {
     // Due and in-flight sets: a slot whose items are all in flight (their holder may have
     // died) must be found too, or its leases would never be checked.
     std::string match = queue_key_glob(opts_.ns, "*", "*");
-    bool sent = command(
+    bool sent = link_.command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
             if (classify(r) == ReplyError::Loading) {
                 scanning_ = false;
-                server_waits(ReplyError::Loading);
+                link_.server_waits(ReplyError::Loading);
                 return;
             }
             if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 scanning_ = false;
-                log(KW_LOG_WARN,
-                    "SCAN for queue keys on " + endpoint_ + " failed: " + reply_to_string(r));
+                log(KW_LOG_WARN, "SCAN for queue keys on " + link_.endpoint() +
+                                     " failed: " + reply_to_string(r));
                 scan_timer_.arm(opts_.scan_interval_ms);
                 return;
             }

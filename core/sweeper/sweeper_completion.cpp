@@ -37,7 +37,7 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         store_.add(std::move(c));
     }
     send_completions();
-    hasten_reconnect();  // if they must wait for the connection
+    link_.hasten_reconnect();  // if they must wait for the connection
 }
 
 void Sweeper::note_completed(Completion &c, int64_t now) {
@@ -62,7 +62,7 @@ void Sweeper::note_completed(Completion &c, int64_t now) {
 
 void Sweeper::send_completions() {
     // While the server cannot serve, they wait for resume().
-    if (!store_.has_waiting() || conn_.state() != RedisConn::State::Ready || waiting()) return;
+    if (!store_.has_waiting() || !link_.serving()) return;
     if (ack_timer_.pending() && completion_backoff_ms_) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
     // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
@@ -79,7 +79,7 @@ void Sweeper::send_completions() {
     ack_timer_.cancel();
     if (size_t late = store_.drop_expired(t, opts_.lease_ms)) {
         counters_->late_acks.fetch_add(static_cast<int64_t>(late));
-        log(KW_LOG_WARN, std::to_string(late) + " completions for " + endpoint_ +
+        log(KW_LOG_WARN, std::to_string(late) + " completions for " + link_.endpoint() +
                              " could not be written before their lease ended; those "
                              "items will be delivered again");
     }
@@ -172,30 +172,31 @@ void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> arg
                          std::vector<Completion> &&batch, ReplyFn on_done) {
     CompletionStore::Ticket ticket = store_.sent(std::move(batch));
     const std::string &key = q.keys.due;  // queues are never erased
-    bool sent = eval(s, q, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
-        const ReplyError kind = classify(r);
-        if (kind == ReplyError::Loading || whole_cluster_down(r)) {
-            // Redis did nothing: sent again as soon as it serves.
-            store_.retry_later(ticket);
-            server_waits(kind, key);
-            return;
-        }
-        if (is_transient(kind) || kind == ReplyError::Ask ||
-            (kind == ReplyError::Moved && !opts_.on_redirect)) {
-            // Loading, busy, a slot on the move: Redis did nothing; send it again.
-            store_.retry_later(ticket);
-            completions_wait(reply_to_string(r));
-            return;
-        }
-        if (kind == ReplyError::Moved) {
-            // The slot is served by another master now: route them there.
-            opts_.on_redirect(store_.take(ticket));
-            return;
-        }
-        store_.confirmed(ticket);
-        completion_backoff_ms_.reset();
-        on_done(r);
-    });
+    bool sent =
+        link_.eval(s, q.keys, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
+            const ReplyError kind = classify(r);
+            if (kind == ReplyError::Loading || whole_cluster_down(r)) {
+                // Redis did nothing: sent again as soon as it serves.
+                store_.retry_later(ticket);
+                link_.server_waits(kind, key);
+                return;
+            }
+            if (is_transient(kind) || kind == ReplyError::Ask ||
+                (kind == ReplyError::Moved && !opts_.on_redirect)) {
+                // Loading, busy, a slot on the move: Redis did nothing; send it again.
+                store_.retry_later(ticket);
+                completions_wait(reply_to_string(r));
+                return;
+            }
+            if (kind == ReplyError::Moved) {
+                // The slot is served by another master now: route them there.
+                opts_.on_redirect(store_.take(ticket));
+                return;
+            }
+            store_.confirmed(ticket);
+            completion_backoff_ms_.reset();
+            on_done(r);
+        });
     if (!sent) store_.retry_later(ticket);  // the connection is down: on_ready sends them
 }
 
@@ -205,7 +206,7 @@ void Sweeper::completions_wait(const std::string &why) {
     completion_backoff_ms_ = next;
     const int64_t delay = within_leases(next);
     if (next != previous)
-        log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
+        log(KW_LOG_WARN, "completions for " + link_.endpoint() + " must wait: " + why +
                              "; sending them again in " + std::to_string(delay) +
                              "ms (the items stay leased to us)");
     ack_timer_.arm(delay);

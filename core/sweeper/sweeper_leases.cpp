@@ -32,7 +32,7 @@ void Sweeper::renew_leases() {
         if (!ids.empty()) renew_queue(q, std::move(ids));
     });
     if (overdue.empty()) return;
-    log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + endpoint_ +
+    log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + link_.endpoint() +
                          " were held longer than hold.timeout (" +
                          std::to_string(opts_.hold_timeout_ms) +
                          "ms): released for redelivery; their completions will "
@@ -41,7 +41,7 @@ void Sweeper::renew_leases() {
 }
 
 void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
-    if (conn_.state() != RedisConn::State::Ready || waiting()) return;
+    if (!link_.serving()) return;
     const int64_t sent = wall_ms();
     Queue *qp = &q;  // queues are never erased
     for (size_t i = 0; i < ids.size(); i += kChunk) {
@@ -49,7 +49,7 @@ void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
         auto begin = ids.begin() + static_cast<long>(i);
         auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kChunk));
         argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
-        eval(scripts::kRenew, q, std::move(argv), [qp, sent](redisReply *r) {
+        link_.eval(scripts::kRenew, q.keys, std::move(argv), [qp, sent](redisReply *r) {
             // Their leases run at least a lease from when it went out (completions use it).
             if (r->type == REDIS_REPLY_INTEGER) qp->renewed_ms = std::max(qp->renewed_ms, sent);
         });
