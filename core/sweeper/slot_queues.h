@@ -17,6 +17,7 @@
 #include "core/base/stats.h"
 #include "core/redis/event_loop.h"
 #include "core/sweeper/slot_queue.h"
+#include "keywatch_types.h"
 
 namespace keywatch {
 
@@ -31,6 +32,9 @@ void for_chunks(const std::vector<T> &all, F &&f) {
         f(all.begin() + static_cast<long>(i),
           all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
 }
+
+// A log line, about a queue when one is given (its name becomes the line's `queue` field).
+using QueueLog = std::function<void(kw_log_level, const std::string &, const SlotQueue *)>;
 
 class SlotQueues {
   public:

@@ -25,11 +25,17 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
           loop,
           {opts_.ns, opts_.tag, opts_.cluster, opts_.track_keys, opts_.task_queues, opts_.stats},
           [this](Queue &q) { sweep(q); }),
+      leases_(
+          loop, {opts_.owner, opts_.lease_ms, opts_.hold_timeout_ms}, link_, queues_,
+          counters->late_acks,
+          [this](std::vector<Completion> &&overdue) { complete(std::move(overdue)); },
+          [this](kw_log_level level, const std::string &message, const Queue *q) {
+              log(level, message, q);
+          }),
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       prune_timer_(loop.base(), [this] { prune_done(); }),
       ack_timer_(loop.base(), [this] { send_completions(); }),
-      renew_timer_(loop.base(), [this] { renew_leases(); }),
       rng_(std::random_device{}()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
@@ -39,7 +45,7 @@ Sweeper::~Sweeper() = default;
 void Sweeper::start() {
     started_ = true;
     claiming_ = true;
-    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+    leases_.start();
     link_.start();
 }
 
@@ -60,7 +66,7 @@ void Sweeper::shutdown() {
                              " were not confirmed by Redis before the stop; those "
                              "items will be delivered again after their lease");
     ack_timer_.cancel();
-    renew_timer_.cancel();
+    leases_.stop();
     link_.close();
     *opts_.claims_in_flight -= claims_out_;
     claims_out_ = 0;

@@ -59,9 +59,11 @@
 #include "core/redis/redis_conn.h"
 #include "core/queue/scripts.h"
 #include "core/base/stats.h"
+#include "core/sweeper/lease_renewal.h"
 #include "core/sweeper/node_link.h"
 #include "core/sweeper/slot_queue.h"
 #include "core/sweeper/slot_queues.h"
+#include "core/sweeper/sweeper_counters.h"
 
 namespace keywatch {
 
@@ -69,11 +71,6 @@ namespace keywatch {
 // slot queues (touched()): new items (track, schedule, retry) and a slot migrated in. Its
 // subscriber listens for them (the engine's plan, core/engine/plan.h).
 inline constexpr const char *kArrivalEvents[] = {"zadd", "restore"};
-
-struct SweeperCounters {
-    std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
-        suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
-};
 
 // Where a Sweeper hands what it claimed: its node's intake (node_intake.h).
 class SweeperSink {
@@ -235,14 +232,6 @@ class Sweeper {
     // Forgets handled keys older than track.done_window.
     void prune_done();
 
-    // --- sweeper_leases.cpp: lease renewal ---
-    // Every lease/3: renews what this engine holds, releases what it held past
-    // hold.timeout.
-    void renew_leases();
-    void renew_queue(Queue &q, std::vector<std::string> &&ids);
-    // A completion for a claim released at hold.timeout: counted late, not written.
-    bool late_after_hold_timeout(const Completion &c);
-
     // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
     // Cluster redirections: true if the reply was one (and it was dealt with).
     bool redirected(Queue &q, const redisReply *r);
@@ -259,7 +248,8 @@ class Sweeper {
     SweeperCounters *counters_;
     NodeLink link_;
     SlotQueues queues_;
-    Timer scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
+    LeaseRenewal leases_;
+    Timer scan_timer_, dirty_timer_, prune_timer_, ack_timer_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false;

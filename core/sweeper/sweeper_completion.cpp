@@ -2,7 +2,7 @@
 // complete() and waits in the CompletionStore until Redis confirms it: acks and releases
 // go out in batches per slot queue (held back briefly while claims are on their way),
 // retries and rejects one by one; transient errors back off and send again, MOVED routes
-// them to the slot's new master. Lease renewal is in sweeper_leases.cpp.
+// them to the slot's new master. Lease renewal is LeaseRenewal's (lease_renewal.h).
 // Loop thread only.
 #include "core/sweeper/sweeper.h"
 
@@ -28,7 +28,7 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         oldest_claim_ms_ = now;
     }
     for (auto &c : done) {
-        if (c.done_ms == 0 && late_after_hold_timeout(c)) continue;
+        if (c.done_ms == 0 && leases_.late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
             c.done_ms = now;
             note_completed(c, now);  // once, on intake (a rerouted one was noted before)

@@ -1,20 +1,36 @@
-// Sweeper: lease renewal of the items this engine holds, and hold.timeout. The lease rule
-// (docs/reliable-delivery.md, "Handlers and leases"): every lease/3 the sweeper renews the lease of
-// every item it claimed that has not been completed yet (waiting for a worker, in a
-// handler, or held), until hold.timeout after its claim; then it releases the item (due
-// again at once, the attempt given back) and a completion that comes later is counted in
-// items.late_acks and not written. Loop thread only.
-#include <algorithm>
+#include "core/sweeper/lease_renewal.h"
 
-#include "core/sweeper/sweeper.h"
+#include <algorithm>
+#include <iterator>
+
+#include "core/base/clock.h"
 
 namespace keywatch {
 
-void Sweeper::renew_leases() {
+LeaseRenewal::LeaseRenewal(EventLoop &loop, Options opts, NodeLink &link, SlotQueues &queues,
+                           std::atomic<int64_t> &late_acks,
+                           std::function<void(std::vector<Completion> &&)> release, QueueLog log)
+    : opts_(std::move(opts)),
+      link_(link),
+      queues_(queues),
+      late_acks_(late_acks),
+      release_(std::move(release)),
+      log_(std::move(log)),
+      renew_timer_(loop.base(), [this] { renew_leases(); }) {}
+
+void LeaseRenewal::start() {
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+}
+
+void LeaseRenewal::stop() {
+    renew_timer_.cancel();
+}
+
+void LeaseRenewal::renew_leases() {
     renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
     int64_t now = wall_ms();
     std::vector<Completion> overdue;
-    queues_.for_each([&](Queue &q) {
+    queues_.for_each([&](SlotQueue &q) {
         std::vector<std::string> ids;
         for (auto &held : q.held) {
             int64_t claimed = held.second.claimed_ms;
@@ -32,18 +48,19 @@ void Sweeper::renew_leases() {
         if (!ids.empty()) renew_queue(q, std::move(ids));
     });
     if (overdue.empty()) return;
-    log(KW_LOG_WARN, std::to_string(overdue.size()) + " item(s) of " + link_.endpoint() +
-                         " were held longer than hold.timeout (" +
-                         std::to_string(opts_.hold_timeout_ms) +
-                         "ms): released for redelivery; their completions will "
-                         "count as late (items.late_acks)");
-    complete(std::move(overdue));
+    log_(KW_LOG_WARN,
+         std::to_string(overdue.size()) + " item(s) of " + link_.endpoint() +
+             " were held longer than hold.timeout (" + std::to_string(opts_.hold_timeout_ms) +
+             "ms): released for redelivery; their completions will count as late "
+             "(items.late_acks)",
+         nullptr);
+    release_(std::move(overdue));
 }
 
-void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
+void LeaseRenewal::renew_queue(SlotQueue &q, std::vector<std::string> &&ids) {
     if (!link_.serving()) return;
     const int64_t sent = wall_ms();
-    Queue *qp = &q;  // queues are never erased
+    SlotQueue *qp = &q;  // queues are never erased
     for (size_t i = 0; i < ids.size(); i += kChunk) {
         std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
         auto begin = ids.begin() + static_cast<long>(i);
@@ -56,14 +73,14 @@ void Sweeper::renew_queue(Queue &q, std::vector<std::string> &&ids) {
     }
 }
 
-bool Sweeper::late_after_hold_timeout(const Completion &c) {
+bool LeaseRenewal::late_after_hold_timeout(const Completion &c) {
     if (c.result == kRelease) return false;
-    Queue *q = queues_.queue_of(c.queue, c.id, c.slot);
+    SlotQueue *q = queues_.queue_of(c.queue, c.id, c.slot);
     if (!q || q->timed_out.empty()) return false;
     auto it = q->timed_out.find(c.id);
     if (it == q->timed_out.end() || it->second != c.claimed_ms) return false;
     q->timed_out.erase(it);
-    counters_->late_acks.fetch_add(1, std::memory_order_relaxed);
+    late_acks_.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 
