@@ -17,10 +17,11 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
     : opts_(std::move(opts)),
       sink_(sink),
       counters_(counters),
-      link_(loop, url, opts_.connect_timeout_ms, opts_.reconnect,
-            {[this] { resume(); }, [this] { on_lost(); }, [this] { set_sweeping(false); },
-             [this](int64_t delay) { return within_leases(delay); }, opts_.on_connected,
-             [this](kw_log_level level, const std::string &message) { log(level, message); }}),
+      link_(
+          loop, url, opts_.connect_timeout_ms, opts_.reconnect,
+          {[this] { resume(); }, [this] { on_lost(); }, [this] { set_sweeping(false); },
+           [this](int64_t delay) { return completions_.within_leases(delay); }, opts_.on_connected,
+           [this](kw_log_level level, const std::string &message) { log(level, message); }}),
       queues_(
           loop,
           {opts_.ns, opts_.tag, opts_.cluster, opts_.track_keys, opts_.task_queues, opts_.stats},
@@ -34,9 +35,15 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
           }),
       scan_timer_(loop.base(), [this] { scan("0"); }),
       dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
-      prune_timer_(loop.base(), [this] { prune_done(); }),
-      ack_timer_(loop.base(), [this] { send_completions(); }),
-      rng_(std::random_device{}()) {
+      completions_(
+          loop,
+          {opts_.owner, opts_.lease_ms, opts_.max_attempts, opts_.retry_base_ms, opts_.retry_max_ms,
+           opts_.done_window_ms, opts_.reconnect, opts_.on_redirect},
+          link_, queues_, leases_, *counters,
+          [this] { return claiming_ && *opts_.claims_in_flight > 0; },
+          [this](kw_log_level level, const std::string &message, const Queue *q) {
+              log(level, message, q);
+          }) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
@@ -55,21 +62,21 @@ void Sweeper::stop_claiming() {
     scan_timer_.cancel();
     dirty_timer_.cancel();
     queues_.for_each([](Queue &q) { q.timer->cancel(); });
-    send_completions();  // acks held back for claims go out now
+    completions_.send();  // acks held back for claims go out now
 }
 
 void Sweeper::shutdown() {
     link_.stop();
     stop_claiming();
-    if (size_t left = store_.take_all().size())
-        log(KW_LOG_WARN, std::to_string(left) + " completions for " + link_.endpoint() +
-                             " were not confirmed by Redis before the stop; those "
-                             "items will be delivered again after their lease");
-    ack_timer_.cancel();
+    completions_.shutdown();
     leases_.stop();
     link_.close();
     *opts_.claims_in_flight -= claims_out_;
     claims_out_ = 0;
+}
+
+void Sweeper::complete(std::vector<Completion> &&done) {
+    completions_.complete(std::move(done));
 }
 
 void Sweeper::retry_now() {
@@ -77,8 +84,7 @@ void Sweeper::retry_now() {
 }
 
 void Sweeper::resume() {
-    completion_backoff_ms_.reset();  // a new connection (or loaded): completions go out at once
-    ack_timer_.cancel();
+    completions_.resume();
     set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
         queues_.for_each([this](Queue &q) { sweep(q); });
@@ -88,12 +94,12 @@ void Sweeper::resume() {
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
     }
-    send_completions();
+    completions_.send();
 }
 
 void Sweeper::on_lost() {
     set_sweeping(false);
-    store_.connection_lost();  // no answer will come: they wait for the next connection
+    completions_.connection_lost();
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
     scanning_ = false;

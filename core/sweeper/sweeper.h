@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/sweeper/completion_batches.h"
 #include "core/sweeper/completion_store.h"
 #include "core/base/event.h"
 #include "core/redis/event_loop.h"
@@ -139,10 +140,10 @@ class Sweeper {
     void shutdown();       // close the connection; nothing follows
     // Replies still awaited and completions Redis has not confirmed yet: the owner waits
     // for 0 before shutdown.
-    size_t outstanding() const { return link_.outstanding() + store_.size(); }
+    size_t outstanding() const { return link_.outstanding() + completions_.size(); }
     // Every completion not confirmed yet, taken out (this node is retired: the owner
     // routes them to the slots' new masters).
-    std::vector<Completion> take_completions() { return store_.take_all(); }
+    std::vector<Completion> take_completions() { return completions_.take_all(); }
 
     void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
@@ -211,27 +212,6 @@ class Sweeper {
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
-    // --- sweeper_completion.cpp: completions ---
-    // Intake of a completion: the item is no longer held (handled keys are remembered).
-    // Sets c.leased_ms.
-    void note_completed(Completion &c, int64_t now);
-    void send_completions();
-    void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
-    // Acks or releases (s) of one queue, in calls of at most kChunk ids.
-    void send_ids(const Script &s, Queue &q, std::vector<Completion> &&all);
-    // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
-    // `on_done` gets the reply when it is not an error to retry or route elsewhere.
-    void send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
-                    std::vector<Completion> &&batch, ReplyFn on_done);
-    // A completion call met a transient error (or could not be sent): try again later,
-    // backing off; logged once per backoff step.
-    void completions_wait(const std::string &why);
-    // A wait (a reconnect's, completions_wait's), cut while completions wait so that
-    // several tries fit before the first of their leases may end (before_deadline()).
-    int64_t within_leases(int64_t delay) const;
-    // Forgets handled keys older than track.done_window.
-    void prune_done();
-
     // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
     // Cluster redirections: true if the reply was one (and it was dealt with).
     bool redirected(Queue &q, const redisReply *r);
@@ -249,24 +229,20 @@ class Sweeper {
     NodeLink link_;
     SlotQueues queues_;
     LeaseRenewal leases_;
-    Timer scan_timer_, dirty_timer_, prune_timer_, ack_timer_;
+    Timer scan_timer_, dirty_timer_;
+    CompletionBatches completions_;
     bool scanning_ = false;
     std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
     bool claiming_ = false;
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection
-    CompletionStore store_;            // completions until Redis confirms them
-    std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
-    int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
-    int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them
-    int claims_out_ = 0;                            // this sweeper's claims on their way
+    int claims_out_ = 0;               // this sweeper's claims on their way
     // Live events in claim_live calls on their way: what they may add to the dispatch
     // queue (see claim_live). Kept by LiveAsk's lifetime, whatever becomes of the call.
     std::shared_ptr<size_t> live_asking_ = std::make_shared<size_t>(0);
     int own_claims_in_flight_ = 0;                    // when Options::claims_in_flight is null
     std::optional<int64_t> claims_failing_since_ms_;  // set while claims fail
     int64_t claim_warned_ms_ = 0;                     // when failing claims were last reported
-    std::mt19937_64 rng_;
 };
 
 }  // namespace keywatch
