@@ -33,8 +33,6 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
           [this](kw_log_level level, const std::string &message, const Queue *q) {
               log(level, message, q);
           }),
-      scan_timer_(loop.base(), [this] { scan("0"); }),
-      dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
       completions_(
           loop,
           {opts_.owner, opts_.lease_ms, opts_.max_attempts, opts_.retry_base_ms, opts_.retry_max_ms,
@@ -43,7 +41,17 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
           [this] { return claiming_ && *opts_.claims_in_flight > 0; },
           [this](kw_log_level level, const std::string &message, const Queue *q) {
               log(level, message, q);
-          }) {
+          }),
+      arrivals_(loop,
+                {opts_.ns, opts_.cluster, opts_.scan_interval_ms, opts_.migration_wait_ms,
+                 opts_.on_moved},
+                link_, queues_,
+                {[this](Queue &q) { sweep(q); },
+                 [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
+                 [this](Queue &q) { claims_work(q); },
+                 [this](kw_log_level level, const std::string &message, const Queue *q) {
+                     log(level, message, q);
+                 }}) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
@@ -52,6 +60,7 @@ Sweeper::~Sweeper() = default;
 void Sweeper::start() {
     started_ = true;
     claiming_ = true;
+    arrivals_.start();
     leases_.start();
     link_.start();
 }
@@ -59,8 +68,7 @@ void Sweeper::start() {
 void Sweeper::stop_claiming() {
     claiming_ = false;
     set_sweeping(false);
-    scan_timer_.cancel();
-    dirty_timer_.cancel();
+    arrivals_.stop();
     queues_.for_each([](Queue &q) { q.timer->cancel(); });
     completions_.send();  // acks held back for claims go out now
 }
@@ -89,7 +97,7 @@ void Sweeper::resume() {
     if (claiming_) {
         queues_.for_each([this](Queue &q) { sweep(q); });
         // Cluster: what arrived while we were away is found by a full scan.
-        if (opts_.cluster) scan("0");
+        arrivals_.scan_all();
         std::vector<Event> backlog;
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
@@ -102,7 +110,7 @@ void Sweeper::on_lost() {
     completions_.connection_lost();
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
-    scanning_ = false;
+    arrivals_.connection_lost();
     queues_.for_each([this](Queue &q) {
         q.sweeping = false;
         q.peeking = false;

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/sweeper/cluster_arrivals.h"
 #include "core/sweeper/completion_batches.h"
 #include "core/sweeper/completion_store.h"
 #include "core/base/event.h"
@@ -67,11 +68,6 @@
 #include "core/sweeper/sweeper_counters.h"
 
 namespace keywatch {
-
-// The keyspace events on a due key that tell a cluster's sweeper of items arriving in its
-// slot queues (touched()): new items (track, schedule, retry) and a slot migrated in. Its
-// subscriber listens for them (the engine's plan, core/engine/plan.h).
-inline constexpr const char *kArrivalEvents[] = {"zadd", "restore"};
 
 // Where a Sweeper hands what it claimed: its node's intake (node_intake.h).
 class SweeperSink {
@@ -151,14 +147,20 @@ class Sweeper {
     void complete(std::vector<Completion> &&done);
     // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
     // new items, a slot migrated in): sweep that slot queue soon.
-    void touched(const std::string &due_key, const std::string &event);
+    void touched(const std::string &due_key, const std::string &event) {
+        arrivals_.touched(due_key, event);
+    }
     // Cluster: the slot queues it knows in `slots` (indexed by slot), for a slot's new
     // master when the topology shows the slot moved.
-    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const;
+    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const {
+        return arrivals_.queues_in(slots);
+    }
     // Cluster: the topology shows this master serving `slots` (indexed by slot) that another
     // served before. Its queues there that it gave up (MOVED) and those the old master knew
     // (`known`) are swept now, and again, backing off, while it still answers MOVED.
-    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known);
+    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known) {
+        arrivals_.take_over(slots, known);
+    }
 
   private:
     using Queue = SlotQueue;
@@ -212,27 +214,14 @@ class Sweeper {
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
-    // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
-    // Cluster redirections: true if the reply was one (and it was dealt with).
-    bool redirected(Queue &q, const redisReply *r);
-    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
-    void arriving(Queue &q);
-    void sweep_dirty();
-    // Cluster: a touched queue with a known next deadline: sweep only if new items are
-    // due earlier.
-    void peek(Queue &q);
-    void scan(const std::string &cursor);
-
     Options opts_;
     SweeperSink *sink_;
     SweeperCounters *counters_;
     NodeLink link_;
     SlotQueues queues_;
     LeaseRenewal leases_;
-    Timer scan_timer_, dirty_timer_;
     CompletionBatches completions_;
-    bool scanning_ = false;
-    std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
+    ClusterArrivals arrivals_;
     bool claiming_ = false;
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection

@@ -72,7 +72,7 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
         link_.server_waits(ReplyError::Loading);  // swept again once the server has loaded
         return;
     }
-    if (redirected(q, r)) return;
+    if (arrivals_.redirected(q, r)) return;
     q.where = Where::Here;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
         claims_failing(q, r);

@@ -141,7 +141,7 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
         link_.server_waits(ReplyError::Loading);
         return;
     }
-    if (redirected(q, r)) {
+    if (arrivals_.redirected(q, r)) {
         // The slot is on the move (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: what redirected()
         // deals with): the events go to whoever serves it once the topology says so (a
         // tracked key among them is never handed over as untracked).
