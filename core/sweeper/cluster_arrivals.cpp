@@ -1,3 +1,5 @@
+// ClusterArrivals: where a cluster's slot queues are served, and finding those with items
+// on this master (see cluster_arrivals.h). Loop thread only.
 #include "core/sweeper/cluster_arrivals.h"
 
 #include <algorithm>

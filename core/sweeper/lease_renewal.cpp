@@ -1,3 +1,5 @@
+// LeaseRenewal: renewal of the leases a Sweeper holds, and hold.timeout (see
+// lease_renewal.h). Loop thread only.
 #include "core/sweeper/lease_renewal.h"
 
 #include <algorithm>

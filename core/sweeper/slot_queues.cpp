@@ -1,3 +1,4 @@
+// SlotQueues: the slot queues a Sweeper serves (see slot_queues.h). Loop thread only.
 #include "core/sweeper/slot_queues.h"
 
 #include <memory>

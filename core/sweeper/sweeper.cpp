@@ -1,7 +1,7 @@
-// Sweeper, part 1 of 6: construction, the slot queues it serves, its connection (start,
-// stop, reconnect) and the one place commands and scripts are sent. The other parts:
-// sweeper_due.cpp, sweeper_live.cpp, sweeper_completion.cpp, sweeper_cluster.cpp,
-// sweeper_waiting.cpp.
+// Sweeper, 1 of 3: construction (the parts and what each is given), start and stop, and
+// the connection's hooks (resume, on_lost). The others: sweeper_due.cpp, sweeper_live.cpp;
+// the parts in slot_queues.h, node_link.h, lease_renewal.h, completion_batches.h and
+// cluster_arrivals.h.
 // Loop thread only.
 #include "core/sweeper/sweeper.h"
 

@@ -11,10 +11,9 @@
 //    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
 // While the server cannot serve (-LOADING, or -CLUSTERDOWN for the whole cluster) all of
-// this waits and one command every kPollMs tells when it can (sweeper_waiting.cpp). A lost
-// connection is re-made with capped backoff, cut short while completions wait and their
-// leases run out, and ended at once by retry_now() when another connection to the node
-// succeeded.
+// this waits and one command every kPollMs tells when it can (NodeLink). A lost connection
+// is re-made with capped backoff, cut short while completions wait and their leases run
+// out, and ended at once by retry_now() when another connection to the node succeeded.
 // Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
 // whatever the number of items not yet due.
 //
@@ -27,13 +26,17 @@
 // topology refresh; a slot migrating in (its keys restored here, the importing master
 // answering MOVED until the migration ends) is swept again until it is served here, for at
 // most cluster.migration_wait; a slot the topology shows handed over to this master is
-// taken over with its queues (take_over()).
-// The class is split by concept: sweeper.cpp (queues, connection, script calls),
-// sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
-// sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
-// hold.timeout), sweeper_cluster.cpp (redirects, keyspace touches, scan and peek),
-// sweeper_waiting.cpp (a server that cannot serve for now); per-queue state in
-// slot_queue.h.
+// taken over with its queues (take_over(), ClusterArrivals).
+// The class is made of parts that own their state, each given references to the parts it
+// uses and narrow functions back (called per reply or batch, never per item), none seeing
+// another's fields: SlotQueues (slot_queues.h: the slot queues served; per-queue state in
+// slot_queue.h), NodeLink (node_link.h: the connection, reconnects, every command sent, a
+// server that cannot serve for now), LeaseRenewal (lease_renewal.h: renewal,
+// hold.timeout), CompletionBatches (completion_batches.h: completions in batches until
+// Redis confirms them), ClusterArrivals (cluster_arrivals.h: redirects, keyspace touches,
+// scan and peek). Sweeper keeps the lifecycle and the claims: sweeper.cpp (construction,
+// start and stop, the connection's hooks), sweeper_due.cpp (due-claim scheduling),
+// sweeper_live.cpp (live claims, forget, dedupe).
 // Loop thread only.
 #pragma once
 

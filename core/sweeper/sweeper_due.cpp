@@ -1,4 +1,4 @@
-// Sweeper, part 2 of 6: due-claim scheduling. Each slot queue is swept (claim_due) at the
+// Sweeper, 2 of 3: due-claim scheduling. Each slot queue is swept (claim_due) at the
 // earliest deadline the last claim saw, or after sweep.interval; no more is claimed than
 // the dispatch queue has room for; claimed items become events held by this engine and go
 // to the node's intake. Failing claims back off and are reported. Loop thread only.

@@ -1,4 +1,4 @@
-// Sweeper, part 3 of 6: live claims. `expired`/`evicted` events of the tracked db, from
+// Sweeper, 3 of 3: live claims. `expired`/`evicted` events of the tracked db, from
 // the node's intake, are claimed in one script call per chunk (claim_live), so that one
 // instance gets each tracked key and the others are handed back as untracked; our own
 // items and keys handled a moment ago are recognised without asking. `del` events drop
