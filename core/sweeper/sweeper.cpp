@@ -1,7 +1,7 @@
-// Sweeper, part 1 of 6: construction, the slot queues it serves, its connection (start,
-// stop, reconnect) and the one place commands and scripts are sent. The other parts:
-// sweeper_due.cpp, sweeper_live.cpp, sweeper_completion.cpp, sweeper_cluster.cpp,
-// sweeper_waiting.cpp.
+// Sweeper, 1 of 3: construction (the parts and what each is given), start and stop, and
+// the connection's hooks (resume, on_lost). The others: sweeper_due.cpp, sweeper_live.cpp;
+// the parts in slot_queues.h, node_link.h, lease_renewal.h, completion_batches.h and
+// cluster_arrivals.h.
 // Loop thread only.
 #include "core/sweeper/sweeper.h"
 
@@ -14,210 +14,109 @@ namespace keywatch {
 
 Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
                  SweeperCounters *counters)
-    : loop_(loop),
-      opts_(std::move(opts)),
+    : opts_(std::move(opts)),
       sink_(sink),
       counters_(counters),
-      conn_(loop.base(), url, "queue", /*select_db=*/true),
-      endpoint_(url.endpoint()),
-      retry_timer_(loop.base(), [this] { connect(); }),
-      scan_timer_(loop.base(), [this] { scan("0"); }),
-      dirty_timer_(loop.base(), [this] { sweep_dirty(); }),
-      prune_timer_(loop.base(), [this] { prune_done(); }),
-      ack_timer_(loop.base(), [this] { send_completions(); }),
-      renew_timer_(loop.base(), [this] { renew_leases(); }),
-      wait_timer_(loop.base(), [this] { poll_server(); }),
-      rng_(std::random_device{}()) {
+      link_(
+          loop, url, opts_.connect_timeout_ms, opts_.reconnect,
+          {[this] { resume(); }, [this] { on_lost(); }, [this] { set_sweeping(false); },
+           [this](int64_t delay) { return completions_.within_leases(delay); }, opts_.on_connected,
+           [this](kw_log_level level, const std::string &message) { log(level, message); }}),
+      queues_(
+          loop,
+          {opts_.ns, opts_.tag, opts_.cluster, opts_.track_keys, opts_.task_queues, opts_.stats},
+          [this](Queue &q) { sweep(q); }),
+      leases_(
+          loop, {opts_.owner, opts_.lease_ms, opts_.hold_timeout_ms}, link_, queues_,
+          counters->late_acks,
+          [this](std::vector<Completion> &&overdue) { complete(std::move(overdue)); },
+          [this](kw_log_level level, const std::string &message, const Queue *q) {
+              log(level, message, q);
+          }),
+      completions_(
+          loop,
+          {opts_.owner, opts_.lease_ms, opts_.max_attempts, opts_.retry_base_ms, opts_.retry_max_ms,
+           opts_.done_window_ms, opts_.reconnect, opts_.on_redirect},
+          link_, queues_, leases_, *counters,
+          [this] { return claiming_ && *opts_.claims_in_flight > 0; },
+          [this](kw_log_level level, const std::string &message, const Queue *q) {
+              log(level, message, q);
+          }),
+      arrivals_(loop,
+                {opts_.ns, opts_.cluster, opts_.scan_interval_ms, opts_.migration_wait_ms,
+                 opts_.on_moved},
+                link_, queues_,
+                {[this](Queue &q) { sweep(q); },
+                 [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
+                 [this](Queue &q) { claims_work(q); },
+                 [this](kw_log_level level, const std::string &message, const Queue *q) {
+                     log(level, message, q);
+                 }}) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
-    if (opts_.track_keys) served_.insert(kKeysQueue);
-    keys_by_slot_.assign(opts_.cluster ? kSlotCount : 1, nullptr);
-    served_.insert(opts_.task_queues.begin(), opts_.task_queues.end());
-    // Standalone: every served queue has its one slot tag, swept from the start.
-    if (!opts_.cluster)
-        for (auto &name : served_) queue(name, opts_.tag);
-}
-
-Sweeper::Queue *Sweeper::queue(const std::string &name, const std::string &tag) {
-    if (!served_.count(name)) return nullptr;
-    std::string due = QueueKeys::due_key(opts_.ns, name, tag);
-    auto it = queues_.find(due);
-    if (it != queues_.end()) return &it->second;
-    QueueKeys keys = QueueKeys::make(opts_.ns, name, tag);
-    Queue &q = queues_[due];
-    q.name = name;
-    q.tag = tag;
-    q.keys = keys;
-    q.is_keys = name == kKeysQueue;
-    q.stats = opts_.stats ? opts_.stats->queue(name) : nullptr;
-    q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
-    q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep(q); });
-    // The slot index holds the standard queue of each slot only (a stray due key with
-    // another tag that hashes to the same slot, found by a scan, is swept on its own).
-    if (q.is_keys && tag == (opts_.cluster ? SlotTags::instance().tag(q.slot) : opts_.tag))
-        keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
-    return &q;
-}
-
-Sweeper::Queue *Sweeper::queue_of(const std::string &name, const std::string &id, int slot) {
-    if (!opts_.cluster)
-        slot = 0;
-    else if (slot < 0)
-        slot = key_slot(id);
-    auto tag = [&]() -> const std::string & {
-        return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
-    };
-    if (name != kKeysQueue || !opts_.track_keys) return queue(name, tag());
-    Queue *&q = keys_by_slot_[static_cast<size_t>(slot)];
-    if (!q) q = queue(name, tag());
-    return q;
 }
 
 Sweeper::~Sweeper() = default;
 
 void Sweeper::start() {
     started_ = true;
-    down_ = false;
     claiming_ = true;
-    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
-    connect();
+    arrivals_.start();
+    leases_.start();
+    link_.start();
 }
 
 void Sweeper::stop_claiming() {
     claiming_ = false;
     set_sweeping(false);
-    scan_timer_.cancel();
-    dirty_timer_.cancel();
-    for (auto &kv : queues_) kv.second.timer->cancel();
-    send_completions();  // acks held back for claims go out now
+    arrivals_.stop();
+    queues_.for_each([](Queue &q) { q.timer->cancel(); });
+    completions_.send();  // acks held back for claims go out now
 }
 
 void Sweeper::shutdown() {
-    down_ = true;
+    link_.stop();
     stop_claiming();
-    if (size_t left = store_.take_all().size())
-        log(KW_LOG_WARN, std::to_string(left) + " completions for " + endpoint_ +
-                             " were not confirmed by Redis before the stop; those "
-                             "items will be delivered again after their lease");
-    retry_timer_.cancel();
-    ack_timer_.cancel();
-    renew_timer_.cancel();
-    wait_timer_.cancel();
-    waiting_for_ = ReplyError::None;
-    conn_.close();
-    outstanding_ = 0;
+    completions_.shutdown();
+    leases_.stop();
+    link_.close();
     *opts_.claims_in_flight -= claims_out_;
     claims_out_ = 0;
 }
 
-void Sweeper::connect() {
-    if (down_) return;
-    conn_.connect(
-        opts_.connect_timeout_ms, [this] { on_ready(); },
-        [this](const RedisConn::Failure &f) { on_lost(f); });
+void Sweeper::complete(std::vector<Completion> &&done) {
+    completions_.complete(std::move(done));
 }
 
 void Sweeper::retry_now() {
-    if (down_ || !retry_timer_.pending() || retry_after_permanent_) return;
-    retry_timer_.cancel();
-    connect();
-}
-
-void Sweeper::on_ready() {
-    attempt_ = 0;
-    resume();
-    // The node's other connections hear of it once the server has answered on this one (a
-    // paused server's kernel still accepts connections).
-    if (opts_.on_connected) command({"PING"}, [this](redisReply *) { opts_.on_connected(); });
+    link_.retry_now();
 }
 
 void Sweeper::resume() {
-    completion_backoff_ms_.reset();  // a new connection (or loaded): completions go out at once
-    ack_timer_.cancel();
-    // Load our scripts before anything else is sent on this connection, so that the
-    // first EVALSHAs find them. Without it, the sweep of a burst sends thousands of
-    // EVALSHAs at once that all fail with NOSCRIPT and come back as EVALs, each carrying
-    // and hashing the whole body. The EVAL fallback stays for a cache emptied later
-    // (SCRIPT FLUSH).
-    for (const Script *s :
-         {&scripts::kClaimDue, &scripts::kClaimLive, &scripts::kAck, &scripts::kFail,
-          &scripts::kRelease, &scripts::kRenew, &scripts::kForget})
-        conn_.command({"SCRIPT", "LOAD", s->body}, [](redisReply *) {});
+    completions_.resume();
     set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
-        for (auto &kv : queues_) sweep(kv.second);
+        queues_.for_each([this](Queue &q) { sweep(q); });
         // Cluster: what arrived while we were away is found by a full scan.
-        if (opts_.cluster) scan("0");
+        arrivals_.scan_all();
         std::vector<Event> backlog;
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
     }
-    send_completions();
+    completions_.send();
 }
 
-void Sweeper::on_lost(const RedisConn::Failure &f) {
+void Sweeper::on_lost() {
     set_sweeping(false);
-    outstanding_ = 0;
-    waiting_for_ = ReplyError::None;  // the next connection finds out again
-    wait_timer_.cancel();
-    store_.connection_lost();  // no answer will come: they wait for the next connection
+    completions_.connection_lost();
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
-    scanning_ = false;
-    for (auto &kv : queues_) {
-        Queue &q = kv.second;
+    arrivals_.connection_lost();
+    queues_.for_each([this](Queue &q) {
         q.sweeping = false;
         q.peeking = false;
         q.timer->cancel();
         for (auto &ev : q.deferred) keep_for_later(std::move(ev));
         q.deferred.clear();
-    }
-    if (down_) return;
-    retry_after_permanent_ = f.permanent;
-    const int64_t delay = within_leases(opts_.reconnect.jittered(attempt_++, rng_()));
-    log(f.permanent ? KW_LOG_ERROR : KW_LOG_WARN, "queue connection: " + f.message +
-                                                      "; reconnecting in " + std::to_string(delay) +
-                                                      "ms (tracked items wait safely in Redis)");
-    retry_at_ms_ = wall_ms() + delay;
-    retry_timer_.arm(delay);
-}
-
-void Sweeper::hasten_reconnect() {
-    if (!retry_timer_.pending()) return;
-    const int64_t left = retry_at_ms_ - wall_ms();
-    const int64_t cut = within_leases(left);
-    if (cut >= left) return;
-    retry_at_ms_ = wall_ms() + cut;
-    retry_timer_.arm(cut);
-}
-
-bool Sweeper::command(const std::vector<std::string> &args, ReplyFn fn) {
-    // The one place that counts replies awaited (outstanding()).
-    outstanding_++;
-    bool sent = conn_.command(args, [this, fn = std::move(fn)](redisReply *r) {
-        outstanding_--;
-        fn(r);
-    });
-    if (!sent) outstanding_--;
-    return sent;
-}
-
-bool Sweeper::eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn) {
-    // Kept for the rare NOSCRIPT retry, shared rather than copied into the callback.
-    const QueueKeys &k = q.keys;  // the five KEYS, in QueueKeys::keys() order
-    auto args = std::make_shared<std::vector<std::string>>(std::initializer_list<std::string>{
-        "EVALSHA", s.sha(), "5", k.due, k.inflight, k.data, k.dead, k.done});
-    args->reserve(args->size() + argv.size());
-    for (auto &a : argv) args->push_back(std::move(a));
-    const Script *script = &s;
-    return command(*args, [this, script, args, fn = std::move(fn)](redisReply *r) {
-        if (classify(r) == ReplyError::NoScript) {
-            // Empty script cache (restart, failover): EVAL loads it for next time.
-            (*args)[0] = "EVAL";
-            (*args)[1] = script->body;
-            command(*args, fn);  // not sent: the connection is lost, on_lost() follows
-            return;
-        }
-        fn(r);
     });
 }
 

@@ -11,10 +11,9 @@
 //    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
 // While the server cannot serve (-LOADING, or -CLUSTERDOWN for the whole cluster) all of
-// this waits and one command every kPollMs tells when it can (sweeper_waiting.cpp). A lost
-// connection is re-made with capped backoff, cut short while completions wait and their
-// leases run out, and ended at once by retry_now() when another connection to the node
-// succeeded.
+// this waits and one command every kPollMs tells when it can (NodeLink). A lost connection
+// is re-made with capped backoff, cut short while completions wait and their leases run
+// out, and ended at once by retry_now() when another connection to the node succeeded.
 // Cost while idle: standalone, one claim_due call per served queue per sweep.interval,
 // whatever the number of items not yet due.
 //
@@ -27,13 +26,17 @@
 // topology refresh; a slot migrating in (its keys restored here, the importing master
 // answering MOVED until the migration ends) is swept again until it is served here, for at
 // most cluster.migration_wait; a slot the topology shows handed over to this master is
-// taken over with its queues (take_over()).
-// The class is split by concept: sweeper.cpp (queues, connection, script calls),
-// sweeper_due.cpp (due-claim scheduling), sweeper_live.cpp (live claims, forget, dedupe),
-// sweeper_completion.cpp (completions in batches), sweeper_leases.cpp (lease renewal,
-// hold.timeout), sweeper_cluster.cpp (redirects, keyspace touches, scan and peek),
-// sweeper_waiting.cpp (a server that cannot serve for now); per-queue state in
-// slot_queue.h.
+// taken over with its queues (take_over(), ClusterArrivals).
+// The class is made of parts that own their state, each given references to the parts it
+// uses and narrow functions back (called per reply or batch, never per item), none seeing
+// another's fields: SlotQueues (slot_queues.h: the slot queues served; per-queue state in
+// slot_queue.h), NodeLink (node_link.h: the connection, reconnects, every command sent, a
+// server that cannot serve for now), LeaseRenewal (lease_renewal.h: renewal,
+// hold.timeout), CompletionBatches (completion_batches.h: completions in batches until
+// Redis confirms them), ClusterArrivals (cluster_arrivals.h: redirects, keyspace touches,
+// scan and peek). Sweeper keeps the lifecycle and the claims: sweeper.cpp (construction,
+// start and stop, the connection's hooks), sweeper_due.cpp (due-claim scheduling),
+// sweeper_live.cpp (live claims, forget, dedupe).
 // Loop thread only.
 #pragma once
 
@@ -51,6 +54,8 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/sweeper/cluster_arrivals.h"
+#include "core/sweeper/completion_batches.h"
 #include "core/sweeper/completion_store.h"
 #include "core/base/event.h"
 #include "core/redis/event_loop.h"
@@ -59,19 +64,13 @@
 #include "core/redis/redis_conn.h"
 #include "core/queue/scripts.h"
 #include "core/base/stats.h"
+#include "core/sweeper/lease_renewal.h"
+#include "core/sweeper/node_link.h"
 #include "core/sweeper/slot_queue.h"
+#include "core/sweeper/slot_queues.h"
+#include "core/sweeper/sweeper_counters.h"
 
 namespace keywatch {
-
-// The keyspace events on a due key that tell a cluster's sweeper of items arriving in its
-// slot queues (touched()): new items (track, schedule, retry) and a slot migrated in. Its
-// subscriber listens for them (the engine's plan, core/engine/plan.h).
-inline constexpr const char *kArrivalEvents[] = {"zadd", "restore"};
-
-struct SweeperCounters {
-    std::atomic<int64_t> claimed{0}, acked{0}, retried{0}, dead{0}, lease_expired{0}, late_acks{0},
-        suppressed{0}, sweep_calls{0}, released{0}, unrouted{0};
-};
 
 // Where a Sweeper hands what it claimed: its node's intake (node_intake.h).
 class SweeperSink {
@@ -140,10 +139,10 @@ class Sweeper {
     void shutdown();       // close the connection; nothing follows
     // Replies still awaited and completions Redis has not confirmed yet: the owner waits
     // for 0 before shutdown.
-    size_t outstanding() const { return outstanding_ + store_.size(); }
+    size_t outstanding() const { return link_.outstanding() + completions_.size(); }
     // Every completion not confirmed yet, taken out (this node is retired: the owner
     // routes them to the slots' new masters).
-    std::vector<Completion> take_completions() { return store_.take_all(); }
+    std::vector<Completion> take_completions() { return completions_.take_all(); }
 
     void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
@@ -151,50 +150,31 @@ class Sweeper {
     void complete(std::vector<Completion> &&done);
     // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
     // new items, a slot migrated in): sweep that slot queue soon.
-    void touched(const std::string &due_key, const std::string &event);
+    void touched(const std::string &due_key, const std::string &event) {
+        arrivals_.touched(due_key, event);
+    }
     // Cluster: the slot queues it knows in `slots` (indexed by slot), for a slot's new
     // master when the topology shows the slot moved.
-    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const;
+    std::vector<SlotQueueName> queues_in(const std::vector<bool> &slots) const {
+        return arrivals_.queues_in(slots);
+    }
     // Cluster: the topology shows this master serving `slots` (indexed by slot) that another
     // served before. Its queues there that it gave up (MOVED) and those the old master knew
     // (`known`) are swept now, and again, backing off, while it still answers MOVED.
-    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known);
+    void take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known) {
+        arrivals_.take_over(slots, known);
+    }
 
   private:
     using Queue = SlotQueue;
     using Where = SlotQueue::Where;
     using ReplyFn = std::function<void(redisReply *)>;
 
-    // Ids per script call for live claims, acks, renewals: big enough to amortise a call,
-    // small enough that one call never blocks Redis for long.
-    static constexpr size_t kChunk = 500;
-    template <typename T, typename F>
-    static void for_chunks(const std::vector<T> &all, F &&f) {
-        for (size_t i = 0; i < all.size(); i += kChunk)
-            f(all.begin() + static_cast<long>(i),
-              all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
-    }
-
-    // --- sweeper.cpp: queues, the connection, sending commands ---
-    // The queue `name` in the slot tag `tag`, created if this sweeper serves that queue
-    // (null otherwise).
-    Queue *queue(const std::string &name, const std::string &tag);
-    // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
-    // slot if known (cluster), else -1.
-    Queue *queue_of(const std::string &name, const std::string &id, int slot = -1);
-    void connect();
-    void on_ready();
-    void on_lost(const RedisConn::Failure &f);
-    // Completions came while the connection is away: its pending reconnect is brought
-    // forward as far as within_leases() asks.
-    void hasten_reconnect();
-    // Connected, or loaded: scripts loaded, every queue swept, what waited sent.
+    // --- sweeper.cpp: the connection's hooks ---
+    // Connected, or loaded: every queue swept, what waited sent (NodeLink::Hooks::ready).
     void resume();
-    // Sends a command, counting it in outstanding() until its reply. False if it could
-    // not be sent (fn is not called then).
-    bool command(const std::vector<std::string> &args, ReplyFn fn);
-    // A queue script on q's five keys (EVALSHA, EVAL after NOSCRIPT); as command().
-    bool eval(const Script &s, const Queue &q, std::vector<std::string> argv, ReplyFn fn);
+    // The connection went: what was on its way is dropped or waits (NodeLink::Hooks::lost).
+    void on_lost();
 
     // --- sweeper_due.cpp: due-claim scheduling ---
     void sweep(Queue &q);
@@ -237,91 +217,24 @@ class Sweeper {
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
-    // --- sweeper_completion.cpp: completions ---
-    // Intake of a completion: the item is no longer held (handled keys are remembered).
-    // Sets c.leased_ms.
-    void note_completed(Completion &c, int64_t now);
-    void send_completions();
-    void send_fail(Queue &q, Completion &&c);  // retry or reject: one call per item
-    // Acks or releases (s) of one queue, in calls of at most kChunk ids.
-    void send_ids(const Script &s, Queue &q, std::vector<Completion> &&all);
-    // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
-    // `on_done` gets the reply when it is not an error to retry or route elsewhere.
-    void send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
-                    std::vector<Completion> &&batch, ReplyFn on_done);
-    // A completion call met a transient error (or could not be sent): try again later,
-    // backing off; logged once per backoff step.
-    void completions_wait(const std::string &why);
-    // A wait (a reconnect's, completions_wait's), cut while completions wait so that
-    // several tries fit before the first of their leases may end (before_deadline()).
-    int64_t within_leases(int64_t delay) const;
-    // Forgets handled keys older than track.done_window.
-    void prune_done();
-
-    // --- sweeper_waiting.cpp: a server that cannot serve for now ---
-    // A reply said the whole server cannot serve for now: `why` is Loading (its data set is
-    // loading) or ClusterDown (whole_cluster_down(); `key` is one of ours to ask about).
-    // Everything waits (waiting()) and the server is asked every kPollMs; resume() runs the
-    // moment it serves.
-    void server_waits(ReplyError why, const std::string &key = "");
-    void poll_server();
-    bool waiting() const { return waiting_for_ != ReplyError::None; }
-
-    // --- sweeper_leases.cpp: lease renewal ---
-    // Every lease/3: renews what this engine holds, releases what it held past
-    // hold.timeout.
-    void renew_leases();
-    void renew_queue(Queue &q, std::vector<std::string> &&ids);
-    // A completion for a claim released at hold.timeout: counted late, not written.
-    bool late_after_hold_timeout(const Completion &c);
-
-    // --- sweeper_cluster.cpp: redirects, touches, scan and peek ---
-    // Cluster redirections: true if the reply was one (and it was dealt with).
-    bool redirected(Queue &q, const redisReply *r);
-    // Cluster: keys of q were restored here (or found here by a scan after a MOVED).
-    void arriving(Queue &q);
-    void sweep_dirty();
-    // Cluster: a touched queue with a known next deadline: sweep only if new items are
-    // due earlier.
-    void peek(Queue &q);
-    void scan(const std::string &cursor);
-
-    EventLoop &loop_;
     Options opts_;
     SweeperSink *sink_;
     SweeperCounters *counters_;
-    RedisConn conn_;
-    std::string endpoint_;
-    std::unordered_map<std::string, Queue> queues_;  // by due key
-    // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
-    std::vector<Queue *> keys_by_slot_;
-    std::set<std::string> served_;  // names of the queues served
-    Timer retry_timer_, scan_timer_, dirty_timer_, prune_timer_, ack_timer_, renew_timer_;
-    bool scanning_ = false;
-    std::vector<Queue *> dirty_;  // touched queues waiting for dirty_timer_
-    bool claiming_ = false, down_ = true;
-    bool started_ = false;                       // start() was called (before it, live claims wait)
-    ReplyError waiting_for_ = ReplyError::None;  // see server_waits()
-    std::string poll_key_;                       // ClusterDown: the key asked about
-    int64_t waiting_since_ms_ = 0;
-    Timer wait_timer_;  // the next poll while waiting()
-    int attempt_ = 0;
-    bool retry_after_permanent_ = false;  // the reconnect waiting follows a permanent failure
-    int64_t retry_at_ms_ = 0;             // when the pending reconnect fires (wall clock)
-    size_t outstanding_ = 0;              // replies awaited: counted by command() alone
-    std::vector<Event> live_backlog_;     // live claims waiting for the connection
-    CompletionStore store_;               // completions until Redis confirms them
-    std::optional<int64_t> completion_backoff_ms_;  // set after transient errors
-    int64_t completions_since_ms_ = 0;              // when the oldest waiting one came
-    int64_t oldest_claim_ms_ = 0;                   // the earliest claim among them
-    int claims_out_ = 0;                            // this sweeper's claims on their way
+    NodeLink link_;
+    SlotQueues queues_;
+    LeaseRenewal leases_;
+    CompletionBatches completions_;
+    ClusterArrivals arrivals_;
+    bool claiming_ = false;
+    bool started_ = false;             // start() was called (before it, live claims wait)
+    std::vector<Event> live_backlog_;  // live claims waiting for the connection
+    int claims_out_ = 0;               // this sweeper's claims on their way
     // Live events in claim_live calls on their way: what they may add to the dispatch
     // queue (see claim_live). Kept by LiveAsk's lifetime, whatever becomes of the call.
     std::shared_ptr<size_t> live_asking_ = std::make_shared<size_t>(0);
     int own_claims_in_flight_ = 0;                    // when Options::claims_in_flight is null
     std::optional<int64_t> claims_failing_since_ms_;  // set while claims fail
     int64_t claim_warned_ms_ = 0;                     // when failing claims were last reported
-    std::mt19937_64 rng_;
 };
 
 }  // namespace keywatch

@@ -1,4 +1,4 @@
-// Sweeper, part 2 of 6: due-claim scheduling. Each slot queue is swept (claim_due) at the
+// Sweeper, 2 of 3: due-claim scheduling. Each slot queue is swept (claim_due) at the
 // earliest deadline the last claim saw, or after sweep.interval; no more is claimed than
 // the dispatch queue has room for; claimed items become events held by this engine and go
 // to the node's intake. Failing claims back off and are reported. Loop thread only.
@@ -18,8 +18,7 @@ constexpr int64_t kClaimWarningMs = 10000;
 }  // namespace
 
 void Sweeper::sweep(Queue &q) {
-    if (!claiming_ || waiting() || q.where == Where::Moved ||
-        conn_.state() != RedisConn::State::Ready)
+    if (!claiming_ || link_.waiting() || q.where == Where::Moved || !link_.ready())
         return;  // waiting: resume() sweeps every queue once the server serves
     if (q.sweeping) {
         q.again = true;
@@ -43,8 +42,8 @@ void Sweeper::sweep(Queue &q) {
         prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10;
         if (prune) q.done_pruned_ms = t;
     }
-    bool sent = eval(
-        scripts::kClaimDue, q,
+    bool sent = link_.eval(
+        scripts::kClaimDue, q.keys,
         {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
          prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
         [this, &q, limit](redisReply *r) { on_swept(q, r, limit); });
@@ -70,10 +69,10 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
         }
     } later{this, deferred};
     if (classify(r) == ReplyError::Loading) {
-        server_waits(ReplyError::Loading);  // swept again once the server has loaded
+        link_.server_waits(ReplyError::Loading);  // swept again once the server has loaded
         return;
     }
-    if (redirected(q, r)) return;
+    if (arrivals_.redirected(q, r)) return;
     q.where = Where::Here;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
         claims_failing(q, r);
@@ -151,8 +150,8 @@ Event Sweeper::make_event(const Queue &q, const ClaimedItem &item, const Event *
     ev.deadline_ms = item.deadline_ms;
     ev.attempt = item.attempt;
     ev.ts_ms = live ? live->ts_ms : wall_ms();
-    ev.db = conn_.url().db;
-    ev.node = opts_.node_name ? opts_.node_name : &endpoint_;
+    ev.db = link_.url().db;
+    ev.node = opts_.node_name ? opts_.node_name : &link_.endpoint();
     // A tracked key that is gone at its deadline is "expired" whichever path found it; a
     // live eviction before the deadline keeps its name.
     ev.name = !q.is_keys ? "task" : (live ? live->name : "expired");
@@ -187,12 +186,12 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     std::string why = reply_to_string(r), hint;
     switch (classify(r)) {
         case ReplyError::ClusterDown:
-            // The whole cluster down is server_waits()'s: here one slot has no master
+            // The whole cluster down is link_.server_waits()'s: here one slot has no master
             // (cluster-require-full-coverage no).
             hint = "no master serves this queue's slot now";
             break;
         case ReplyError::NoPerm:
-            hint = scripts_permission_message(conn_.url(), opts_.ns, "NOPERM") +
+            hint = scripts_permission_message(link_.url(), opts_.ns, "NOPERM") +
                    " (keywatch check prints the exact rule)";
             break;
         case ReplyError::Busy:
@@ -202,7 +201,7 @@ void Sweeper::claims_failing(Queue &q, const redisReply *r) {
             hint = "see the server's log";
     }
     log(KW_LOG_WARN,
-        "claims on " + endpoint_ + " fail (" + q.keys.due + ": " + why + "): " + hint +
+        "claims on " + link_.endpoint() + " fail (" + q.keys.due + ": " + why + "): " + hint +
             "; tracked items wait in Redis; retrying every " + std::to_string(retry) + "ms at most",
         &q);
 }
@@ -212,7 +211,7 @@ void Sweeper::claims_work(Queue &q) {
     if (!claims_failing_since_ms_) return;
     set_sweeping(claiming_);
     log(KW_LOG_INFO,
-        "claims on " + endpoint_ + " work again, after failing for " +
+        "claims on " + link_.endpoint() + " work again, after failing for " +
             std::to_string(wall_ms() - *claims_failing_since_ms_) + "ms",
         &q);
     claims_failing_since_ms_.reset();

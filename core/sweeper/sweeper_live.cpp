@@ -1,4 +1,4 @@
-// Sweeper, part 3 of 6: live claims. `expired`/`evicted` events of the tracked db, from
+// Sweeper, 3 of 3: live claims. `expired`/`evicted` events of the tracked db, from
 // the node's intake, are claimed in one script call per chunk (claim_live), so that one
 // instance gets each tracked key and the others are handed back as untracked; our own
 // items and keys handled a moment ago are recognised without asking. `del` events drop
@@ -25,7 +25,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     // Asked even once claiming has stopped (events read just before a stop): only Redis
     // can tell a tracked key from an untracked one, and a tracked key claimed now is given
     // back at once rather than delivered a second time as an untracked event.
-    if (!served_.count(kKeysQueue)) {
+    if (!queues_.served(kKeysQueue)) {
         untracked(std::move(events));
         return;
     }
@@ -33,7 +33,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     std::map<Queue *, std::vector<Event>> ask;
     int64_t now = wall_ms();
     for (auto &ev : events) {
-        Queue *q = queue_of(kKeysQueue, ev.key, ev.slot);
+        Queue *q = queues_.queue_of(kKeysQueue, ev.key, ev.slot);
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
         if (auto h = q->held.find(ev.key); h != q->held.end()) {
@@ -58,7 +58,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     }
     shed_beyond_room(ask);
     if (ask.empty()) return;
-    if (conn_.state() != RedisConn::State::Ready || waiting()) {
+    if (!link_.serving()) {
         for (auto &kv : ask) {
             // Stopping: nobody will ask later; hand them over as untracked (what they
             // most likely are, as a tracked key is swept anyway). Not yet started (the
@@ -124,11 +124,11 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
-    bool sent =
-        eval(scripts::kClaimLive, q, std::move(argv), [this, evs, qp, asking](redisReply *r) {
-            claim_answered();
-            on_live_claimed(*qp, *evs, r);
-        });
+    bool sent = link_.eval(scripts::kClaimLive, q.keys, std::move(argv),
+                           [this, evs, qp, asking](redisReply *r) {
+                               claim_answered();
+                               on_live_claimed(*qp, *evs, r);
+                           });
     if (sent) claim_sent();
 }
 
@@ -138,10 +138,10 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
     if (classify(r) == ReplyError::Loading) {
         // Asked again once the server has loaded (resume() claims the backlog).
         for (auto &ev : events) keep_for_later(std::move(ev));
-        server_waits(ReplyError::Loading);
+        link_.server_waits(ReplyError::Loading);
         return;
     }
-    if (redirected(q, r)) {
+    if (arrivals_.redirected(q, r)) {
         // The slot is on the move (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: what redirected()
         // deals with): the events go to whoever serves it once the topology says so (a
         // tracked key among them is never handed over as untracked).
@@ -188,20 +188,20 @@ void Sweeper::keep_for_later(Event &&ev) {
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
-    if (!served_.count(kKeysQueue) || conn_.state() != RedisConn::State::Ready || waiting())
-        return;  // the sweep checks later
+    if (!queues_.served(kKeysQueue) || !link_.serving()) return;  // the sweep checks later
     std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &k : keys) by_queue[queue_of(kKeysQueue, k)].push_back(std::move(k));
+    for (auto &k : keys) by_queue[queues_.queue_of(kKeysQueue, k)].push_back(std::move(k));
     for (auto &kv : by_queue) {
         Queue *q = kv.first;
         for_chunks(kv.second, [this, q](auto begin, auto end) {
-            eval(scripts::kForget, *q, std::vector<std::string>(begin, end), [](redisReply *) {});
+            link_.eval(scripts::kForget, q->keys, std::vector<std::string>(begin, end),
+                       [](redisReply *) {});
         });
     }
 }
 
 void Sweeper::untracked(std::vector<Event> &&events) {
-    if (!opts_.dedupe || conn_.state() != RedisConn::State::Ready || waiting()) {
+    if (!opts_.dedupe || !link_.serving()) {
         sink_->deliver_untracked(events);  // cannot ask: deliver (best effort)
         return;
     }
@@ -220,19 +220,20 @@ void Sweeper::untracked(std::vector<Event> &&events) {
         // In the event key's slot, so that in a cluster it lives on the node that published.
         std::string key =
             dedupe_key(opts_.ns, SlotTags::instance().tag_for_key(ev.key), ev.db, ev.name, ev.key);
-        bool sent = command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
-                            [this, p, i](redisReply *r) {
-                                p->won[i] = r->type == REDIS_REPLY_STATUS;
-                                if (--p->left > 0) return;
-                                std::vector<Event> mine;
-                                for (size_t j = 0; j < p->events.size(); j++) {
-                                    if (p->won[j])
-                                        mine.push_back(std::move(p->events[j]));
-                                    else
-                                        counters_->suppressed.fetch_add(1);
-                                }
-                                if (!mine.empty()) sink_->deliver_untracked(mine);
-                            });
+        bool sent =
+            link_.command({"SET", key, "1", "NX", "PX", std::to_string(opts_.dedupe_ttl_ms)},
+                          [this, p, i](redisReply *r) {
+                              p->won[i] = r->type == REDIS_REPLY_STATUS;
+                              if (--p->left > 0) return;
+                              std::vector<Event> mine;
+                              for (size_t j = 0; j < p->events.size(); j++) {
+                                  if (p->won[j])
+                                      mine.push_back(std::move(p->events[j]));
+                                  else
+                                      counters_->suppressed.fetch_add(1);
+                              }
+                              if (!mine.empty()) sink_->deliver_untracked(mine);
+                          });
         if (!sent) {
             p->won[i] = true;  // cannot ask: deliver (best effort)
             if (--p->left == 0) sink_->deliver_untracked(p->events);

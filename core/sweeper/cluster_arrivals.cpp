@@ -1,24 +1,50 @@
-// Sweeper, part 5 of 6: what only a Redis Cluster needs. Replies that redirect (MOVED,
-// ASK, TRYAGAIN, CLUSTERDOWN) change where a slot queue is served; keyspace notifications
-// on due keys (touched) and a periodic SCAN find the slot queues with items on this
-// master; a touched queue whose next deadline is known is peeked (ZRANGE) before a claim;
-// a slot the topology hands over brings its queues along (take_over).
-// Loop thread only.
-#include "core/sweeper/sweeper.h"
+// ClusterArrivals: where a cluster's slot queues are served, and finding those with items
+// on this master (see cluster_arrivals.h). Loop thread only.
+#include "core/sweeper/cluster_arrivals.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
 
+#include "core/base/backoff.h"
+#include "core/base/clock.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/reply_error.h"
 
 namespace keywatch {
 
-bool Sweeper::redirected(Queue &q, const redisReply *r) {
+ClusterArrivals::ClusterArrivals(EventLoop &loop, Options opts, NodeLink &link, SlotQueues &queues,
+                                 Hooks hooks)
+    : opts_(std::move(opts)),
+      link_(link),
+      queues_(queues),
+      hooks_(std::move(hooks)),
+      scan_timer_(loop.base(), [this] { scan("0"); }),
+      dirty_timer_(loop.base(), [this] { sweep_dirty(); }) {}
+
+void ClusterArrivals::start() {
+    active_ = true;
+}
+
+void ClusterArrivals::stop() {
+    active_ = false;
+    scan_timer_.cancel();
+    dirty_timer_.cancel();
+}
+
+void ClusterArrivals::scan_all() {
+    if (opts_.cluster) scan("0");
+}
+
+void ClusterArrivals::connection_lost() {
+    scanning_ = false;
+}
+
+bool ClusterArrivals::redirected(SlotQueue &q, const redisReply *r) {
     const ReplyError kind = classify(r);
     // A slot queue whose keys were restored here is swept again while this master still
     // answers MOVED, for cluster.migration_wait (redis-cli moves a slot in well under it).
-    if (kind == ReplyError::Moved && q.where == Where::Arriving &&
+    if (kind == ReplyError::Moved && q.where == SlotQueue::Where::Arriving &&
         wall_ms() - q.arrival.since_ms < opts_.migration_wait_ms) {
         // Migrating in: this master serves the slot once the migration's last step
         // (SETSLOT NODE) is done, whatever order its keys came in. Look again soon.
@@ -30,9 +56,9 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
     }
     if (kind == ReplyError::Moved) {
         // The slot lives on another master now; its sweeper takes the queue over.
-        q.where = Where::Moved;
+        q.where = SlotQueue::Where::Moved;
         q.timer->cancel();
-        if (q.claim_retry_ms) claims_work(q);  // its failures are another master's now
+        if (q.claim_retry_ms) hooks_.claims_work(q);  // its failures are another master's now
         if (opts_.on_moved) opts_.on_moved();
         return true;
     }
@@ -43,27 +69,28 @@ bool Sweeper::redirected(Queue &q, const redisReply *r) {
     }
     if (kind == ReplyError::ClusterDown) {
         if (whole_cluster_down(r))
-            server_waits(kind, q.keys.due);  // every queue waits; polled
+            link_.server_waits(kind, q.keys.due);  // every queue waits; polled
         else
-            claims_failing(q, r);  // this slot has no master: says so (rate-limited), backs off
+            hooks_.claims_failing(q,
+                                  r);  // this slot has no master: says so (rate-limited), backs off
         return true;
     }
     return false;
 }
 
-void Sweeper::touched(const std::string &due_key, const std::string &event) {
+void ClusterArrivals::touched(const std::string &due_key, const std::string &event) {
     // New items or a slot migrated in (kArrivalEvents); not our own zrem/del as items are
     // claimed.
     if (std::find(std::begin(kArrivalEvents), std::end(kArrivalEvents), event) ==
         std::end(kArrivalEvents))
         return;
     std::string name, tag;
-    if (!claiming_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
-    Queue *q = queue(name, tag);
+    if (!active_ || !parse_due_key(opts_.ns, due_key, &name, &tag)) return;
+    SlotQueue *q = queues_.queue(name, tag);
     if (!q) return;
     // Its keys are on this node: served here, or on their way here (a slot importing,
     // written to with ASKING or restored by MIGRATE).
-    if (event == "restore" || q->where != Where::Here) arriving(*q);
+    if (event == "restore" || q->where != SlotQueue::Where::Here) arriving(*q);
     if (!q->dirty) {
         q->dirty = true;
         dirty_.push_back(q);
@@ -72,75 +99,78 @@ void Sweeper::touched(const std::string &due_key, const std::string &event) {
     if (!dirty_timer_.pending()) dirty_timer_.arm(5);
 }
 
-std::vector<SlotQueueName> Sweeper::queues_in(const std::vector<bool> &slots) const {
+std::vector<SlotQueueName> ClusterArrivals::queues_in(const std::vector<bool> &slots) const {
     std::vector<SlotQueueName> out;
-    for (auto &kv : queues_)
-        if (slots[static_cast<size_t>(kv.second.slot)])
-            out.push_back({kv.second.name, kv.second.tag, kv.second.slot});
+    queues_.for_each([&](const SlotQueue &q) {
+        if (slots[static_cast<size_t>(q.slot)]) out.push_back({q.name, q.tag, q.slot});
+    });
     return out;
 }
 
-void Sweeper::take_over(const std::vector<bool> &slots, const std::vector<SlotQueueName> &known) {
-    std::vector<Queue *> taken;
-    for (auto &kv : queues_)
-        if (slots[static_cast<size_t>(kv.second.slot)] && kv.second.where != Where::Here)
-            taken.push_back(&kv.second);
+void ClusterArrivals::take_over(const std::vector<bool> &slots,
+                                const std::vector<SlotQueueName> &known) {
+    std::vector<SlotQueue *> taken;
+    queues_.for_each([&](SlotQueue &q) {
+        if (slots[static_cast<size_t>(q.slot)] && q.where != SlotQueue::Where::Here)
+            taken.push_back(&q);
+    });
     for (auto &k : known) {
-        const bool fresh = !queues_.count(QueueKeys::due_key(opts_.ns, k.name, k.tag));
-        Queue *q = queue(k.name, k.tag);
+        const bool fresh = !queues_.known(k.name, k.tag);
+        SlotQueue *q = queues_.queue(k.name, k.tag);
         if (q && fresh) taken.push_back(q);
     }
-    for (Queue *q : taken) {
+    for (SlotQueue *q : taken) {
         // Served here now by the topology's word, or about to be (the slot's new master
         // may answer MOVED until its own SETSLOT NODE): look until it does.
         arriving(*q);
         q->arrival.since_ms = wall_ms();
-        sweep(*q);
+        hooks_.sweep(*q);
     }
 }
 
-void Sweeper::arriving(Queue &q) {
-    if (q.where == Where::Arriving) return;  // already: keep its start and back-off
-    q.where = Where::Arriving;
+void ClusterArrivals::arriving(SlotQueue &q) {
+    if (q.where == SlotQueue::Where::Arriving) return;  // already: keep its start and back-off
+    q.where = SlotQueue::Where::Arriving;
     q.arrival = {wall_ms(), std::nullopt};
 }
 
-void Sweeper::sweep_dirty() {
-    std::vector<Queue *> all;
+void ClusterArrivals::sweep_dirty() {
+    std::vector<SlotQueue *> all;
     all.swap(dirty_);
-    for (Queue *q : all) {
+    for (SlotQueue *q : all) {
         q->dirty = false;
         // A queue whose next deadline we know needs a claim only if the new items are
         // due earlier: a plain ZRANGE tells (a claim script costs ten times as much).
-        if (!q->next_due || q->where != Where::Here)
-            sweep(*q);
+        if (!q->next_due || q->where != SlotQueue::Where::Here)
+            hooks_.sweep(*q);
         else
             peek(*q);
     }
 }
 
-void Sweeper::peek(Queue &q) {
-    if (q.peeking || waiting() || conn_.state() != RedisConn::State::Ready) return;
+void ClusterArrivals::peek(SlotQueue &q) {
+    if (q.peeking || !link_.serving()) return;
     q.peeking = true;
-    Queue *qp = &q;
-    bool sent = command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
-        Queue &q = *qp;
-        q.peeking = false;
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
-            const redisReply *score = r->element[1];
-            int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
-            // Replies come in order: next_due is what the latest claim saw.
-            if (q.next_due && first >= *q.next_due) return;
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
-            return;  // nothing due here (claimed meanwhile)
-        }
-        sweep(q);
-    });
+    SlotQueue *qp = &q;
+    bool sent =
+        link_.command({"ZRANGE", q.keys.due, "0", "0", "WITHSCORES"}, [this, qp](redisReply *r) {
+            SlotQueue &q = *qp;
+            q.peeking = false;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+                const redisReply *score = r->element[1];
+                int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
+                // Replies come in order: next_due is what the latest claim saw.
+                if (q.next_due && first >= *q.next_due) return;
+            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+                return;  // nothing due here (claimed meanwhile)
+            }
+            hooks_.sweep(q);
+        });
     if (!sent) q.peeking = false;
 }
 
-void Sweeper::scan(const std::string &cursor) {
-    if (!opts_.cluster || !claiming_ || waiting() || conn_.state() != RedisConn::State::Ready)
+void ClusterArrivals::scan(const std::string &cursor) {
+    if (!opts_.cluster || !active_ || !link_.serving())
         return;  // waiting: resume() scans once the server serves
     if (cursor == "0") {
         if (scanning_) return;
@@ -149,17 +179,19 @@ void Sweeper::scan(const std::string &cursor) {
     // Due and in-flight sets: a slot whose items are all in flight (their holder may have
     // died) must be found too, or its leases would never be checked.
     std::string match = queue_key_glob(opts_.ns, "*", "*");
-    bool sent = command(
+    bool sent = link_.command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
             if (classify(r) == ReplyError::Loading) {
                 scanning_ = false;
-                server_waits(ReplyError::Loading);
+                link_.server_waits(ReplyError::Loading);
                 return;
             }
             if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 scanning_ = false;
-                log(KW_LOG_WARN,
-                    "SCAN for queue keys on " + endpoint_ + " failed: " + reply_to_string(r));
+                hooks_.log(
+                    KW_LOG_WARN,
+                    "SCAN for queue keys on " + link_.endpoint() + " failed: " + reply_to_string(r),
+                    nullptr);
                 scan_timer_.arm(opts_.scan_interval_ms);
                 return;
             }
@@ -170,10 +202,10 @@ void Sweeper::scan(const std::string &cursor) {
                 if (!parse_due_key(opts_.ns, key, &name, &tag) &&
                     !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
                     continue;
-                if (Queue *q = queue(name, tag)) {
+                if (SlotQueue *q = queues_.queue(name, tag)) {
                     // Found on this node: here, or on its way here (a migration).
-                    if (q->where != Where::Here) arriving(*q);
-                    if (!q->sweeping) sweep(*q);
+                    if (q->where != SlotQueue::Where::Here) arriving(*q);
+                    if (!q->sweeping) hooks_.sweep(*q);
                 }
             }
             if (next != "0") {

@@ -1,15 +1,12 @@
-// Sweeper, part 4 of 6: completions and leases. What handlers finished comes in through
-// complete() and waits in the CompletionStore until Redis confirms it: acks and releases
-// go out in batches per slot queue (held back briefly while claims are on their way),
-// retries and rejects one by one; transient errors back off and send again, MOVED routes
-// them to the slot's new master. Lease renewal is in sweeper_leases.cpp.
-// Loop thread only.
-#include "core/sweeper/sweeper.h"
+// CompletionBatches: completions on their way to Redis, in batches per slot queue (see
+// completion_batches.h). Loop thread only.
+#include "core/sweeper/completion_batches.h"
 
 #include <algorithm>
 #include <iterator>
 #include <map>
 
+#include "core/base/clock.h"
 #include "core/redis/reply_error.h"
 
 namespace keywatch {
@@ -21,14 +18,48 @@ constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
 
 }  // namespace
 
-void Sweeper::complete(std::vector<Completion> &&done) {
+CompletionBatches::CompletionBatches(EventLoop &loop, Options opts, NodeLink &link,
+                                     SlotQueues &queues, LeaseRenewal &leases,
+                                     SweeperCounters &counters,
+                                     std::function<bool()> claims_on_their_way, QueueLog log)
+    : opts_(std::move(opts)),
+      link_(link),
+      queues_(queues),
+      leases_(leases),
+      counters_(counters),
+      claims_on_their_way_(std::move(claims_on_their_way)),
+      log_(std::move(log)),
+      ack_timer_(loop.base(), [this] { send(); }),
+      prune_timer_(loop.base(), [this] { prune_done(); }),
+      rng_(std::random_device{}()) {}
+
+void CompletionBatches::resume() {
+    completion_backoff_ms_.reset();  // a new connection (or loaded): they go out at once
+    ack_timer_.cancel();
+}
+
+void CompletionBatches::connection_lost() {
+    store_.connection_lost();  // no answer will come: they wait for the next connection
+}
+
+void CompletionBatches::shutdown() {
+    if (size_t left = store_.take_all().size())
+        log_(KW_LOG_WARN,
+             std::to_string(left) + " completions for " + link_.endpoint() +
+                 " were not confirmed by Redis before the stop; those items will be "
+                 "delivered again after their lease",
+             nullptr);
+    ack_timer_.cancel();
+}
+
+void CompletionBatches::complete(std::vector<Completion> &&done) {
     int64_t now = wall_ms();
     if (!store_.has_waiting()) {
         completions_since_ms_ = now;
         oldest_claim_ms_ = now;
     }
     for (auto &c : done) {
-        if (c.done_ms == 0 && late_after_hold_timeout(c)) continue;
+        if (c.done_ms == 0 && leases_.late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
             c.done_ms = now;
             note_completed(c, now);  // once, on intake (a rerouted one was noted before)
@@ -36,21 +67,21 @@ void Sweeper::complete(std::vector<Completion> &&done) {
         oldest_claim_ms_ = std::min(oldest_claim_ms_, c.claimed_ms > 0 ? c.claimed_ms : 0);
         store_.add(std::move(c));
     }
-    send_completions();
-    hasten_reconnect();  // if they must wait for the connection
+    send();
+    link_.hasten_reconnect();  // if they must wait for the connection
 }
 
-void Sweeper::note_completed(Completion &c, int64_t now) {
-    Queue *qp = queue_of(c.queue, c.id, c.slot);
+void CompletionBatches::note_completed(Completion &c, int64_t now) {
+    SlotQueue *qp = queues_.queue_of(c.queue, c.id, c.slot);
     c.leased_ms = std::max(c.claimed_ms, qp ? qp->renewed_ms : 0);
     if (!qp) return;
-    Queue &q = *qp;
+    SlotQueue &q = *qp;
     auto h = q.held.find(c.id);
     if (h == q.held.end()) return;
     // A handled key is remembered for a while, so that its late `expired` notification is
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
-    if (!q.is_keys || !handled || h->second.held != Queue::Held::Claimed) {
+    if (!q.is_keys || !handled || h->second.held != SlotQueue::Held::Claimed) {
         q.held.erase(h);
         return;
     }
@@ -60,9 +91,9 @@ void Sweeper::note_completed(Completion &c, int64_t now) {
     if (!prune_timer_.pending()) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 
-void Sweeper::send_completions() {
+void CompletionBatches::send() {
     // While the server cannot serve, they wait for resume().
-    if (!store_.has_waiting() || conn_.state() != RedisConn::State::Ready || waiting()) return;
+    if (!store_.has_waiting() || !link_.serving()) return;
     if (ack_timer_.pending() && completion_backoff_ms_) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
     // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
@@ -71,21 +102,23 @@ void Sweeper::send_completions() {
     // unknown claim time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
     int64_t t = wall_ms();
-    if (claiming_ && *opts_.claims_in_flight > 0 && t - completions_since_ms_ < hold &&
+    if (claims_on_their_way_() && t - completions_since_ms_ < hold &&
         t - oldest_claim_ms_ < opts_.lease_ms / 2) {
         if (!ack_timer_.pending()) ack_timer_.arm(kAckPollMs);
         return;
     }
     ack_timer_.cancel();
     if (size_t late = store_.drop_expired(t, opts_.lease_ms)) {
-        counters_->late_acks.fetch_add(static_cast<int64_t>(late));
-        log(KW_LOG_WARN, std::to_string(late) + " completions for " + endpoint_ +
-                             " could not be written before their lease ended; those "
-                             "items will be delivered again");
+        counters_.late_acks.fetch_add(static_cast<int64_t>(late));
+        log_(KW_LOG_WARN,
+             std::to_string(late) + " completions for " + link_.endpoint() +
+                 " could not be written before their lease ended; those "
+                 "items will be delivered again",
+             nullptr);
     }
-    std::map<Queue *, std::vector<Completion>> acks, releases;
+    std::map<SlotQueue *, std::vector<Completion>> acks, releases;
     for (auto &c : store_.take_waiting()) {
-        Queue *qp = queue_of(c.queue, c.id, c.slot);
+        SlotQueue *qp = queues_.queue_of(c.queue, c.id, c.slot);
         if (!qp) continue;
         if (c.result == kRelease)
             releases[qp].push_back(std::move(c));
@@ -98,7 +131,7 @@ void Sweeper::send_completions() {
     for (auto &kv : acks) send_ids(scripts::kAck, *kv.first, std::move(kv.second));
 }
 
-void Sweeper::send_fail(Queue &q, Completion &&c) {
+void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
     bool reject = c.result != KW_RESULT_RETRY;
     std::uniform_real_distribution<double> jitter(0.0, 1.0);
     std::vector<std::string> argv = {
@@ -116,27 +149,27 @@ void Sweeper::send_fail(Queue &q, Completion &&c) {
     std::vector<Completion> batch;
     batch.push_back(std::move(c));
     // Queues are never erased: &q outlives the reply.
-    const Queue *qp = &q;
+    const SlotQueue *qp = &q;
     send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this, qp](redisReply *r) {
         if (r->type != REDIS_REPLY_INTEGER) {
-            log(KW_LOG_ERROR,
-                "fail script: " + reply_to_string(r) +
-                    "; the item will come back when its lease ends",
-                qp);
+            log_(KW_LOG_ERROR,
+                 "fail script: " + reply_to_string(r) +
+                     "; the item will come back when its lease ends",
+                 qp);
             return;
         }
         if (r->integer == 1) {
-            counters_->retried.fetch_add(1);
+            counters_.retried.fetch_add(1);
         } else if (r->integer == 2) {
-            counters_->dead.fetch_add(1);
+            counters_.dead.fetch_add(1);
             if (qp->stats) qp->stats->dead.fetch_add(1, std::memory_order_relaxed);
         } else {
-            counters_->late_acks.fetch_add(1);
+            counters_.late_acks.fetch_add(1);
         }
     });
 }
 
-void Sweeper::send_ids(const Script &s, Queue &q, std::vector<Completion> &&all) {
+void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all) {
     const bool ack = &s == &scripts::kAck;
     for (size_t i = 0; i < all.size(); i += kChunk) {
         size_t end = std::min(all.size(), i + kChunk);
@@ -148,85 +181,88 @@ void Sweeper::send_ids(const Script &s, Queue &q, std::vector<Completion> &&all)
             batch.push_back(std::move(all[j]));
         }
         int64_t sent = static_cast<int64_t>(end - i);
-        const Queue *qp = &q;
+        const SlotQueue *qp = &q;
         send_batch(s, q, std::move(argv), std::move(batch), [this, ack, sent, qp](redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER) {
-                log(KW_LOG_ERROR,
-                    std::string(ack ? "ack" : "release") + " failed: " + reply_to_string(r) +
-                        "; the items will be redelivered after their lease",
-                    qp);
+                log_(KW_LOG_ERROR,
+                     std::string(ack ? "ack" : "release") + " failed: " + reply_to_string(r) +
+                         "; the items will be redelivered after their lease",
+                     qp);
                 return;
             }
             if (!ack) {
-                counters_->released.fetch_add(r->integer);
+                counters_.released.fetch_add(r->integer);
                 return;
             }
-            counters_->acked.fetch_add(r->integer);
+            counters_.acked.fetch_add(r->integer);
             // An ack for an item whose lease passed to another holder is refused.
-            counters_->late_acks.fetch_add(sent - r->integer);
+            counters_.late_acks.fetch_add(sent - r->integer);
         });
     }
 }
 
-void Sweeper::send_batch(const Script &s, Queue &q, std::vector<std::string> argv,
-                         std::vector<Completion> &&batch, ReplyFn on_done) {
+void CompletionBatches::send_batch(const Script &s, SlotQueue &q, std::vector<std::string> argv,
+                                   std::vector<Completion> &&batch, ReplyFn on_done) {
     CompletionStore::Ticket ticket = store_.sent(std::move(batch));
     const std::string &key = q.keys.due;  // queues are never erased
-    bool sent = eval(s, q, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
-        const ReplyError kind = classify(r);
-        if (kind == ReplyError::Loading || whole_cluster_down(r)) {
-            // Redis did nothing: sent again as soon as it serves.
-            store_.retry_later(ticket);
-            server_waits(kind, key);
-            return;
-        }
-        if (is_transient(kind) || kind == ReplyError::Ask ||
-            (kind == ReplyError::Moved && !opts_.on_redirect)) {
-            // Loading, busy, a slot on the move: Redis did nothing; send it again.
-            store_.retry_later(ticket);
-            completions_wait(reply_to_string(r));
-            return;
-        }
-        if (kind == ReplyError::Moved) {
-            // The slot is served by another master now: route them there.
-            opts_.on_redirect(store_.take(ticket));
-            return;
-        }
-        store_.confirmed(ticket);
-        completion_backoff_ms_.reset();
-        on_done(r);
-    });
+    bool sent =
+        link_.eval(s, q.keys, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
+            const ReplyError kind = classify(r);
+            if (kind == ReplyError::Loading || whole_cluster_down(r)) {
+                // Redis did nothing: sent again as soon as it serves.
+                store_.retry_later(ticket);
+                link_.server_waits(kind, key);
+                return;
+            }
+            if (is_transient(kind) || kind == ReplyError::Ask ||
+                (kind == ReplyError::Moved && !opts_.on_redirect)) {
+                // Loading, busy, a slot on the move: Redis did nothing; send it again.
+                store_.retry_later(ticket);
+                completions_wait(reply_to_string(r));
+                return;
+            }
+            if (kind == ReplyError::Moved) {
+                // The slot is served by another master now: route them there.
+                opts_.on_redirect(store_.take(ticket));
+                return;
+            }
+            store_.confirmed(ticket);
+            completion_backoff_ms_.reset();
+            on_done(r);
+        });
     if (!sent) store_.retry_later(ticket);  // the connection is down: on_ready sends them
 }
 
-void Sweeper::completions_wait(const std::string &why) {
+void CompletionBatches::completions_wait(const std::string &why) {
     std::optional<int64_t> previous = completion_backoff_ms_;
-    int64_t next = opts_.reconnect.after(previous.value_or(0));
+    int64_t next = opts_.backoff.after(previous.value_or(0));
     completion_backoff_ms_ = next;
     const int64_t delay = within_leases(next);
     if (next != previous)
-        log(KW_LOG_WARN, "completions for " + endpoint_ + " must wait: " + why +
-                             "; sending them again in " + std::to_string(delay) +
-                             "ms (the items stay leased to us)");
+        log_(KW_LOG_WARN,
+             "completions for " + link_.endpoint() + " must wait: " + why +
+                 "; sending them again in " + std::to_string(delay) +
+                 "ms (the items stay leased to us)",
+             nullptr);
     ack_timer_.arm(delay);
 }
 
-int64_t Sweeper::within_leases(int64_t delay) const {
+int64_t CompletionBatches::within_leases(int64_t delay) const {
     // A backoff grown while Redis was away or refusing must not sleep through the little
     // lease the waiting completions have left: their items would be delivered again.
     const std::optional<int64_t> end = store_.first_lease_end(opts_.lease_ms);
     return end ? before_deadline(delay, *end - wall_ms()) : delay;
 }
 
-void Sweeper::prune_done() {
+void CompletionBatches::prune_done() {
     int64_t oldest = wall_ms() - opts_.done_window_ms;
     bool left = false;
-    for (auto &kv : queues_) {
-        auto &handled = kv.second.handled;
+    queues_.for_each([&](SlotQueue &q) {
+        auto &handled = q.handled;
         for (auto it = handled.begin(); it != handled.end();)
             it = it->second.handled_ms < oldest ? handled.erase(it) : std::next(it);
         left = left || !handled.empty();
-    }
+    });
     if (left) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 

@@ -1,0 +1,89 @@
+// LeaseRenewal: renewal of the leases a Sweeper holds, and hold.timeout (see
+// lease_renewal.h). Loop thread only.
+#include "core/sweeper/lease_renewal.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "core/base/clock.h"
+
+namespace keywatch {
+
+LeaseRenewal::LeaseRenewal(EventLoop &loop, Options opts, NodeLink &link, SlotQueues &queues,
+                           std::atomic<int64_t> &late_acks,
+                           std::function<void(std::vector<Completion> &&)> release, QueueLog log)
+    : opts_(std::move(opts)),
+      link_(link),
+      queues_(queues),
+      late_acks_(late_acks),
+      release_(std::move(release)),
+      log_(std::move(log)),
+      renew_timer_(loop.base(), [this] { renew_leases(); }) {}
+
+void LeaseRenewal::start() {
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+}
+
+void LeaseRenewal::stop() {
+    renew_timer_.cancel();
+}
+
+void LeaseRenewal::renew_leases() {
+    renew_timer_.arm(std::max<int64_t>(opts_.lease_ms / 3, 1));
+    int64_t now = wall_ms();
+    std::vector<Completion> overdue;
+    queues_.for_each([&](SlotQueue &q) {
+        std::vector<std::string> ids;
+        for (auto &held : q.held) {
+            int64_t claimed = held.second.claimed_ms;
+            if (now - claimed < opts_.hold_timeout_ms) {
+                ids.push_back(held.first);
+                continue;
+            }
+            q.timed_out[held.first] = claimed;
+            overdue.push_back({q.name, held.first, kRelease, "", q.slot, claimed});
+        }
+        // A completion of a timed-out claim that never comes is forgotten after a while
+        // (Redis refuses it then anyway: the item is no longer ours).
+        for (auto it = q.timed_out.begin(); it != q.timed_out.end();)
+            it = now - it->second > 4 * opts_.hold_timeout_ms ? q.timed_out.erase(it) : ++it;
+        if (!ids.empty()) renew_queue(q, std::move(ids));
+    });
+    if (overdue.empty()) return;
+    log_(KW_LOG_WARN,
+         std::to_string(overdue.size()) + " item(s) of " + link_.endpoint() +
+             " were held longer than hold.timeout (" + std::to_string(opts_.hold_timeout_ms) +
+             "ms): released for redelivery; their completions will count as late "
+             "(items.late_acks)",
+         nullptr);
+    release_(std::move(overdue));
+}
+
+void LeaseRenewal::renew_queue(SlotQueue &q, std::vector<std::string> &&ids) {
+    if (!link_.serving()) return;
+    const int64_t sent = wall_ms();
+    SlotQueue *qp = &q;  // queues are never erased
+    for (size_t i = 0; i < ids.size(); i += kChunk) {
+        std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
+        auto begin = ids.begin() + static_cast<long>(i);
+        auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kChunk));
+        argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
+        link_.eval(scripts::kRenew, q.keys, std::move(argv), [qp, sent](redisReply *r) {
+            // Their leases run at least a lease from when it went out (completions use it).
+            if (r->type == REDIS_REPLY_INTEGER) qp->renewed_ms = std::max(qp->renewed_ms, sent);
+        });
+    }
+}
+
+bool LeaseRenewal::late_after_hold_timeout(const Completion &c) {
+    if (c.result == kRelease) return false;
+    SlotQueue *q = queues_.queue_of(c.queue, c.id, c.slot);
+    if (!q || q->timed_out.empty()) return false;
+    auto it = q->timed_out.find(c.id);
+    if (it == q->timed_out.end() || it->second != c.claimed_ms) return false;
+    q->timed_out.erase(it);
+    late_acks_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+}  // namespace keywatch
