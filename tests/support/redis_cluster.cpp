@@ -186,8 +186,8 @@ int RedisCluster::master_of_slot(int slot) {
                     int hi = dash == std::string::npos ? lo : std::stoi(range.substr(dash + 1));
                     if (slot >= lo && slot <= hi) {
                         // "host:port@cport": ::1:7000@17000 on IPv6, as Redis prints it.
-                        const auto node = Endpoint::parse(addr.substr(0, addr.find('@')),
-                                                          Endpoint::Form::Redis);
+                        const auto node =
+                            Endpoint::parse(addr.substr(0, addr.find('@')), Endpoint::Form::Redis);
                         int idx = node ? index_of_port(node->port) : -1;
                         if (idx >= 0 && nodes_[static_cast<size_t>(idx)]->running()) return idx;
                         return -1;

@@ -21,7 +21,7 @@ class RedisCluster {
         int replicas_per_master = 1;
         std::string notify = "AKE";
         bool appendonly = false;
-        int node_timeout_ms = 2000;  // cluster-node-timeout: how fast failover starts
+        int node_timeout_ms = 2000;      // cluster-node-timeout: how fast failover starts
         std::string host = "127.0.0.1";  // every node binds and announces it: or "::1"
     };
 
