@@ -10,10 +10,25 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from . import Engine, Error, Retry, __version__, library_version
+from ._convert import to_ms
 from ._errors import InvalidArgument
+
+
+def _duration_seconds(text: str) -> float:
+    """--duration as the CLI's: the library's text ("30s", "500ms", "2m"), or a plain
+    number of seconds."""
+    value: Union[str, float] = text
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    try:
+        return to_ms(value, "--duration") / 1000.0
+    except Error as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="only print live events: claim no tracked key and no task")
     watch.add_argument("--namespace", help="prefix of keywatch's keys in Redis (default kw)")
     watch.add_argument("--workers", type=int, default=1, help="handler threads (default 1)")
-    watch.add_argument("--duration", type=float, help="stop after this many seconds")
+    watch.add_argument("--duration", type=_duration_seconds,
+                       help="stop after this long, as the CLI's: 30s, 500ms, 2m "
+                            "(a plain number is seconds)")
     watch.add_argument("-c", "--conf", action="append", default=[], metavar="NAME=VALUE",
                        help="any library option, e.g. lease=10s (repeatable)")
     watch.add_argument("-v", "--verbose", action="count", default=0)

@@ -159,6 +159,17 @@ def test_python_watch_prints_the_same_lines_as_the_cli(redis):
             p.wait(30)
 
 
+def test_python_watch_duration_is_written_as_the_cli_s(redis):
+    for duration in ("1s", "800ms", "1"):
+        out = subprocess.run([sys.executable, "-m", "keywatch", "watch", "--redis", redis.url,
+                              "--observe", "--duration", duration],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, (duration, out.stderr)
+    out = subprocess.run([sys.executable, "-m", "keywatch", "watch", "--redis", redis.url,
+                          "--duration", "1parsec"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--duration" in out.stderr and "1parsec" in out.stderr
+
+
 def test_python_watch_refuses_bad_input():
     out = subprocess.run([sys.executable, "-m", "keywatch", "watch", "--redis", "http://x"],
                          capture_output=True, text=True, timeout=60)
