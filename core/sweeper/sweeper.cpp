@@ -29,33 +29,30 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
       leases_(
           loop, {opts_.owner, opts_.lease_ms, opts_.hold_timeout_ms}, link_, queues_,
           counters->late_acks,
-          [this](std::vector<Completion> &&overdue) { complete(std::move(overdue)); },
-          [this](kw_log_level level, const std::string &message, const Queue *q) {
-              log(level, message, q);
-          }),
+          [this](std::vector<Completion> &&overdue) { complete(std::move(overdue)); }, queue_log()),
       completions_(
           loop,
           {opts_.owner, opts_.lease_ms, opts_.max_attempts, opts_.retry_base_ms, opts_.retry_max_ms,
            opts_.done_window_ms, opts_.reconnect, opts_.on_redirect},
           link_, queues_, leases_, *counters,
-          [this] { return claiming_ && *opts_.claims_in_flight > 0; },
-          [this](kw_log_level level, const std::string &message, const Queue *q) {
-              log(level, message, q);
-          }),
+          [this] { return claiming_ && *opts_.claims_in_flight > 0; }, queue_log()),
       arrivals_(loop,
                 {opts_.ns, opts_.cluster, opts_.scan_interval_ms, opts_.migration_wait_ms,
                  opts_.on_moved},
                 link_, queues_,
                 {[this](Queue &q) { sweep(q); },
                  [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
-                 [this](Queue &q) { claims_work(q); },
-                 [this](kw_log_level level, const std::string &message, const Queue *q) {
-                     log(level, message, q);
-                 }}) {
+                 [this](Queue &q) { claims_work(q); }, queue_log()}) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
 Sweeper::~Sweeper() = default;
+
+QueueLog Sweeper::queue_log() {
+    return [this](kw_log_level level, const std::string &message, const Queue *q) {
+        log(level, message, q);
+    };
+}
 
 void Sweeper::start() {
     started_ = true;

@@ -198,6 +198,8 @@ class Sweeper {
     void set_sweeping(bool on);
     // A line to the sink, with the queue's name as its `queue` field when one is given.
     void log(kw_log_level level, const std::string &message, const Queue *q = nullptr);
+    // log() as the parts take it.
+    QueueLog queue_log();
 
     // --- sweeper_live.cpp: live claims ---
     void send_live(Queue &q, std::vector<Event> &&events);

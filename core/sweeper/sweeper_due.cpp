@@ -18,7 +18,7 @@ constexpr int64_t kClaimWarningMs = 10000;
 }  // namespace
 
 void Sweeper::sweep(Queue &q) {
-    if (!claiming_ || link_.waiting() || q.where == Where::Moved || !link_.ready())
+    if (!claiming_ || !link_.serving() || q.where == Where::Moved)
         return;  // waiting: resume() sweeps every queue once the server serves
     if (q.sweeping) {
         q.again = true;
