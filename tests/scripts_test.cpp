@@ -297,6 +297,10 @@ TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
     EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v", over,
                            "", "1"}),
               past_max);
+    // The two-argument form (no NX/XX, no snapshot) refuses the same.
+    EXPECT_EQ(
+        c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v", over}),
+        past_max);
     EXPECT_EQ(c_->command({"EVAL", scripts::kSchedule.body, "5", tasks_.due, tasks_.inflight,
                            tasks_.data, tasks_.dead, tasks_.done, "x", "p", over, "0", ""}),
               past_max);
@@ -318,6 +322,11 @@ TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
     EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v",
                            std::to_string(keywatch::kMaxTimeMs), "", "0"}),
               std::to_string(keywatch::kMaxTimeMs));
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k2", "v",
+                           std::to_string(keywatch::kMaxTimeMs)}),
+              std::to_string(keywatch::kMaxTimeMs));
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "k2"}), std::to_string(keywatch::kMaxTimeMs));
+    EXPECT_EQ(c_->command({"PEXPIRETIME", "k2"}), std::to_string(keywatch::kMaxTimeMs));
 }
 
 TEST_F(ScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {

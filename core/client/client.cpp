@@ -272,9 +272,14 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
         return fail(KW_ERR_INVALID_ARG,
                     "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms (Redis clock)") +
                         "; nothing was written");
+    // Without NX/XX and snapshot the script takes two arguments (its cheapest form).
+    std::vector<std::string> argv{value, std::to_string(now + ttl_ms)};
+    if (!mode.empty() || (flags & KW_TRACK_SNAPSHOT)) {
+        argv.push_back(mode);
+        argv.push_back((flags & KW_TRACK_SNAPSHOT) ? "1" : "0");
+    }
     return run(
-        scripts::kTrack, kKeysQueue, key, &key,
-        {value, std::to_string(now + ttl_ms), mode, (flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+        scripts::kTrack, kKeysQueue, key, &key, std::move(argv),
         [this, deadline, mode](const redisReply *r) {
             if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
             if (r->integer == scripts::kPastMax) return fail_past_max("track");

@@ -126,6 +126,12 @@ const Script kTrack = {"track", KW_LUA_MAX R"lua(
 -- PXAT and its score are the same number.
 -- A deadline past the latest keywatch accepts is refused (-9), nothing written.
 if tonumber(ARGV[2]) > MAX_MS then return -9 end
+-- The common call (no NX/XX, no snapshot) passes two arguments: the least Lua per key.
+if #ARGV == 2 then
+  redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2])
+  redis.call('ZADD', KEYS[1], ARGV[2], KEYS[3])
+  return tonumber(ARGV[2])
+end
 local r
 if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'NX')
 elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'XX')

@@ -39,7 +39,7 @@ struct Script {
 };
 
 namespace scripts {
-extern const Script kTrack;       // ARGV value deadline_ms mode(''|NX|XX) snapshot(0|1)
+extern const Script kTrack;       // ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]
 extern const Script kUntrack;     // ARGV delete(0|1)
 extern const Script kAdopt;       // ARGV snapshot(0|1)
 extern const Script kSchedule;    // ARGV id payload at_ms delay_ms mode(''|NX)
