@@ -337,5 +337,78 @@ TEST_F(ScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {
     EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "0");
 }
 
+// Lua 5.1 writes numbers with "%.14g": a deadline of 1e14 ms (year 5138) or later, which
+// keywatch accepts, must still go into records with every digit.
+TEST_F(ScriptTest, ASnapshotRestampedForAnExpiryAfterYear5138KeepsEveryDigit) {
+    int64_t now = redis_now();
+    const std::string old = std::to_string(now - 10), late = "123456789012345";
+    c_->command({"ZADD", keys_.due, old, "k"});
+    c_->command({"HSET", keys_.data, "p:k", old + "|v"});
+    c_->command({"SET", "k", "v", "PXAT", late});  // its TTL moved outside keywatch
+    Claim c = claim(keys_, "A", 10, true);
+    EXPECT_TRUE(c.items.empty());
+    EXPECT_EQ(c.moved, 1);
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "k"}), late);
+    EXPECT_EQ(c_->command({"HGET", keys_.data, "p:k"}), late + "|v")
+        << "the snapshot is stamped with the new deadline, exactly";
+}
+
+TEST_F(ScriptTest, DeadlinesAfterYear5138KeepExactEventIdsAcrossRetries) {
+    // A claim made while Redis's clock read past year 5138 (forced: the record as a claim
+    // then writes it).
+    const std::string late = "123456789012345";
+    c_->command({"ZADD", tasks_.inflight, std::to_string(redis_now() + 30000), "a"});
+    c_->command({"HSET", tasks_.data, "m:a", "1:" + late + ":A"});
+    Reply f = eval(scripts::kFail, tasks_, {"A", "0", "a", "boom", "0", "5", "50", "50", "0"});
+    ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(f->integer, 1) << "retry";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "1:" + late + ":");
+    c_->command({"ZADD", tasks_.due, "XX", "1", "a"});
+    Claim c = claim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].attempt, 2);
+    EXPECT_EQ(std::to_string(c.items[0].deadline), late) << "the same event id";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "2:" + late + ":B");
+}
+
+TEST_F(ScriptTest, EachClaimedItemCarriesItsOwnDeadlineAcrossRunsAndTheLimit) {
+    int64_t now = redis_now();
+    // Runs of equal deadlines (a burst) and single ones, interleaved; claims larger than the
+    // 32 items read with their scores.
+    std::vector<std::pair<std::string, int64_t>> want;
+    for (int i = 0; i < 120; i++) {
+        int64_t d = now - 1000 + (i < 40 ? 0 : i < 60 ? i : i < 100 ? 100 : i);
+        std::string id = "i" + std::to_string(100 + i);
+        c_->command({"ZADD", tasks_.due, std::to_string(d), id});
+        want.push_back({id, d});
+    }
+    std::map<std::string, int64_t> got;
+    for (int limit : {50, 45, 7, 100}) {
+        Claim c = claim(tasks_, "A", limit);
+        for (auto &item : c.items) got[item.id] = item.deadline;
+        if (limit == 50) {
+            ASSERT_EQ(c.items.size(), 50u);
+            EXPECT_EQ(c.next_due, now - 1000 + 50) << "the first one the limit left behind";
+        }
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (auto &w : want) EXPECT_EQ(got[w.first], w.second) << w.first;
+}
+
+TEST_F(ScriptTest, AnAckDropsThePayloadUnlessTheIdIsDueAgain) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 10), "b",
+                 std::to_string(now - 10), "c"});
+    c_->command({"HSET", tasks_.data, "p:a", "pa", "p:b", "pb"});
+    ASSERT_EQ(claim(tasks_, "A", 10).items.size(), 3u);
+    c_->command({"ZADD", tasks_.due, std::to_string(now + 60000), "b"});  // scheduled again
+    c_->command({"HSET", tasks_.data, "p:b", "pb2"});
+    EXPECT_EQ(ack(tasks_, "A", {"a", "b", "c"}), 3);
+    EXPECT_EQ(c_->command({"HEXISTS", tasks_.data, "p:a"}), "0");
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "p:b"}), "pb2") << "b's next run keeps its payload";
+    EXPECT_EQ(c_->command({"HEXISTS", tasks_.data, "m:c"}), "0");
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+}
+
 }  // namespace
 }  // namespace kwtest

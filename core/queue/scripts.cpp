@@ -17,6 +17,10 @@ namespace scripts {
 #define KW_LUA_MAX "local MAX_MS = " KW_MAX_TIME_MS_TEXT "\n"
 
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
+// Trap: Lua 5.1 turns a number into text (`..`, tostring) with "%.14g", so a deadline of
+// 1e14 ms (year 5138) or later, which keywatch accepts, would lose digits: numbers that go
+// into a record are written with string.format('%d'), or handed to redis.call as numbers
+// (Redis formats those exactly).
 #define KW_LUA_PRELUDE                                                                        \
     KW_LUA_MAX                                                                                \
     "local t = redis.call('TIME')\n"                                                          \
@@ -86,7 +90,7 @@ namespace scripts {
     "    local meta\n"                                                                       \
     "    if d then\n"                                                                        \
     "      a = a + 1\n"                                                                      \
-    "      meta = a .. ':' .. d .. tail\n"                                                   \
+    "      meta = string.format('%d:%d', a, d) .. tail\n"                                    \
     "    else\n"                                                                             \
     "      a = 1\n"                                                                          \
     "      d = tonumber(scores[i])\n"                                                        \
@@ -114,7 +118,9 @@ namespace scripts {
     "local function reschedule(id, old, exp)\n"                                              \
     "  redis.call('ZADD', KEYS[1], exp, id)\n"                                               \
     "  local v = unstamp(redis.call('HGET', KEYS[3], 'p:' .. id), old)\n"                    \
-    "  if v then redis.call('HSET', KEYS[3], 'p:' .. id, exp .. '|' .. v) end\n"             \
+    "  if v then\n"                                                                          \
+    "    redis.call('HSET', KEYS[3], 'p:' .. id, string.format('%d|', exp) .. v)\n"          \
+    "  end\n"                                                                                \
     "end\n"                                                                                  \
     "local function untrack(id)\n"                                                           \
     "  redis.call('ZREM', KEYS[1], id)\n"                                                    \
@@ -218,6 +224,24 @@ const Script kClaimDue = {"claim_due",
 local limit = tonumber(ARGV[1])
 local is_keys = ARGV[4] == '1'
 local out = {}
+-- scores[from + 1 .. n]: the scores of those members of due (by rank), as Redis writes them:
+-- one ZRANGE and one ZCOUNT per run of equal scores (a burst is one run), or, once runs
+-- turn out short, the rest with WITHSCORES. (Redis 7.0 writes each score of a reply with
+-- "%.17g": per item, that costs about as much as the rest of its claim.)
+local function due_scores(scores, from, n)
+  local pos, runs = from, 0
+  while pos < n do
+    if runs >= 4 and pos - from < runs * 8 then
+      local r = redis.call('ZRANGE', KEYS[1], pos, n - 1, 'WITHSCORES')
+      for i = 2, #r, 2 do scores[#scores + 1] = r[i] end
+      return
+    end
+    local s = redis.call('ZRANGE', KEYS[1], pos, pos, 'WITHSCORES')[2]
+    local c = math.min(redis.call('ZCOUNT', KEYS[1], '-inf', s), n)
+    for i = pos + 1, c do scores[i] = s end
+    pos, runs = c, runs + 1
+  end
+end
 local untracked, moved = 0, 0
 -- The earliest lease end: past now means leases ran out (their holders crashed or hung).
 local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -234,19 +258,30 @@ if first[2] then
   end
 end
 local room = limit - #out / 6
-local next_due = -1
+local next_due, relook_due = -1, false
 if room > 0 then
-  -- The room lowest items and one more: what is due, and the next deadline after it.
-  local due = redis.call('ZRANGE', KEYS[1], 0, room, 'WITHSCORES')
+  -- The lowest items (at most 32) and one more, with their scores: what is due, and the
+  -- next deadline after it.
+  local head = math.min(room, 32)
+  local due = redis.call('ZRANGE', KEYS[1], 0, head, 'WITHSCORES')
   local ids, scores = {}, {}
   for i = 1, #due, 2 do
     local score = tonumber(due[i + 1])
-    if score >= now or i > 2 * room then
+    if score >= now or i > 2 * head then
       next_due = score
       break
     end
     ids[#ids + 1] = due[i]
     scores[#scores + 1] = due[i + 1]
+  end
+  if room > head and next_due >= 0 and next_due < now then
+    -- More is due: the rest as ids, their deadlines as runs; the next deadline is read
+    -- once they left.
+    local rest = redis.call('ZRANGE', KEYS[1], '-inf', '(' .. now, 'BYSCORE', 'LIMIT', head,
+                            room - head)
+    for _, id in ipairs(rest) do ids[#ids + 1] = id end
+    due_scores(scores, head, #ids)
+    relook_due = true
   end
   local fire, fscores = ids, scores
   -- The key decides: a later expiry reschedules, no TTL untracks, only a key that is
@@ -275,8 +310,11 @@ if room > 0 then
     if not relook and (next_lease < 0 or now + lease < next_lease) then next_lease = now + lease end
   end
 else
+  relook_due = true
+end
+if relook_due then
   local d = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if d[2] then next_due = tonumber(d[2]) end
+  next_due = d[2] and tonumber(d[2]) or -1
 end
 if relook then
   local f = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -398,21 +436,36 @@ const Script kAck = {"ack", KW_LUA_PRELUDE R"lua(
 local owner = ARGV[1]
 local is_keys = ARGV[2] == '1'
 local ids = ids_from(3)
-if #ids == 0 then return 0 end
-local mine, metas, fields = held_by(owner, ids)
+local n = #ids
+if n == 0 then return 0 end
+-- One HMGET for the metas (who holds each id) and the payloads: due is asked whether an id
+-- came back (its payload is then kept) only for ids that have one.
+local f = {}
+for i, id in ipairs(ids) do f[i], f[n + i] = 'm:' .. id, 'p:' .. id end
+local got = redis.call('HMGET', KEYS[3], unpack(f))
+local suffix = ':' .. owner
+local from = -#suffix
+local mine, gone, paid, done = {}, {}, {}, {}
+local stamp = tostring(now)
+for i, id in ipairs(ids) do
+  local m = got[i]
+  if m and string.find(m, suffix, from, true) then
+    mine[#mine + 1] = id
+    gone[#gone + 1] = f[i]
+    -- Only a retried item (attempt > 1, so not "1:...") can carry an error.
+    if string.byte(m, 1) ~= 49 or string.byte(m, 2) ~= 58 then gone[#gone + 1] = 'e:' .. id end
+    if got[n + i] then paid[#paid + 1] = id end
+    done[#done + 1] = stamp
+    done[#done + 1] = id
+  end
+end
 if #mine == 0 then return 0 end
 redis.call('ZREM', KEYS[2], unpack(mine))
-local again = redis.call('ZMSCORE', KEYS[1], unpack(mine))
-local gone, done = {}, {}
-local stamp = tostring(now)
-for j, id in ipairs(mine) do
-  gone[#gone + 1] = fields[j]
-  -- Only a retried item (attempt > 1, so not "1:...") can carry an error.
-  local m = metas[j]
-  if string.byte(m, 1) ~= 49 or string.byte(m, 2) ~= 58 then gone[#gone + 1] = 'e:' .. id end
-  if not again[j] then gone[#gone + 1] = 'p:' .. id end
-  done[2 * j - 1] = stamp
-  done[2 * j] = id
+if #paid > 0 then
+  local again = redis.call('ZMSCORE', KEYS[1], unpack(paid))
+  for j, id in ipairs(paid) do
+    if not again[j] then gone[#gone + 1] = 'p:' .. id end
+  end
 end
 redis.call('HDEL', KEYS[3], unpack(gone))
 if is_keys then redis.call('ZADD', KEYS[5], unpack(done)) end
@@ -453,7 +506,7 @@ end
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[1], now + delay, id)
 -- The owner's name leaves the meta record: only a claim makes an item someone's.
-redis.call('HSET', KEYS[3], 'e:' .. id, err, 'm:' .. id, a .. ':' .. d .. ':')
+redis.call('HSET', KEYS[3], 'e:' .. id, err, 'm:' .. id, string.format('%d:%d:', a, d))
 return 1
 )lua",
                       false};
