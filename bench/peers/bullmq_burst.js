@@ -8,8 +8,8 @@
 //    queue before anything is added, as keywatch's engine is started before tracking.
 // 2. add: N jobs with Queue.addBulk in chunks of 1000, every job with timestamp T and delay
 //    D so that T + D is the same deadline for all; the deadline is placed after the adding
-//    ends (estimated from a 2000-job sample added first to another queue, x 1.25, plus
-//    --lead-ms). add rate = N / time addBulk took.
+//    ends (estimated from a 2000-job sample added first to another queue after a warm-up
+//    of 10, x 1.25, plus --lead-ms). add rate = N / time addBulk took.
 // 3. burst: each job's processor start minus the deadline (wall clock, sub-ms) is its
 //    lateness; "all started by" is the largest; drain rate = N / (last start - first start);
 //    "completed by" is when the Worker's last `completed` event fired.
@@ -77,6 +77,7 @@ async function main() {
 
   // The sample that estimates the time adding takes, on a queue no worker serves.
   const cal = new Queue('peers-cal', { connection });
+  await addJobs(cal, 10, Date.now() + 3600000, Infinity);  // connected, scripts loaded
   const sample = Math.min(o.n, 2000);
   let t = wallMs();
   await addJobs(cal, sample, Date.now() + 3600000, Infinity);
