@@ -22,7 +22,8 @@ Then bench/python_bench.py (keywatch's Python package beside redis-py and the C 
 runs on the same server with the same --rounds; its output is kept and its medians printed.
 
 Output: --out (default BUILD/peers/results.json): every sample set and each round's summary,
-the medians, the machine; and a plain-text table (medians, ratios keywatch/native and
+the medians, the machine (JSON as Python writes it: NaN for n/a, Infinity for a missed item);
+and a plain-text table (medians, ratios keywatch/native and
 keywatch/BullMQ). bench/peers/plot_peers.py draws the lateness distributions from it.
 Every phase is bounded (--phase-timeout); one that runs out is reported, not waited for.
 Exit status: 0 when the bench ran (whatever the figures), 1 when it could not.
