@@ -23,8 +23,8 @@ runs on the same server with the same --rounds; its output is kept and its media
 
 Output: --out (default BUILD/peers/results.json): every sample set and each round's summary,
 the medians, the machine (JSON as Python writes it: NaN for n/a, Infinity for a missed item);
-and a plain-text table (medians, ratios keywatch/native and
-keywatch/BullMQ). bench/peers/plot_peers.py draws the lateness distributions from it.
+and a plain-text table (medians, ratios keywatch/native and keywatch/BullMQ).
+bench/peers/plot_peers.py draws the lateness distributions from it.
 Every phase is bounded (--phase-timeout); one that runs out is reported, not waited for.
 Exit status: 0 when the bench ran (whatever the figures), 1 when it could not.
 """
