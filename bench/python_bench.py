@@ -30,6 +30,10 @@ track  T (--tracks) Client.track calls from Python in pipelines of B (--batch; `
        kw_client_track loop (kw_pybench_track), one client each, 16-byte keys and values,
        1 h TTL, FLUSHALL before each variant. Target: Python >= 70% of C.
 
+--port P --server-log FILE: run on the redis-server already on 127.0.0.1:P (its log file
+FILE) instead of starting one; it is FLUSHALLed and its notify-keyspace-events set to
+"Eg$x" (bench/peers/run_peers.py runs this bench on the server of its peers this way).
+
 The machine may be shared: figures of one round can be far apart; compare the medians.
 """
 
@@ -61,26 +65,37 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- a private redis-server -------------------------------------------------------------
 
 class Server:
-    """redis-server on a free loopback port, its log in a private directory."""
+    """redis-server on a free loopback port, its log in a private directory; or, with a
+    port, the one already there (its log at `log`), emptied and not stopped here."""
 
-    def __init__(self, workdir: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.log = workdir / "redis.log"
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(workdir), "--logfile", str(self.log),
-             "--notify-keyspace-events", "Eg$x"])
+    NOTIFY = "Eg$x"
+
+    def __init__(self, workdir: Path, port: int = 0, log: Optional[Path] = None) -> None:
+        self.proc: Optional[subprocess.Popen] = None
+        if port:
+            self.port, self.log = port, Path(log or "")
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = int(s.getsockname()[1])
+            self.log = workdir / "redis.log"
+            self.proc = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", str(workdir), "--logfile", str(self.log),
+                 "--notify-keyspace-events", self.NOTIFY])
         self.url = f"redis://127.0.0.1:{self.port}"
         self.r = redispy.Redis(port=self.port)
         for _ in range(200):
             try:
                 if self.r.ping():
-                    return
+                    break
             except redispy.ConnectionError:
                 time.sleep(0.02)
-        raise RuntimeError("redis-server did not start")
+        else:
+            raise RuntimeError(f"redis-server on port {self.port} does not answer")
+        if port:
+            self.r.flushall()
+            self.r.config_set("notify-keyspace-events", self.NOTIFY)
 
     def buffer_limit_closes(self, name: str) -> int:
         """How often Redis logged closing a client named `name` for its output buffer."""
@@ -89,8 +104,9 @@ class Server:
                    if "output buffer limits" in line and f"name={name}" in line)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(10)
 
 
 # ---- the C side (python_bench_native.c) ---------------------------------------------------
@@ -357,7 +373,12 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=100, help="track: calls per pipeline")
     ap.add_argument("--workers", type=int, default=0,
                     help="the Python engines' workers option (default: the library's)")
+    ap.add_argument("--port", type=int, default=0,
+                    help="use the redis-server on 127.0.0.1:PORT instead of starting one")
+    ap.add_argument("--server-log", type=Path, help="with --port: that server's log file")
     args = ap.parse_args()
+    if bool(args.port) != bool(args.server_log):
+        ap.error("--port and --server-log go together")
     args.options = {"workers": args.workers} if args.workers else {}
     only = set(args.only.split(","))
     if not only <= {"live", "e2e", "track"}:
@@ -372,7 +393,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kw-pybench-") as tmp:
         workdir = Path(tmp)
         native = Native(workdir)
-        server = Server(workdir)
+        server = Server(workdir, args.port, args.server_log)
         try:
             if "live" in only:
                 run_live(server, args)

@@ -34,6 +34,13 @@
 //            vs N kw_client_track (no snapshot), 16-byte keys and values, FLUSHALL between.
 //            Target: tracked <= 2x plain.
 //
+// --port P runs every sub-benchmark on the redis-server already listening on 127.0.0.1:P
+// (bench/peers/run_peers.py starts one for all its peers) instead of starting its own: each
+// "fresh server" is then that one, FLUSHALLed, with notify-keyspace-events set to "Ex".
+// --lateness-out FILE appends the burst's samples to FILE, one JSON object per variant and
+// round: {"variant", "n", "deadline_ms", "add_s", "late_ms": [lateness of each delivered
+// key's first handler start or notification, ms]}.
+//
 // Deadlines "after the writing ends": the time the writing will take is estimated from a
 // small sample written just before (in a namespace no engine serves, removed afterwards),
 // and the first deadline is placed at now + 1.25 x estimate + lead; the printed "first
@@ -77,6 +84,8 @@ struct Options {
     int64_t lead_ms = 2000;        // lateness: first deadline this long after writing ends
     int64_t burst_lead_ms = 3000;  // burst: the deadline this long after writing ends
     int64_t wait_ms = 30000;       // how long after the last deadline arrivals are awaited
+    int port = 0;                  // an existing redis-server on 127.0.0.1 (0: start one)
+    std::string lateness_out;      // burst samples appended here (JSON lines) when not empty
 };
 
 void usage(FILE *out) {
@@ -94,6 +103,9 @@ void usage(FILE *out) {
             "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
             "  --wait-ms MS      arrivals awaited this long after the last deadline\n"
             "                    (default 30000)\n"
+            "  --port P          use the redis-server on 127.0.0.1:P (FLUSHALLed, its\n"
+            "                    notify-keyspace-events set to Ex) instead of starting one\n"
+            "  --lateness-out F  append the burst's per-key lateness samples to F (JSON lines)\n"
             "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
             "  --verbose         engine stats and info log lines\n");
 }
@@ -121,6 +133,10 @@ bool parse_args(int argc, char **argv, Options *o) {
                 good = parse_uint(value, 0, 3600000, &n) && (o->spread_ms = int64_t(n), true);
             else if (arg == "--wait-ms")
                 good = parse_uint(value, 0, 3600000, &n) && (o->wait_ms = int64_t(n), true);
+            else if (arg == "--port")
+                good = parse_uint(value, 1, 65535, &n) && (o->port = int(n), true);
+            else if (arg == "--lateness-out")
+                good = !(o->lateness_out = value).empty();
             else
                 return Opt::kUnknown;
             return good ? Opt::kOk : Opt::kBad;
@@ -135,9 +151,19 @@ keywatch::RedisProcess::Options server_options() {
     return o;
 }
 
-std::unique_ptr<keywatch::RedisProcess> fresh_server() {
-    auto rp = std::make_unique<keywatch::RedisProcess>(server_options());
-    rp->start();
+// A server of its own, or with --port the existing one (never started nor stopped by this
+// object), emptied and with the same notifications.
+std::unique_ptr<keywatch::RedisProcess> fresh_server(const Options &o) {
+    keywatch::RedisProcess::Options opts = server_options();
+    opts.port = o.port;
+    auto rp = std::make_unique<keywatch::RedisProcess>(opts);
+    if (!o.port) {
+        rp->start();
+        return rp;
+    }
+    flushall(*rp);
+    std::string r = rp->command({"CONFIG", "SET", "notify-keyspace-events", opts.notify});
+    if (r != "OK") throw BenchError("CONFIG SET notify-keyspace-events on --port: " + r);
     return rp;
 }
 
@@ -225,7 +251,7 @@ double estimate_native_seconds(const keywatch::RedisProcess &rp, uint64_t n) {
 // ---- 1. lateness ------------------------------------------------------------------------
 
 Delivery lateness_keywatch(const Options &o) {
-    auto rp = fresh_server();
+    auto rp = fresh_server(o);
     double t = mono_s();
     write_background(rp->port(), o.background);
     double bg_s = mono_s() - t;
@@ -280,7 +306,7 @@ Delivery lateness_keywatch(const Options &o) {
 }
 
 Delivery lateness_native(const Options &o) {
-    auto rp = fresh_server();
+    auto rp = fresh_server(o);
     double t = mono_s();
     write_background(rp->port(), o.background);
     double bg_s = mono_s() - t;
@@ -319,6 +345,26 @@ Delivery lateness_native(const Options &o) {
 
 // ---- 2. burst ---------------------------------------------------------------------------
 
+// --lateness-out: appends one JSON line for a burst variant (format in the header comment);
+// acked_by_ms (keywatch: all acked by deadline + this) is null when NaN.
+void write_burst_samples(const Options &o, const char *variant, uint64_t n, int64_t deadline,
+                         double add_s, double acked_by_ms, const std::vector<double> &late,
+                         uint64_t count) {
+    if (o.lateness_out.empty()) return;
+    FILE *f = fopen(o.lateness_out.c_str(), "a");
+    if (!f) throw BenchError("--lateness-out " + o.lateness_out + ": " + strerror(errno));
+    fprintf(f, "{\"variant\": \"%s\", \"n\": %llu, \"deadline_ms\": %lld, \"add_s\": %.6f, ",
+            variant, static_cast<unsigned long long>(n), static_cast<long long>(deadline), add_s);
+    if (std::isnan(acked_by_ms))
+        fprintf(f, "\"acked_by_ms\": null, \"late_ms\": [");
+    else
+        fprintf(f, "\"acked_by_ms\": %.3f, \"late_ms\": [", acked_by_ms);
+    for (uint64_t i = 0; i < count; i++) fprintf(f, i ? ", %.3f" : "%.3f", late[i]);
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0)
+        throw BenchError("--lateness-out " + o.lateness_out + ": " + strerror(errno));
+}
+
 Burst burst_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     Recorder rec(o.keys);
     Engine engine(rp.url(), record_handler, &rec);
@@ -352,6 +398,7 @@ Burst burst_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     d.write_s = write_s;
     d.gap_ms = gap;
     Burst result = finish_burst(d, deadline);
+    write_burst_samples(o, "keywatch", n, deadline, write_s, acked_by, rec.late, rec.count());
     printf(
         "    keywatch: %s tracked in %.1f s, deadline %.1f s after; sources: sweep %s, "
         "notification %s; sweep calls %s; all acked by +%s, until then %s; EVALSHA %.0f "
@@ -386,6 +433,8 @@ Burst burst_native(const Options &o, const keywatch::RedisProcess &rp) {
     printf("    native:   %s plain keys in %.1f s, deadline %.1f s after; until all received: %s\n",
            with_commas(double(n)).c_str(), write_s, gap / 1000,
            cpu_per_item(a, b, double(n), "subscriber").c_str());
+    write_burst_samples(o, "native", n, deadline, write_s, std::nan(""), sub.late(),
+                        sub.late().size());
     return finish_burst(d, deadline);
 }
 
@@ -731,7 +780,7 @@ void run(const Options &o) {
         if (want("burst")) {
             printf("  burst: %s keys sharing one deadline\n", with_commas(double(o.keys)).c_str());
             fflush(stdout);
-            auto rp = fresh_server();
+            auto rp = fresh_server(o);
             Burst kw, nat;
             if (round % 2 == 0) {
                 kw = burst_keywatch(o, *rp);
@@ -751,7 +800,7 @@ void run(const Options &o) {
         if (want("track")) {
             printf("  track throughput\n");
             fflush(stdout);
-            auto rp = fresh_server();
+            auto rp = fresh_server(o);
             res.track.push_back(track_round(o, *rp, round));
             fflush(stdout);
         }
@@ -759,7 +808,7 @@ void run(const Options &o) {
             printf("  end to end: %s due tracked keys, no-op handler\n",
                    with_commas(double(o.keys)).c_str());
             fflush(stdout);
-            auto rp = fresh_server();
+            auto rp = fresh_server(o);
             E2e e;
             if (round % 2 == 0) {
                 e.kw = e2e_keywatch(o, *rp);
@@ -779,7 +828,7 @@ void run(const Options &o) {
             printf("  memory: %s keys, 16-byte keys and values\n",
                    with_commas(double(o.keys)).c_str());
             fflush(stdout);
-            auto rp = fresh_server();
+            auto rp = fresh_server(o);
             res.memory.push_back(memory_round(o, *rp, round));
             fflush(stdout);
         }
