@@ -105,8 +105,8 @@ handle_fn kw_test_unused_handle = handle; /* keeps it compiled */
 #define HANDLE handle
 #endif
 
-static const kw_plugin_descriptor_t descriptor = {ABI, SIZE, "probe", "0.0.1",
-                                                  0,   init, HANDLE,  release};
+static const kw_plugin_descriptor_t descriptor = {ABI,  SIZE,   "probe", "0.0.1", 0,
+                                                  init, HANDLE, release, NULL};
 
 #ifndef KW_TEST_NO_ENTRY
 KW_HANDLER_DEFINE(descriptor)

@@ -18,6 +18,7 @@ const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                            0,
                                            nullptr,
                                            handle,
+                                           nullptr,
                                            nullptr};
 
 }  // namespace
