@@ -7,6 +7,6 @@ static int handle(void *state, const kw_plugin_event_t *ev, char *err, size_t er
 }
 
 static const kw_plugin_descriptor_t descriptor = {
-    KW_PLUGIN_ABI_VERSION, sizeof(kw_plugin_descriptor_t), "noop", "1.0.0", 0, 0, handle, 0};
+    KW_PLUGIN_ABI_VERSION, sizeof(kw_plugin_descriptor_t), "noop", "1.0.0", 0, 0, handle, 0, 0};
 
 KW_HANDLER_DEFINE(descriptor)

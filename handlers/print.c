@@ -100,6 +100,7 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   0,
                                                   init,
                                                   handle,
-                                                  close_state};
+                                                  close_state,
+                                                  NULL};
 
 KW_HANDLER_DEFINE(descriptor)

@@ -166,6 +166,7 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   0,
                                                   init,
                                                   handle,
-                                                  release};
+                                                  release,
+                                                  NULL};
 
 KW_HANDLER_DEFINE(descriptor)

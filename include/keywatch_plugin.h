@@ -11,7 +11,8 @@
  *    member only when the other side's size covers it (KW_PLUGIN_HAS). Nothing is ever
  *    renumbered, removed or retyped while KW_PLUGIN_ABI_VERSION stays the same.
  *  - Threading: init and close run on the thread that loads and frees the engine; handle
- *    runs on worker threads, concurrently unless the descriptor sets KW_PLUGIN_SERIAL.
+ *    and handle_batch run on worker threads, concurrently unless the descriptor sets
+ *    KW_PLUGIN_SERIAL (which serialises both together).
  *    Every host function may be called from any thread at any time between init and the
  *    return of close, unless its comment says otherwise.
  *  - No C++ exception may leave the plugin: KW_HANDLER_DEFINE catches them when the plugin
@@ -50,6 +51,18 @@ typedef struct kw_plugin_event kw_plugin_event_t;
 typedef struct kw_plugin_config kw_plugin_config_t;
 /* An event taken over by host->hold; completed exactly once by host->complete. */
 typedef struct kw_plugin_hold kw_plugin_hold_t;
+
+/* handle_batch's result slots come pre-filled with this; an entry still holding it when
+ * the call returns is retried (see handle_batch). Not a kw_result. */
+#define KW_PLUGIN_NO_RESULT (-1)
+
+/* One command for host->redis_pipeline. Arrays of it are passed, so it never grows: a
+ * future need gets a new host function. */
+typedef struct kw_redis_command {
+    int argc;
+    const char *const *argv;
+    const size_t *argvlen; /* NULL: every argv[i] is a C string */
+} kw_redis_command_t;
 
 /* ---- Redis replies ---------------------------------------------------------------- */
 typedef enum kw_reply_type {
@@ -131,6 +144,48 @@ struct kw_plugin_host {
      * after a delay of its choosing holds, completes at once with KW_RESULT_RETRY and the
      * delay, and returns KW_RESULT_PENDING (docs/plugins.md). */
     int (*complete)(kw_plugin_hold_t *hold, int result, const char *reason, int64_t retry_delay_ms);
+
+    /* ---- Since keywatch 0.3.0. A host whose table has these members also calls
+     * handle_batch; a host that calls handle_batch has them all. ---- */
+
+    /* The reason for ev's KW_RESULT_RETRY or KW_RESULT_REJECT (copied; the last call for
+     * an event wins), recorded as "<instance>: <reason>" like handle()'s err, which it
+     * takes precedence over. Only on an event of a handle or handle_batch call in
+     * progress, from the thread of that call. Ignored for ACK and PENDING. */
+    void (*event_set_error)(const kw_plugin_event_t *ev, const char *reason);
+
+    /* Runs n commands (0 <= n <= 65536) with one wait. Each goes to the master of its own
+     * first key's slot (the rule of `redis`: argv[1], or argv[3] for EVAL/EVALSHA/FCALL
+     * and their _RO forms when numkeys > 0; keyless: any master). The commands for one
+     * node are sent back to back on one connection, all nodes at once.
+     * For each i: statuses[i] == KW_OK and replies[i] is the reply (possibly
+     * KW_REPLY_ERROR, the command's own error: free it with reply_free), or
+     * statuses[i] is a kw_status and replies[i] is NULL:
+     *   KW_ERR_CONNECT      no connection to its node, or the connection was lost after
+     *                       the command was sent: it may have run. It is never sent twice.
+     *   KW_ERR_REDIS        no master serves the slot, the cluster refuses commands, or
+     *                       the command was redirected too often (resharding)
+     *   KW_ERR_TIMEOUT      no reply within redis.command_timeout
+     *   KW_ERR_INVALID_ARG  argc <= 0 or argv NULL (nothing sent for this command)
+     * A command answered MOVED, ASK, TRYAGAIN or CLUSTERDOWN did not run: it is sent again
+     * where the cluster says (the others keep their replies). Order: the commands for one
+     * node start in the order given; a redirected command runs after the others. Commands
+     * that must run together belong in one script.
+     * Returns KW_OK when every status is KW_OK; else the first failure's status, with err
+     * naming it and how many commands failed. Blocking, like `redis`; any thread; safe
+     * concurrently. */
+    int (*redis_pipeline)(const kw_plugin_host_t *host, size_t n,
+                          const kw_redis_command_t *commands, kw_reply_t **replies, int *statuses,
+                          char *err, size_t err_size);
+
+    /* In init only: at most n events of this instance in flight at once, counting those in
+     * a handle or handle_batch call and those held and not yet completed (or freed). While
+     * the instance is at n, the host holds back its next events: the worker that has them
+     * waits while other workers go on, and the events wait for room. When the engine stops
+     * while they wait, they go back to their queues (the attempt is not counted).
+     * handle_batch never gets more events than the room left. 0: no limit (the default).
+     * Returns KW_OK, or KW_ERR_STATE outside init. */
+    int (*set_max_in_flight)(const kw_plugin_host_t *host, uint32_t n);
     /* New members are appended here. */
 };
 
@@ -150,6 +205,24 @@ typedef struct kw_plugin_descriptor {
     int (*handle)(void *state, const kw_plugin_event_t *ev, char *err, size_t err_size);
     /* Optional. Releases state; no handle call runs or follows. */
     void (*close)(void *state);
+    /* Optional, since keywatch 0.3.0. NULL: the host calls handle once per event. An older
+     * host never calls it, so handle must stay correct on its own (a plugin that works only
+     * batched refuses an older host in init: !KW_PLUGIN_HAS(host->size, kw_plugin_host_t,
+     * redis_pipeline)).
+     * Handles events[0..n-1] (n >= 1; how many depends on the load and on
+     * set_max_in_flight: size buffers from n). For each event, write its kw_result to
+     * results[i] (pre-filled with KW_PLUGIN_NO_RESULT): ACK, RETRY or REJECT (the reason
+     * through host->event_set_error, else err), or PENDING after host->hold(events[i]).
+     * Results are per event: one event's RETRY retries that event alone.
+     * Returns KW_OK, or a kw_status when the batch failed as a whole: then every event
+     * still at KW_PLUGIN_NO_RESULT is retried with err as its reason. An event left at
+     * KW_PLUGIN_NO_RESULT after KW_OK is retried as a plugin error; any other value that
+     * is not a kw_result is rejected, as from handle.
+     * The events, the array and results are valid during the call only. Worker threads;
+     * concurrently unless KW_PLUGIN_SERIAL, which serialises handle and handle_batch
+     * together. */
+    int (*handle_batch)(void *state, const kw_plugin_event_t *const *events, size_t n, int *results,
+                        char *err, size_t err_size);
     /* New members are appended here. */
 } kw_plugin_descriptor_t;
 
@@ -167,7 +240,8 @@ typedef const kw_plugin_descriptor_t *(*kw_plugin_entry_fn)(void);
 
 /* KW_HANDLER_DEFINE(descriptor): exports the entry function returning &descriptor. In C++,
  * the callbacks are wrapped so that no exception leaves the plugin: one from init fails it
- * with the exception's text, one from handle means KW_RESULT_RETRY. Use once per plugin. */
+ * with the exception's text, one from handle means KW_RESULT_RETRY, one from handle_batch retries
+ * the events it had not given a result. Use once per plugin. */
 #ifndef __cplusplus
 #define KW_HANDLER_DEFINE(descriptor)                                       \
     KW_PLUGIN_EXPORT const kw_plugin_descriptor_t *kw_handler_entry(void);  \
@@ -202,6 +276,17 @@ typedef const kw_plugin_descriptor_t *(*kw_plugin_entry_fn)(void);
             }                                                                             \
             return KW_RESULT_RETRY;                                                       \
         }                                                                                 \
+        static int handle_batch(void *s, const kw_plugin_event_t *const *ev, size_t n,    \
+                                int *results, char *err, size_t en) {                     \
+            try {                                                                         \
+                return (descriptor).handle_batch(s, ev, n, results, err, en);             \
+            } catch (const std::exception &e) {                                           \
+                say(err, en, e.what());                                                   \
+            } catch (...) {                                                               \
+                say(err, en, "handle_batch threw an exception");                          \
+            }                                                                             \
+            return KW_ERR_INTERNAL; /* results not yet written: retried with err */       \
+        }                                                                                 \
         static void close(void *s) {                                                      \
             try {                                                                         \
                 (descriptor).close(s);                                                    \
@@ -213,6 +298,7 @@ typedef const kw_plugin_descriptor_t *(*kw_plugin_entry_fn)(void);
             if (d.init) d.init = &init;                                                   \
             if (d.handle) d.handle = &handle;                                             \
             if (d.close) d.close = &close;                                                \
+            if (d.handle_batch) d.handle_batch = &handle_batch;                           \
             return d;                                                                     \
         }                                                                                 \
     };                                                                                    \

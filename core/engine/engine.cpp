@@ -24,9 +24,9 @@ Engine::Engine(Config config)
     : config_(std::move(config)),
       owner_(random_owner()),
       loop_(std::make_unique<EventLoop>()),
-      dispatcher_(std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size),
-                                               config_.workers,
-                                               [this](Event &ev) { handle(ev); })) {
+      dispatcher_(
+          std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size), config_.workers,
+                                       [this](Event *evs, size_t n) { handle_take(evs, n); })) {
     holds_ = std::make_shared<HoldHub>(static_cast<HoldOwner *>(this));
     completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
 }
@@ -45,7 +45,11 @@ int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
         return KW_ERR_STATE;
     }
     auto serial = handler->serial() ? std::make_unique<std::mutex>() : nullptr;
-    handlers_.push_back({filter, std::move(handler), std::move(serial)});
+    batching_ = batching_ || handler->batches();
+    auto gate = handler->max_in_flight() > 0
+                    ? std::make_unique<InFlightGate>(handler->max_in_flight())
+                    : nullptr;
+    handlers_.push_back({filter, std::move(handler), std::move(serial), std::move(gate)});
     return KW_OK;
 }
 
@@ -207,10 +211,16 @@ int Engine::wait_started(std::string *message) {
     return start_status_;
 }
 
+void Engine::abort_gates() {
+    for (auto &h : handlers_)
+        if (h.gate) h.gate->abort();
+}
+
 void Engine::teardown() {
     if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
         std::vector<Event> abandoned;
+        abort_gates();
         dispatcher_->stop(0, &abandoned);
         counters_.abandoned += static_cast<int64_t>(abandoned.size());
     }
@@ -230,7 +240,10 @@ int Engine::stop(int64_t timeout_ms) {
     });
     std::vector<Event> abandoned;
     auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    bool finished = dispatcher_->stop(timeout_ms, &abandoned);
+    bool finished = dispatcher_->wait_idle(timeout_ms);
+    // A worker still waiting for room in a handler's gate gives its events back now.
+    abort_gates();
+    dispatcher_->shutdown(&abandoned);
     counters_.abandoned += static_cast<int64_t>(abandoned.size());
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline_at - std::chrono::steady_clock::now());
@@ -280,49 +293,170 @@ int Engine::stop(int64_t timeout_ms) {
     return KW_OK;
 }
 
-void Engine::handle(Event &ev) {
-    bool tracked = ev.tracked();
-    if (tracked) {
-        ev.max_attempts = static_cast<int>(config_.max_attempts);
-        // Lateness of first deliveries: retries are late on purpose.
-        int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
-        if (ev.attempt == 1) stats_.lateness(ev.queue, late);
-        int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
-        while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
-        }
+namespace {
+// Several handlers may match: the item is acked only if all ack; any REJECT sends it to the
+// dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+// kRelease (a handler's gate was aborted: the engine stops) ranks between ACK and RETRY,
+// as for held items (core/engine/hold.cpp).
+void combine(int *combined, int rc) {
+    if (rc == kRelease) {
+        if (*combined == KW_RESULT_ACK) *combined = kRelease;
+    } else if (rc == KW_RESULT_RETRY) {
+        if (*combined == KW_RESULT_ACK || *combined == kRelease) *combined = KW_RESULT_RETRY;
+    } else if (rc != KW_RESULT_ACK) {
+        *combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
     }
-    // Several handlers may match: the item is acked only if all ack; any REJECT sends it
-    // to the dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+}
+
+int64_t us_since(std::chrono::steady_clock::time_point began) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 began)
+        .count();
+}
+}  // namespace
+
+void Engine::handle_take(Event *evs, size_t n) {
+    if (!batching_) {
+        for (size_t i = 0; i < n; i++) handle(evs[i]);
+        return;
+    }
+    std::deque<Delivery> deliveries;  // not movable: built in place, one per event
+    std::vector<int> combined(n, KW_RESULT_ACK);
+    std::vector<char> matched(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        prologue(evs[i]);
+        deliveries.emplace_back(*holds_, evs[i]);
+    }
+    for (size_t h = 0; h < handlers_.size(); h++)
+        if (handlers_[h].handler->batches())
+            call_batch(h, evs, n, deliveries, combined.data(), matched.data());
+    for (size_t i = 0; i < n; i++) {
+        bool m = matched[i] != 0;
+        call_each(evs[i], deliveries[i], true, &combined[i], &m);
+        finish(evs[i], deliveries[i], combined[i], m);
+    }
+}
+
+void Engine::handle(Event &ev) {
+    prologue(ev);
     int combined = KW_RESULT_ACK;
     bool matched = false;
     Delivery delivery(*holds_, ev);
+    call_each(ev, delivery, false, &combined, &matched);
+    finish(ev, delivery, combined, matched);
+}
+
+void Engine::prologue(Event &ev) {
+    if (!ev.tracked()) return;
+    ev.max_attempts = static_cast<int>(config_.max_attempts);
+    // Lateness of first deliveries: retries are late on purpose.
+    int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
+    if (ev.attempt == 1) stats_.lateness(ev.queue, late);
+    int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
+    while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
+    }
+}
+
+void Engine::call_each(Event &ev, Delivery &delivery, bool skip_batching, int *combined,
+                       bool *matched) {
     for (size_t i = 0; i < handlers_.size(); i++) {
         auto &h = handlers_[i];
+        if (skip_batching && h.handler->batches()) continue;
         if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
-        matched = true;
+        *matched = true;
         const auto began = std::chrono::steady_clock::now();
         int rc = call(i, ev, delivery);
-        stats_.handler_done(i, rc,
-                            std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now() - began)
-                                .count());
+        if (rc == kRelease) {  // not called: the engine stops
+            combine(combined, rc);
+            continue;
+        }
+        stats_.handler_done(i, rc, us_since(began));
         if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
         count_result(rc);
-        if (rc == KW_RESULT_RETRY) {
-            if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
-        } else if (rc != KW_RESULT_ACK) {
-            combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
-        }
+        combine(combined, rc);
     }
+}
+
+void Engine::finish(Event &ev, Delivery &delivery, int combined, bool matched) {
+    bool tracked = ev.tracked();
     if (tracked && !matched) note_unhandled(ev);
     if (delivery.held()) {
         delivery.finish(combined, std::move(ev.error));
         return;
     }
-    if (tracked && matched) stats_.queue_done(ev.queue, combined);
+    if (tracked && matched && combined != kRelease) stats_.queue_done(ev.queue, combined);
     if (tracked)
         push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
                          ev.slot, ev.ts_ms});
+}
+
+void Engine::call_batch(size_t index, Event *evs, size_t n, std::deque<Delivery> &deliveries,
+                        int *combined, char *matched) {
+    Slot &h = handlers_[index];
+    std::vector<Event *> pick;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < n; i++) {
+        Event &ev = evs[i];
+        if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
+        matched[i] = 1;
+        pick.push_back(&ev);
+        at.push_back(i);
+    }
+    for (size_t done = 0; done < pick.size();) {
+        size_t k = pick.size() - done;
+        if (h.gate) k = h.gate->acquire(k);
+        if (k == 0) {  // the engine stops: the rest go back to their queues
+            for (; done < pick.size(); done++) combine(&combined[at[done]], kRelease);
+            break;
+        }
+        batch_call(index, pick.data() + done, at.data() + done, k, deliveries, combined);
+        done += k;
+    }
+}
+
+void Engine::batch_call(size_t index, Event *const *events, const size_t *at, size_t k,
+                        std::deque<Delivery> &deliveries, int *combined) {
+    Slot &h = handlers_[index];
+    std::vector<int> rcs(k, Handler::kNoResult);
+    for (size_t j = 0; j < k; j++) deliveries[at[j]].begin_call(index);
+    const auto began = std::chrono::steady_clock::now();
+    try {
+        std::unique_lock<std::mutex> one_at_a_time;
+        if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
+        h.handler->handle_batch(events, k, rcs.data());
+    } catch (...) {
+        // Nothing crosses back into the engine: the events without a result are retried.
+        for (size_t j = 0; j < k; j++)
+            if (rcs[j] == Handler::kNoResult && events[j]->error.empty())
+                events[j]->error = "the handler threw an exception";
+    }
+    const int64_t took = us_since(began);
+    stats_.handler_batch(index);
+    for (size_t j = 0; j < k; j++) {
+        Event &ev = *events[j];
+        int rc = rcs[j];
+        if (rc == Handler::kNoResult) {
+            rc = KW_RESULT_RETRY;
+            if (ev.error.empty()) ev.error = h.handler->name() + ": gave this event no result";
+        }
+        std::shared_ptr<Hold> held = deliveries[at[j]].end_call();
+        const bool was_held = held != nullptr;
+        rc = settle(ev, std::move(held), rc);
+        call_ended(index, was_held);
+        // Each event records the duration of the call it was in.
+        stats_.handler_done(index, rc, took);
+        if (rc == KW_RESULT_PENDING) continue;
+        count_result(rc);
+        combine(&combined[at[j]], rc);
+    }
+}
+
+void Engine::call_ended(size_t index, bool held) {
+    if (handlers_[index].gate && !held) handlers_[index].gate->release(1);
+}
+
+void Engine::hold_ended(size_t handler) {
+    if (handlers_[handler].gate) handlers_[handler].gate->release(1);
 }
 
 void Engine::note_unhandled(const Event &ev) {
@@ -342,6 +476,7 @@ void Engine::note_unhandled(const Event &ev) {
 
 int Engine::call(size_t index, Event &ev, Delivery &delivery) {
     Slot &h = handlers_[index];
+    if (h.gate && h.gate->acquire(1) == 0) return kRelease;  // the engine stops
     int rc;
     delivery.begin_call(index);
     try {
@@ -353,7 +488,15 @@ int Engine::call(size_t index, Event &ev, Delivery &delivery) {
         rc = KW_RESULT_RETRY;
         if (ev.error.empty()) ev.error = "the handler threw an exception";
     }
+    stats_.handler_batch(index);
     std::shared_ptr<Hold> held = delivery.end_call();
+    const bool was_held = held != nullptr;
+    rc = settle(ev, std::move(held), rc);
+    call_ended(index, was_held);
+    return rc;
+}
+
+int Engine::settle(Event &ev, std::shared_ptr<Hold> held, int rc) {
     counters_.delivered.fetch_add(1, std::memory_order_relaxed);
     if (held) {
         // Held, but returned a result: that result completes the Hold.
@@ -525,6 +668,7 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::HANDLER_REJECTED:
         case StatId::HANDLER_PENDING:
         case StatId::HANDLER_DURATION:
+        case StatId::HANDLER_BATCHES:
         case StatId::NODE_STATE:
         case StatId::NODE_RECONNECTS:
         case StatId::NODE_RECEIVED:

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "core/engine/filter.h"
 #include "core/engine/handler.h"
 #include "core/engine/hold.h"
+#include "core/engine/in_flight_gate.h"
 #include "core/engine/plan.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
@@ -80,6 +82,7 @@ class Engine : private SubscriberSink, private HoldOwner {
         Filter filter;
         HandlerPtr handler;
         std::unique_ptr<std::mutex> serial;  // for a serial() handler: one call at a time
+        std::unique_ptr<InFlightGate> gate;  // for a max_in_flight() handler
     };
     // SubscriberSink (loop thread)
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
@@ -96,9 +99,30 @@ class Engine : private SubscriberSink, private HoldOwner {
     // Fanout, workers and loop started; waits for the first handshake; the sweepers after.
     int launch(Fanout::Options fo, bool check_only);
     int wait_started(std::string *message);  // the backstop deadline; start_status_
+    // A worker's take: with no handler that batches, handle() per event; else each such
+    // handler gets the events it matches in one call, then the others run per event.
+    void handle_take(Event *evs, size_t n);  // worker thread
     void handle(Event &ev);                  // worker thread
+    // handle's parts: lateness and attempts; the per-event handlers (those that batch
+    // skipped when skip_batching); the combined result to the hold or the sweepers.
+    void prologue(Event &ev);
+    void call_each(Event &ev, Delivery &delivery, bool skip_batching, int *combined, bool *matched);
+    void finish(Event &ev, Delivery &delivery, int combined, bool matched);
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
+    // The take's events a handler that batches matches, in handle_batch calls of as many
+    // as its gate lets in at once (all of them without a gate).
+    void call_batch(size_t handler, Event *evs, size_t n, std::deque<Delivery> &deliveries,
+                    int *combined, char *matched);
+    // One handle_batch call over events[0..k-1] (at[j]: events[j]'s index in the take).
+    void batch_call(size_t handler, Event *const *events, const size_t *at, size_t k,
+                    std::deque<Delivery> &deliveries, int *combined);
+    // A call returned: its place in the handler's gate is free unless it held the event
+    // (then the Hold's end frees it: hold_ended).
+    void call_ended(size_t handler, bool held);
+    // After a call: a held event's result completes its Hold (PENDING); PENDING without a
+    // hold is RETRY (kPendingWithoutHold). Counts events.delivered.
+    int settle(Event &ev, std::shared_ptr<Hold> held, int rc);
     void count_result(int rc);  // handler.errors / handler.retries
     // A claimed item no handler's filter took (acked unseen): counted, and said once per
     // queue with what to do. Worker thread.
@@ -107,6 +131,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     void push_completion(Completion &&c);
     // HoldOwner (any thread)
     void hold_completed(size_t handler, int result) override;
+    void hold_ended(size_t handler) override;
     void held_item_done(const Event &ev, int result, std::string error,
                         int64_t retry_delay_ms) override;
     // stop(): waits for the holds until the deadline, then releases what is still held.
@@ -116,10 +141,12 @@ class Engine : private SubscriberSink, private HoldOwner {
     void set_error(const std::string &msg);
     int64_t stat_value(StatId id) const;  // an unlabelled row's value
     void teardown();
+    void abort_gates();  // stopping: every wait for room in a gate ends (kRelease)
 
     Config config_;
     std::string owner_;  // this engine's name in claims: random per engine
     std::vector<Slot> handlers_;
+    bool batching_ = false;  // a handler batches(): handle_take's batch path
     StateSink state_sink_;
     LogSink log_sink_;
     std::shared_ptr<HoldHub> holds_;  // held events; closed by stop()

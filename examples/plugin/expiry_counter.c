@@ -45,6 +45,7 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   0,
                                                   init,
                                                   handle,
-                                                  free};
+                                                  free,
+                                                  NULL};
 
 KW_HANDLER_DEFINE(descriptor)
