@@ -190,4 +190,33 @@ TEST_F(PluginClusterTest, SessionIndexBatchFollowsMovedForTheMovedIndexOnly) {
     EXPECT_LT(srem_calls(), n) << "one SREM per index key and batch";
 }
 
+// User A's index key has moved to the new owner while its slot is still migrating: the old
+// owner answers ASK, and the batch's SREM for A goes to the new owner after ASKING.
+TEST_F(PluginClusterTest, SessionIndexBatchFollowsAskDuringAMigration) {
+    const int n = 30;
+    load("session_index", "sessions", {{"index", "user:{user}:sessions"}});
+    const auto users = users_on_every_master(1);
+    const std::string moved = "user:" + users[0] + ":sessions";
+    for (int i = 0; i < n; i++) {
+        std::string index = "user:" + users[i % users.size()] + ":sessions";
+        on_owner(index, {"SADD", index, "sess:" + std::to_string(i)});
+    }
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    const size_t from = static_cast<size_t>(owner(moved));
+    size_t to = from;
+    for (size_t m : cluster_->masters())
+        if (m != from) to = m;
+    for (size_t m : cluster_->masters()) calls_on(m).start();
+    // Every key of the slot has moved when before_handover runs: A's index is on `to`.
+    cluster_->migrate_slot(keywatch::key_slot(moved), to, {}, [&] {
+        for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), users[i % users.size()]);
+        EXPECT_TRUE(engine_->stat_reaches("plugin.sessions.removed", n))
+            << engine_->stats_text({"plugin.sessions.removed", "plugin.sessions.absent"});
+    });
+    EXPECT_TRUE(engine_->stat_reaches("plugin.sessions.absent", 0)) << "nothing applied twice";
+    for (const auto &u : users)
+        EXPECT_EQ(on_owner("user:" + u + ":sessions", {"SCARD", "user:" + u + ":sessions"}), "0");
+    EXPECT_GE(calls_on(to).calls("asking"), 1) << "the new owner was asked";
+}
+
 }  // namespace
