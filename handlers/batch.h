@@ -67,6 +67,18 @@ static inline int kw_handle_many(kw_batch_fn fn, void *state, const kw_plugin_ho
     return fn(state, events, n, results, &sink, err, err_size);
 }
 
+/* The descriptor's handle and handle_batch of a plugin whose batch function is fn and whose
+ * state (a state_type) keeps the host table in its member `host`. */
+#define KW_BATCH_ENTRY_POINTS(fn, state_type)                                                \
+    static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {           \
+        return kw_handle_one(fn, p, ((const state_type *)p)->host, ev, err, n);              \
+    }                                                                                        \
+    static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t n,       \
+                            int *results, char *err, size_t err_size) {                      \
+        return kw_handle_many(fn, p, ((const state_type *)p)->host, events, n, results, err, \
+                              err_size);                                                     \
+    }
+
 /* Whether this host calls handle_batch (and has redis_pipeline and event_set_error). On an
  * older host the plugin works per event, and says so once, at init. */
 static inline int kw_host_batches(const kw_plugin_host_t *host) {

@@ -118,15 +118,7 @@ static int print_batch(void *p, const kw_plugin_event_t *const *events, size_t n
     return KW_OK;
 }
 
-static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
-    return kw_handle_one(print_batch, p, ((const state_t *)p)->host, ev, err, n);
-}
-
-static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t n, int *results,
-                        char *err, size_t err_size) {
-    return kw_handle_many(print_batch, p, ((const state_t *)p)->host, events, n, results, err,
-                          err_size);
-}
+KW_BATCH_ENTRY_POINTS(print_batch, state_t)
 
 static void close_state(void *p) {
     state_t *s = (state_t *)p;

@@ -297,15 +297,7 @@ static int append_batch(void *p, const kw_plugin_event_t *const *events, size_t 
     return KW_OK;
 }
 
-static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
-    return kw_handle_one(append_batch, p, ((const state_t *)p)->host, ev, err, n);
-}
-
-static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t n, int *results,
-                        char *err, size_t err_size) {
-    return kw_handle_many(append_batch, p, ((const state_t *)p)->host, events, n, results, err,
-                          err_size);
-}
+KW_BATCH_ENTRY_POINTS(append_batch, state_t)
 
 static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   sizeof(kw_plugin_descriptor_t),
