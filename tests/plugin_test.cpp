@@ -492,6 +492,34 @@ TEST_F(PluginTest, SessionIndexBatchCountsEveryEventExactlyAndRejectsOnlyTheBrok
     EXPECT_LT(server.calls("srem"), n / 2) << "one SREM per index key and batch";
 }
 
+// The engine's user may not write user 4's index (ACL): SREM answers NOPERM for it alone.
+// Those events are retried (then dead), every other event of the same batches is acked.
+TEST_F(PluginTest, SessionIndexRetriesOnlyTheEventsOfTheIndexItCannotWrite) {
+    const int n = 100;
+    redis_cmd({"ACL", "SETUSER", "engine", "on", ">pw", "~kw:*", "~sess:*", "~user:[0-3]:*", "&*",
+               "+@all"});
+    configure({{"redis.url",
+                "redis://engine:pw@" + redis().host() + ":" + std::to_string(redis().port())},
+               {"max_attempts", "2"}});
+    load("session_index", "s", {{"index", "user:{user}:sessions"}});
+    for (int i = 0; i < n; i++)
+        redis_cmd(
+            {"SADD", "user:" + std::to_string(i % 5) + ":sessions", "sess:" + std::to_string(i)});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("items.retried", n / 5)) << "once each, then dead";
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", n - n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.removed", n - n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.absent", 0));
+    EXPECT_EQ(redis_cmd({"SCARD", "user:4:sessions"}), std::to_string(n / 5));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "s: SREM: NOPERM")) << dead;
+    EXPECT_LT(server.calls("srem"), n / 2) << "one SREM per index key and batch";
+}
+
 // A 0.2 host (tests/plugins/old_host.c: no handle_batch, no redis_pipeline): the built-ins
 // work per event, say so once, and still send the script body only when a node lacks it.
 TEST_F(PluginTest, StreamAndSessionIndexWorkPerEventOnAnOlderHost) {
