@@ -429,7 +429,8 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   events.received             counter   events      events read from Redis (all types)
  *   events.received.<event>     counter   events      events read from Redis, per event name, e.g.
  *                                                     events.received.expired
- *   events.delivered            counter   calls       handler calls that returned
+ *   events.delivered            counter   calls       events handed to handlers whose calls
+ *                                                     returned (a batch of n events: n)
  *   events.dropped              counter   events      live events dropped because the dispatch
  *                                                     queue was full
  *   events.abandoned            counter   events      events still queued when stop's deadline
@@ -442,8 +443,9 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   handler.errors              counter   calls       handler calls that returned RETRY or REJECT
  *                                                     or an unknown code
  *   handler.retries             counter   calls       of those, RETRY
- *   handler.calls.<handler>     counter   calls       calls of one handler that returned; <handler>
- *                                                     is its registration index, from 0
+ *   handler.calls.<handler>     counter   calls       events one handler's calls returned (a batch
+ *                                                     of n events: n); <handler> is its
+ *                                                     registration index, from 0
  *   handler.errors.<handler>    counter   calls       of those, the calls that returned RETRY or
  *                                                     REJECT or an unknown code
  *   handler.acked.<handler>     counter   events      events one handler acknowledged: returned
@@ -457,7 +459,13 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     in acked, retried or rejected when it
  *                                                     completes (a hold released unfinished: in
  *                                                     none)
- *   handler.duration.<handler>  histogram seconds     how long one handler's calls took
+ *   handler.duration.<handler>  histogram seconds     how long one handler's calls took, observed
+ *                                                     once per event (each event of a batch: the
+ *                                                     batch's call)
+ *   handler.batches.<handler>   counter   calls       calls into one handler: one per handle_batch
+ *                                                     call (a plugin's batch of events), one per
+ *                                                     call of a handler that takes one event at a
+ *                                                     time; events per call = calls / batches
  *   conn.reconnects             counter   connections successful reconnects after a lost connection
  *   conn.state                  gauge     state       kw_conn_state of the subscriber (worst over
  *                                                     all nodes)

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/client/client.h"
+#include "core/plugins/plugin_host.h"
 #include "core/redis/slots.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
@@ -828,6 +829,72 @@ TEST_F(ClusterTest, CommandRoutedByKeyFollowsMovedToTheNewOwner) {
     r = client.command_for_key(keys[0], {"SET", keys[0], "v2"});
     ASSERT_TRUE(r) << client.last_error();
     EXPECT_EQ(cluster_->node(to).command({"GET", keys[0]}), "v2");
+}
+
+// The plugin host's redis_pipeline (RedisPool::commands): many commands routed by key,
+// pipelined per master. After a reshard the pool's client has a stale map: the commands of
+// the moved slot meet MOVED and run on the new owner, once each; the others keep their
+// replies.
+TEST_F(ClusterTest, PipelinedCommandsFollowMovedForTheMovedSlotOnlyAndRunOnce) {
+    keywatch::Config conf;
+    std::string err;
+    ASSERT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
+    keywatch::RedisPool pool(conf);
+    std::vector<std::string> keys;
+    for (size_t m : cluster_->masters()) keys.push_back(key_on(m, "piped-"));
+    auto incr_all = [&](std::vector<keywatch::ClusterRouter::Outcome> *out) {
+        std::vector<std::vector<std::string>> cmds;
+        for (int round = 0; round < 10; round++)
+            for (auto &key : keys) cmds.push_back({"INCR", key});
+        pool.commands(std::move(cmds), out);
+    };
+    std::vector<keywatch::ClusterRouter::Outcome> out;
+    incr_all(&out);  // the pool's client learns the topology
+    ASSERT_EQ(out.size(), 10 * keys.size());
+    for (auto &o : out) ASSERT_TRUE(o.reply) << o.error;
+    const int slot = keywatch::key_slot(keys[0]);
+    const size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
+    const size_t to = migrate_slot(slot);
+    incr_all(&out);
+    for (size_t i = 0; i < out.size(); i++) {
+        ASSERT_TRUE(out[i].reply) << i << ": " << out[i].error;
+        // Each INCR ran exactly once, in the order given per key.
+        EXPECT_EQ(keywatch::reply_to_string(out[i].reply.get()),
+                  std::to_string(10 + i / keys.size() + 1))
+            << i;
+    }
+    EXPECT_EQ(cluster_->node(to).command({"GET", keys[0]}), "20");
+    EXPECT_TRUE(contains(cluster_->node(from).command({"INFO", "errorstats"}), "errorstat_MOVED"))
+        << "the stale map was used first";
+}
+
+// During a slot's migration, commands for its keys already moved get ASK: ASKING and the
+// command go to the importing master; the rest of the pipeline is unaffected.
+TEST_F(ClusterTest, PipelinedCommandsFollowAskDuringAMigration) {
+    keywatch::Config conf;
+    std::string err;
+    ASSERT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
+    keywatch::RedisPool pool(conf);
+    std::vector<std::string> keys;
+    for (size_t m : cluster_->masters()) keys.push_back(key_on(m, "asked-"));
+    std::vector<keywatch::ClusterRouter::Outcome> out;
+    std::vector<std::vector<std::string>> cmds;
+    for (auto &key : keys) cmds.push_back({"INCR", key});
+    pool.commands(std::move(cmds), &out);
+    for (auto &o : out) ASSERT_TRUE(o.reply) << o.error;
+    const int slot = keywatch::key_slot(keys[0]);
+    size_t to = migrate_slot(slot, Order::AsListed, [&] {
+        std::vector<std::vector<std::string>> again;
+        for (auto &key : keys) again.push_back({"INCR", key});
+        pool.commands(std::move(again), &out);
+    });
+    ASSERT_EQ(out.size(), keys.size());
+    for (auto &o : out) {
+        ASSERT_TRUE(o.reply) << o.error;
+        EXPECT_EQ(keywatch::reply_to_string(o.reply.get()), "2");
+    }
+    EXPECT_EQ(cluster_->node(to).command({"GET", keys[0]}), "2");
+    EXPECT_TRUE(contains(cluster_->node(to).command({"INFO", "commandstats"}), "cmdstat_asking"));
 }
 
 TEST_F(ClusterTest, QueueMigratedAfterItsTrackedKeysIsSweptByItsNewOwner) {

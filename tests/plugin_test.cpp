@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -333,6 +334,125 @@ TEST_F(PluginTest, AnExceptionInACppPluginIsARetry) {
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     track("job:throws", "v");
     EXPECT_TRUE(engine_->stat_reaches("handler.retries", at_least(2)));
+}
+
+// ---- handle_batch (tests/plugins/batcher.c, old_descriptor, probe_cpp_batch) ----
+
+// Tracked keys that are all due (their keys expired) before the engine starts, so that a
+// claim takes many at once.
+class PluginBatchTest : public PluginTest {
+  protected:
+    void track_due(const std::vector<std::string> &keys) {
+        for (auto &k : keys) track(k, "v", 100);
+        ASSERT_TRUE(wait_until([&] { return redis_cmd({"EXISTS", keys.back()}) == "0"; }));
+    }
+    static std::vector<std::string> numbered(const std::string &prefix, int n) {
+        std::vector<std::string> out;
+        for (int i = 1; i <= n; i++) out.push_back(prefix + std::to_string(i));
+        return out;
+    }
+    // The record list, sorted.
+    std::vector<std::string> recorded(const std::string &list) {
+        std::vector<std::string> out;
+        std::istringstream in(redis_cmd({"LRANGE", list, "0", "-1"}));
+        for (std::string line; std::getline(in, line);) out.push_back(line);
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+    std::string dead_letters() {
+        return redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    }
+};
+
+TEST_F(PluginBatchTest, APluginBuiltForTheOldDescriptorIsCalledPerEventAndNeverPastItsSize) {
+    load(test_plugin("old_descriptor"), "old", {});
+    track_due(numbered("k:", 50));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.old.handled", 50)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 50));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 50));
+    EXPECT_TRUE(engine_->stat_reaches("handler.batches.0", 50)) << "one call per event";
+}
+
+TEST_F(PluginBatchTest, ABatchPluginGetsManyEventsPerCallWhenManyAreDue) {
+    load(test_plugin("batcher"), "b", {{"record", "calls"}});
+    track_due(numbered("ack:", 300));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("handler.acked.0", 300)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.events", 300));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.single", 0));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 300));
+    EXPECT_TRUE(engine_->stat_reaches("events.delivered", 300));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.multi", at_least(1)));
+    int64_t batches = 0;
+    EXPECT_TRUE(engine_->stat_reaches("handler.batches.0", at_most(299), &batches));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.batches", batches));
+    // Every event recorded once, through redis_pipeline.
+    EXPECT_EQ(recorded("calls").size(), 300u);
+}
+
+TEST_F(PluginBatchTest, EachEventOfABatchGetsItsOwnResult) {
+    configure({{"max_attempts", "2"}, {"workers", "1"}});
+    load(test_plugin("batcher"), "b", {{"record", "calls"}});
+    track_due({"ack:1", "retry:1", "reject:1", "none:1", "bad:1", "hold:1"});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 2));     // ack, hold
+    EXPECT_TRUE(engine_->stat_reaches("handler.rejected.0", 2));  // reject, bad
+    EXPECT_TRUE(engine_->stat_reaches("handler.retried.0", 4));   // retry, none: twice each
+    EXPECT_TRUE(engine_->stat_reaches("handler.pending.0", 1));   // hold
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.held", 1));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 8));
+    // Only the retried events came back.
+    EXPECT_EQ(recorded("calls"),
+              (std::vector<std::string>{"ack:1:1", "bad:1:1", "hold:1:1", "none:1:1", "none:1:2",
+                                        "reject:1:1", "retry:1:1", "retry:1:2"}));
+    // Each dead letter carries its own reason.
+    const std::string dead = dead_letters();
+    EXPECT_TRUE(contains(dead, "b: reject reject:1:1")) << dead;
+    EXPECT_TRUE(contains(dead, "b: returned 42, not a kw_result (rejected)")) << dead;
+    EXPECT_TRUE(contains(dead, "b: retry retry:1")) << dead;
+    EXPECT_TRUE(contains(dead, "b: handle_batch gave this event no result (retried)")) << dead;
+}
+
+TEST_F(PluginBatchTest, AWholeBatchFailureRetriesOnlyTheEventsWithoutAResult) {
+    configure({{"max_attempts", "2"}, {"workers", "1"}});
+    load(test_plugin("batcher"), "b", {{"record", "calls"}});
+    std::vector<std::string> keys = numbered("ack:", 5);
+    keys.push_back("fail:1");
+    track_due(keys);
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 5));
+    EXPECT_TRUE(engine_->stat_reaches("handler.retried.0", 2));
+    EXPECT_EQ(recorded("calls"),
+              (std::vector<std::string>{"ack:1:1", "ack:2:1", "ack:3:1", "ack:4:1", "ack:5:1",
+                                        "fail:1:1", "fail:1:2"}));
+    const std::string dead = dead_letters();
+    EXPECT_TRUE(contains(dead, "b: batch failed on purpose")) << dead;
+}
+
+TEST_F(PluginBatchTest, AnExceptionInACppBatchRetriesTheEventsItLeftWithoutResult) {
+    configure({{"max_attempts", "2"}, {"workers", "1"}});
+    load(test_plugin("probe_cpp_batch"), "pc", {});
+    track_due({"ack:1", "ack:2", "throw:1"});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 2));
+    EXPECT_TRUE(engine_->stat_reaches("handler.retried.0", 2));
+    const std::string dead = dead_letters();
+    EXPECT_TRUE(contains(dead, "pc: batch thrown on purpose")) << dead;
+    EXPECT_FALSE(contains(dead, "ack:")) << dead;
+}
+
+TEST_F(PluginBatchTest, SerialBatchCallsNeverOverlap) {
+    configure({{"workers", "4"}});
+    load(test_plugin("batcher_serial"), "s", {{"sleep_ms", "20"}});
+    track_due(numbered("ack:", 200));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.s.events", 200)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 200));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.overlap", 0));
 }
 
 TEST_F(PluginTest, SeveralInstancesOfOnePluginWithTheirOwnConfiguration) {

@@ -47,6 +47,10 @@ const std::vector<MetricMapping> kMetricMap = {
      T::None},
     {"handler.pending.<handler>", "keywatch_handler_holds_total", "", "", "", T::None},
     {"handler.duration.<handler>", "keywatch_handler_duration_seconds", "", "", "", T::None},
+    {"handler.batches.<handler>", "keywatch_handler_batches_total", "", "",
+     "calls into one handler (a batch of events or one event); events per call = "
+     "keywatch_handler_calls_total / keywatch_handler_batches_total",
+     T::None},
     {"conn.reconnects", nullptr, "", "", "covered by keywatch_reconnects_total", T::None},
     {"conn.state", "keywatch_connection_state", "", "",
      "state of the subscriber connections, the worst over all nodes: 0 disconnected, "

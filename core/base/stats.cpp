@@ -186,6 +186,11 @@ QueueStats *EngineStats::queue(const std::string &name) const {
     return it == queues_.end() ? nullptr : it->second.get();
 }
 
+void EngineStats::handler_batch(size_t handler) {
+    if (handler < handlers_.size())
+        handlers_[handler]->batches.fetch_add(1, std::memory_order_relaxed);
+}
+
 void EngineStats::handler_done(size_t handler, int result, int64_t duration_us) {
     if (handler >= handlers_.size()) return;
     PerHandler &h = *handlers_[handler];
@@ -308,6 +313,7 @@ void EngineStats::append(std::vector<StatSample> *out, bool fixed) const {
         out->push_back({StatId::HANDLER_PENDING, label, load(h.pending), {}});
         HistogramSnapshot d = h.duration.snapshot();
         out->push_back({StatId::HANDLER_DURATION, label, static_cast<int64_t>(d.count), d});
+        out->push_back({StatId::HANDLER_BATCHES, label, load(h.batches), {}});
     }
 }
 

@@ -24,7 +24,8 @@
     X(EVENTS_RECEIVED, "events.received", COUNTER, "events", "events read from Redis (all types)") \
     X(EVENTS_RECEIVED_BY_NAME, "events.received.<event>", COUNTER, "events",                       \
       "events read from Redis, per event name, e.g. events.received.expired")                      \
-    X(EVENTS_DELIVERED, "events.delivered", COUNTER, "calls", "handler calls that returned")       \
+    X(EVENTS_DELIVERED, "events.delivered", COUNTER, "calls",                                      \
+      "events handed to handlers whose calls returned (a batch of n events: n)")                   \
     X(EVENTS_DROPPED, "events.dropped", COUNTER, "events",                                         \
       "live events dropped because the dispatch queue was full")                                   \
     X(EVENTS_ABANDONED, "events.abandoned", COUNTER, "events",                                     \
@@ -38,7 +39,8 @@
       "handler calls that returned RETRY or REJECT or an unknown code")                            \
     X(HANDLER_RETRIES, "handler.retries", COUNTER, "calls", "of those, RETRY")                     \
     X(HANDLER_CALLS_BY_HANDLER, "handler.calls.<handler>", COUNTER, "calls",                       \
-      "calls of one handler that returned; <handler> is its registration index, from 0")           \
+      "events one handler's calls returned (a batch of n events: n); <handler> is its "            \
+      "registration index, from 0")                                                                \
     X(HANDLER_ERRORS_BY_HANDLER, "handler.errors.<handler>", COUNTER, "calls",                     \
       "of those, the calls that returned RETRY or REJECT or an unknown code")                      \
     X(HANDLER_ACKED, "handler.acked.<handler>", COUNTER, "events",                                 \
@@ -51,7 +53,11 @@
       "calls of one handler that held the event (kw_event_hold); the hold's result is counted "    \
       "in acked, retried or rejected when it completes (a hold released unfinished: in none)")     \
     X(HANDLER_DURATION, "handler.duration.<handler>", HISTOGRAM, "seconds",                        \
-      "how long one handler's calls took")                                                         \
+      "how long one handler's calls took, observed once per event (each event of a batch: the "    \
+      "batch's call)")                                                                             \
+    X(HANDLER_BATCHES, "handler.batches.<handler>", COUNTER, "calls",                              \
+      "calls into one handler: one per handle_batch call (a plugin's batch of events), one per "   \
+      "call of a handler that takes one event at a time; events per call = calls / batches")       \
     X(CONN_RECONNECTS, "conn.reconnects", COUNTER, "connections",                                  \
       "successful reconnects after a lost connection")                                             \
     X(CONN_STATE, "conn.state", GAUGE, "state",                                                    \
@@ -198,6 +204,8 @@ class EngineStats {
 
     // A handler call returned `result` after `duration_us`. Worker threads.
     void handler_done(size_t handler, int result, int64_t duration_us);
+    // One call into a handler (a batch, or one event). Worker threads.
+    void handler_batch(size_t handler);
     // A handler's result for one event: returned, or its hold completed. Any thread.
     void handler_result(size_t handler, int result);
     // An item of `queue` was handled with the combined result. Worker threads.
@@ -225,7 +233,8 @@ class EngineStats {
 
   private:
     struct PerHandler {
-        std::atomic<int64_t> calls{0}, errors{0}, acked{0}, retried{0}, rejected{0}, pending{0};
+        std::atomic<int64_t> calls{0}, errors{0}, acked{0}, retried{0}, rejected{0}, pending{0},
+            batches{0};
         Histogram duration;
     };
 

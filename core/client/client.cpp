@@ -98,6 +98,31 @@ int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
     return *reply ? KW_OK : router_.status();
 }
 
+void Client::commands(std::vector<std::vector<std::string>> &&cmds,
+                      std::vector<ClusterRouter::Outcome> *out) {
+    if (int rc = connect(); rc != KW_OK) {
+        out->clear();
+        out->resize(cmds.size());
+        for (auto &o : *out) {
+            o.status = rc;
+            o.error = error_;
+        }
+        return;
+    }
+    std::vector<Call> calls(cmds.size());
+    std::vector<ClusterRouter::Call *> ptrs(cmds.size());
+    for (size_t i = 0; i < cmds.size(); i++) {
+        Call &c = calls[i];
+        size_t k = first_key_index(cmds[i]);
+        c.script = nullptr;
+        c.slot = router_.cluster() && k ? key_slot(cmds[i][k]) : 0;
+        c.node = router_.master_for_slot(c.slot);
+        c.args = std::move(cmds[i]);
+        ptrs[i] = &c;
+    }
+    router_.exec_all(ptrs, out);
+}
+
 ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
     if (args.empty()) {
         fail(KW_ERR_INVALID_ARG, "command_for_key: no command given");

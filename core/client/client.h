@@ -121,6 +121,11 @@ class Client {
     // without a key goes to slot 0's master). KW_OK with *reply set, which may be the
     // command's own error reply; else a status with last_error() and *reply null.
     int command(const std::vector<std::string> &args, ReplyPtr *reply);
+    // Many commands, each routed like `command` by its own first key, through
+    // ClusterRouter::exec_all (pipelined per node, all nodes at once, redirects per
+    // command): (*out)[i] is cmds[i]'s outcome. Every command has an argument.
+    void commands(std::vector<std::vector<std::string>> &&cmds,
+                  std::vector<ClusterRouter::Outcome> *out);
     // Index in args of a command's first key: 3 for EVAL/EVALSHA/FCALL (and _RO) with
     // numkeys > 0, else 1; 0 when the command has no key (any master serves it).
     static size_t first_key_index(const std::vector<std::string> &args);

@@ -199,3 +199,127 @@ ReplyPtr ClusterRouter::gave_up(const Call &c, ReplyError kind, const std::strin
 }
 
 }  // namespace keywatch
+
+namespace keywatch {
+
+void ClusterRouter::exec_all(const std::vector<Call *> &calls, std::vector<Outcome> *outcomes) {
+    outcomes->clear();
+    outcomes->resize(calls.size());
+    std::vector<size_t> pending(calls.size());
+    for (size_t i = 0; i < calls.size(); i++) pending[i] = i;
+    std::vector<Redo> redo(calls.size());
+    bool refresh = false;
+    for (int round = 0; round < kMaxRedirects && !pending.empty(); round++) {
+        if (refresh && cluster_) refresh_topology();  // once per round, not per call
+        bool wait = false, down = false;
+        refresh = false;
+        exec_round(calls, &pending, &redo, outcomes, &refresh, &wait, &down);
+        if (wait && !pending.empty()) {
+            // 50ms doubling to 800ms, once per round: a failover or a slot move settles.
+            const Backoff backoff{50, 800};
+            std::this_thread::sleep_for(std::chrono::milliseconds(backoff.delay(round)));
+            refresh = refresh || down;
+        }
+    }
+    for (size_t i : pending) {
+        Outcome &o = (*outcomes)[i];
+        gave_up(*calls[i], redo[i].kind, redo[i].node, redo[i].reply);
+        o.status = status_;
+        o.error = error_;
+    }
+}
+
+void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<size_t> *pending,
+                               std::vector<Redo> *redo, std::vector<Outcome> *outcomes,
+                               bool *refresh, bool *wait, bool *down) {
+    // Route and send, per node in the order given.
+    std::vector<std::pair<BlockingRedis *, size_t>> sent;
+    std::vector<size_t> again;
+    for (size_t i : *pending) {
+        Call &c = *calls[i];
+        Outcome &o = (*outcomes)[i];
+        Redo &d = (*redo)[i];
+        if (!c.node) c.node = master_for_slot(c.slot);
+        if (!c.node) {
+            o.status = KW_ERR_REDIS;
+            o.error = "no master serves slot " + std::to_string(c.slot) +
+                      " now (is the cluster down?): retry later";
+            continue;
+        }
+        BlockingRedis *conn = node(*c.node);
+        bool ok = conn != nullptr;
+        if (ok && d.asking) ok = conn->send({"ASKING"});
+        if (ok) ok = conn->send(c.args);
+        if (!ok) {
+            // Never sent: once more after a refresh (a master that went away).
+            if (cluster_ && !d.rerouted) {
+                d.rerouted = true;
+                c.node.reset();
+                *refresh = true;
+                again.push_back(i);
+                continue;
+            }
+            o.status = conn ? KW_ERR_CONNECT : status_;
+            o.error = conn ? "not connected to Redis at " + c.node->str() : error_;
+            continue;
+        }
+        sent.emplace_back(conn, i);
+    }
+    // Receive in the same order: the connections share one event_base, so every node
+    // works at once.
+    std::map<BlockingRedis *, std::pair<int, std::string>> lost;
+    for (auto &[conn, i] : sent) {
+        Call &c = *calls[i];
+        Outcome &o = (*outcomes)[i];
+        Redo &d = (*redo)[i];
+        auto gone = lost.find(conn);
+        if (gone == lost.end() && d.asking && !conn->receive(options_.command_timeout_ms))
+            gone = lost.emplace(conn, std::make_pair(conn->status(), conn->error())).first;
+        ReplyPtr r = gone == lost.end() ? conn->receive(options_.command_timeout_ms) : nullptr;
+        if (!r && gone == lost.end())
+            gone = lost.emplace(conn, std::make_pair(conn->status(), conn->error())).first;
+        if (!r) {
+            // Sent and lost: it may have run, so it is not sent again.
+            const bool timeout = gone->second.first == KW_ERR_TIMEOUT;
+            o.status = timeout ? KW_ERR_TIMEOUT : KW_ERR_CONNECT;
+            o.error =
+                timeout
+                    ? gone->second.second
+                    : "lost the connection to Redis at " + c.node->str() +
+                          " after the command was sent (it may have run): " + gone->second.second;
+            continue;
+        }
+        d.asking = false;
+        const ReplyError kind = classify(r.get());
+        const bool redo = kind == ReplyError::Moved || kind == ReplyError::Ask ||
+                          kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown ||
+                          kind == ReplyError::Loading || (kind == ReplyError::NoScript && c.script);
+        if (!redo) {
+            o.reply = std::move(r);
+            o.status = KW_OK;
+            o.error.clear();
+            continue;
+        }
+        d.kind = kind;  // the last refusal, for gave_up
+        d.node = c.node->str();
+        d.reply.assign(r->str, r->len);
+        if (kind == ReplyError::NoScript) {
+            c.args[0] = "EVAL";
+            c.args[1] = c.script->body;
+        } else if (kind == ReplyError::Moved) {
+            *refresh = true;
+            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
+        } else if (kind == ReplyError::Ask) {
+            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
+            d.asking = true;
+        } else {
+            *wait = true;
+            if (kind == ReplyError::ClusterDown) *down = true;
+            c.node.reset();  // its slot's master after the wait
+        }
+        again.push_back(i);
+    }
+    pending->swap(again);
+}
+
+}  // namespace keywatch

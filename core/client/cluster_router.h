@@ -61,6 +61,21 @@ class ClusterRouter {
     // may be an error reply, is returned; null with status() and error() when none could
     // be had. c.node ends on the node that answered last.
     ReplyPtr exec(Call &c);
+    // exec_all's result for one call: the reply (possibly an error reply), or, with the
+    // reply null, a KW_ERR_* status and what failed.
+    struct Outcome {
+        ReplyPtr reply;
+        int status = 0;
+        std::string error;
+    };
+    // Every call on its slot's master, the calls for one node sent back to back on its
+    // connection and all nodes at once, in rounds (at most kMaxRedirects): a call answered
+    // MOVED, ASK, TRYAGAIN, CLUSTERDOWN or LOADING (NOSCRIPT, for a script) goes again in
+    // the next round, alone; the topology is read at most once per round and TRYAGAIN/
+    // CLUSTERDOWN wait once per round. A call whose node could not be reached is routed
+    // again after a refresh; one sent and then lost is not sent again (KW_ERR_CONNECT: it
+    // may have run). (*outcomes)[i] is calls[i]'s.
+    void exec_all(const std::vector<Call *> &calls, std::vector<Outcome> *outcomes);
     // One command on one node, as it is (no redirects); null with status() and error() when
     // the node cannot be reached or refuses the password.
     ReplyPtr call(const Endpoint &n, const std::vector<std::string> &args);
@@ -92,6 +107,18 @@ class ClusterRouter {
     // exec gave up after kMaxRedirects: why, from the last refusal.
     ReplyPtr gave_up(const Call &c, ReplyError kind, const std::string &node,
                      const std::string &reply);
+    // One round of exec_all: sends calls[i] for i in *pending (per node), reads the replies
+    // and leaves in *pending those to send again. *refresh: one was MOVED or a node could
+    // not be reached; *wait: one was TRYAGAIN or CLUSTERDOWN (*down: CLUSTERDOWN).
+    struct Redo {                            // exec_all: what happened to one call so far
+        ReplyError kind = ReplyError::None;  // the last refusal
+        std::string node, reply;             // where, and its text
+        bool asking = false;                 // ASK: send ASKING first
+        bool rerouted = false;               // its node could not be reached once
+    };
+    void exec_round(const std::vector<Call *> &calls, std::vector<size_t> *pending,
+                    std::vector<Redo> *redo, std::vector<Outcome> *outcomes, bool *refresh,
+                    bool *wait, bool *down);
 
     RouterOptions options_;
     RedisUrl seed_;  // the seed that answered (before connect: the first)

@@ -85,20 +85,24 @@ void Dispatcher::work(Take &take) {
         // Whoever takes work answers any wake-up in flight: the notified worker may find
         // nothing left and sleep again, and the next push must be free to wake someone.
         wake_pending_ = false;
-        // Take the next events in order, from the front batch.
-        std::vector<Event> &front = batches_.front();
-        // A fair share, so that one slow handler holds up as few other events as possible.
+        // A fair share, so that one slow handler holds up as few other events as possible,
+        // in order, from as many pushed batches as it takes (on a cluster each claim reply
+        // is pushed on its own, and handlers that batch want the whole share).
         size_t share =
             (count_ + static_cast<size_t>(nworkers_) - 1) / static_cast<size_t>(nworkers_);
-        size_t n = std::min({kTakeBatch, share, front.size() - front_taken_});
-        for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
-        front_taken_ += n;
-        count_ -= n;
-        if (front_taken_ == front.size()) {
-            front.clear();
-            if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));
-            batches_.pop_front();
-            front_taken_ = 0;
+        const size_t want = std::min(kTakeBatch, share);
+        while (mine.size() < want && !batches_.empty()) {
+            std::vector<Event> &front = batches_.front();
+            size_t n = std::min(want - mine.size(), front.size() - front_taken_);
+            for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
+            front_taken_ += n;
+            count_ -= n;
+            if (front_taken_ == front.size()) {
+                front.clear();
+                if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));
+                batches_.pop_front();
+                front_taken_ = 0;
+            }
         }
         // More left: let a sleeping worker help.
         if (count_ > 0 && sleepers_ > 0 && !wake_pending_) {
@@ -107,7 +111,7 @@ void Dispatcher::work(Take &take) {
         }
         busy_++;
         lock.unlock();
-        for (auto &ev : mine) handle_(ev);
+        handle_(mine.data(), mine.size());
         lock.lock();
         mine.clear();
         busy_--;

@@ -1,7 +1,8 @@
 // Dispatcher: a bounded queue of events and the worker threads that run handlers, so a
 // slow handler never stalls the event loop. The loop hands over whole batches (one lock,
 // at most one wake-up per batch, and the batch's vector is recycled rather than copied
-// event by event); a worker takes its fair share (up to kTakeBatch events) in order, and
+// event by event); a worker takes its fair share (up to kTakeBatch events, across as many
+// handed-over batches as that needs) in order, hands the whole take to the engine, and
 // wakes a sleeping worker only when some are left. Thread-safe as documented per method.
 #pragma once
 
@@ -20,8 +21,8 @@ namespace keywatch {
 
 class Dispatcher {
   public:
-    // Runs every handler an event matches; called on a worker thread.
-    using Handle = std::function<void(Event &)>;
+    // Runs every handler each event of a take matches; called on a worker thread.
+    using Handle = std::function<void(Event *events, size_t n)>;
 
     Dispatcher(size_t capacity, int workers, Handle handle);
     ~Dispatcher();  // stop(0) if still running

@@ -24,9 +24,9 @@ Engine::Engine(Config config)
     : config_(std::move(config)),
       owner_(random_owner()),
       loop_(std::make_unique<EventLoop>()),
-      dispatcher_(std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size),
-                                               config_.workers,
-                                               [this](Event &ev) { handle(ev); })) {
+      dispatcher_(
+          std::make_unique<Dispatcher>(static_cast<size_t>(config_.queue_size), config_.workers,
+                                       [this](Event *evs, size_t n) { handle_take(evs, n); })) {
     holds_ = std::make_shared<HoldHub>(static_cast<HoldOwner *>(this));
     completion_ev_.reset(event_new(loop_->base(), -1, 0, &Engine::on_completions, this));
 }
@@ -45,6 +45,7 @@ int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
         return KW_ERR_STATE;
     }
     auto serial = handler->serial() ? std::make_unique<std::mutex>() : nullptr;
+    batching_ = batching_ || handler->batches();
     handlers_.push_back({filter, std::move(handler), std::move(serial)});
     return KW_OK;
 }
@@ -280,40 +281,84 @@ int Engine::stop(int64_t timeout_ms) {
     return KW_OK;
 }
 
-void Engine::handle(Event &ev) {
-    bool tracked = ev.tracked();
-    if (tracked) {
-        ev.max_attempts = static_cast<int>(config_.max_attempts);
-        // Lateness of first deliveries: retries are late on purpose.
-        int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
-        if (ev.attempt == 1) stats_.lateness(ev.queue, late);
-        int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
-        while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
-        }
+namespace {
+// Several handlers may match: the item is acked only if all ack; any REJECT sends it to the
+// dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+void combine(int *combined, int rc) {
+    if (rc == KW_RESULT_RETRY) {
+        if (*combined == KW_RESULT_ACK) *combined = KW_RESULT_RETRY;
+    } else if (rc != KW_RESULT_ACK) {
+        *combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
     }
-    // Several handlers may match: the item is acked only if all ack; any REJECT sends it
-    // to the dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+}
+
+int64_t us_since(std::chrono::steady_clock::time_point began) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 began)
+        .count();
+}
+}  // namespace
+
+void Engine::handle_take(Event *evs, size_t n) {
+    if (!batching_) {
+        for (size_t i = 0; i < n; i++) handle(evs[i]);
+        return;
+    }
+    std::deque<Delivery> deliveries;  // not movable: built in place, one per event
+    std::vector<int> combined(n, KW_RESULT_ACK);
+    std::vector<char> matched(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        prologue(evs[i]);
+        deliveries.emplace_back(*holds_, evs[i]);
+    }
+    for (size_t h = 0; h < handlers_.size(); h++)
+        if (handlers_[h].handler->batches())
+            call_batch(h, evs, n, deliveries, combined.data(), matched.data());
+    for (size_t i = 0; i < n; i++) {
+        bool m = matched[i] != 0;
+        call_each(evs[i], deliveries[i], true, &combined[i], &m);
+        finish(evs[i], deliveries[i], combined[i], m);
+    }
+}
+
+void Engine::handle(Event &ev) {
+    prologue(ev);
     int combined = KW_RESULT_ACK;
     bool matched = false;
     Delivery delivery(*holds_, ev);
+    call_each(ev, delivery, false, &combined, &matched);
+    finish(ev, delivery, combined, matched);
+}
+
+void Engine::prologue(Event &ev) {
+    if (!ev.tracked()) return;
+    ev.max_attempts = static_cast<int>(config_.max_attempts);
+    // Lateness of first deliveries: retries are late on purpose.
+    int64_t late = ev.attempt == 1 ? wall_ms() - ev.deadline_ms : 0;
+    if (ev.attempt == 1) stats_.lateness(ev.queue, late);
+    int64_t seen = counters_.lateness_max.load(std::memory_order_relaxed);
+    while (late > seen && !counters_.lateness_max.compare_exchange_weak(seen, late)) {
+    }
+}
+
+void Engine::call_each(Event &ev, Delivery &delivery, bool skip_batching, int *combined,
+                       bool *matched) {
     for (size_t i = 0; i < handlers_.size(); i++) {
         auto &h = handlers_[i];
+        if (skip_batching && h.handler->batches()) continue;
         if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
-        matched = true;
+        *matched = true;
         const auto began = std::chrono::steady_clock::now();
         int rc = call(i, ev, delivery);
-        stats_.handler_done(i, rc,
-                            std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now() - began)
-                                .count());
+        stats_.handler_done(i, rc, us_since(began));
         if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
         count_result(rc);
-        if (rc == KW_RESULT_RETRY) {
-            if (combined == KW_RESULT_ACK) combined = KW_RESULT_RETRY;
-        } else if (rc != KW_RESULT_ACK) {
-            combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
-        }
+        combine(combined, rc);
     }
+}
+
+void Engine::finish(Event &ev, Delivery &delivery, int combined, bool matched) {
+    bool tracked = ev.tracked();
     if (tracked && !matched) note_unhandled(ev);
     if (delivery.held()) {
         delivery.finish(combined, std::move(ev.error));
@@ -323,6 +368,50 @@ void Engine::handle(Event &ev) {
     if (tracked)
         push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
                          ev.slot, ev.ts_ms});
+}
+
+void Engine::call_batch(size_t index, Event *evs, size_t n, std::deque<Delivery> &deliveries,
+                        int *combined, char *matched) {
+    Slot &h = handlers_[index];
+    std::vector<Event *> pick;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < n; i++) {
+        Event &ev = evs[i];
+        if (!h.filter.matches(ev.name, ev.db, ev.key, ev.queue)) continue;
+        matched[i] = 1;
+        pick.push_back(&ev);
+        at.push_back(i);
+    }
+    if (pick.empty()) return;
+    std::vector<int> rcs(pick.size(), Handler::kNoResult);
+    for (size_t i : at) deliveries[i].begin_call(index);
+    const auto began = std::chrono::steady_clock::now();
+    try {
+        std::unique_lock<std::mutex> one_at_a_time;
+        if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
+        h.handler->handle_batch(pick.data(), pick.size(), rcs.data());
+    } catch (...) {
+        // Nothing crosses back into the engine: the events without a result are retried.
+        for (size_t j = 0; j < pick.size(); j++)
+            if (rcs[j] == Handler::kNoResult && pick[j]->error.empty())
+                pick[j]->error = "the handler threw an exception";
+    }
+    const int64_t took = us_since(began);
+    stats_.handler_batch(index);
+    for (size_t j = 0; j < pick.size(); j++) {
+        Event &ev = *pick[j];
+        int rc = rcs[j];
+        if (rc == Handler::kNoResult) {
+            rc = KW_RESULT_RETRY;
+            if (ev.error.empty()) ev.error = h.handler->name() + ": gave this event no result";
+        }
+        // Each event records the duration of the call it was in.
+        rc = settle(ev, deliveries[at[j]].end_call(), rc);
+        stats_.handler_done(index, rc, took);
+        if (rc == KW_RESULT_PENDING) continue;
+        count_result(rc);
+        combine(&combined[at[j]], rc);
+    }
 }
 
 void Engine::note_unhandled(const Event &ev) {
@@ -353,7 +442,11 @@ int Engine::call(size_t index, Event &ev, Delivery &delivery) {
         rc = KW_RESULT_RETRY;
         if (ev.error.empty()) ev.error = "the handler threw an exception";
     }
-    std::shared_ptr<Hold> held = delivery.end_call();
+    stats_.handler_batch(index);
+    return settle(ev, delivery.end_call(), rc);
+}
+
+int Engine::settle(Event &ev, std::shared_ptr<Hold> held, int rc) {
     counters_.delivered.fetch_add(1, std::memory_order_relaxed);
     if (held) {
         // Held, but returned a result: that result completes the Hold.
@@ -525,6 +618,7 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::HANDLER_REJECTED:
         case StatId::HANDLER_PENDING:
         case StatId::HANDLER_DURATION:
+        case StatId::HANDLER_BATCHES:
         case StatId::NODE_STATE:
         case StatId::NODE_RECONNECTS:
         case StatId::NODE_RECEIVED:

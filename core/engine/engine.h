@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,9 +97,23 @@ class Engine : private SubscriberSink, private HoldOwner {
     // Fanout, workers and loop started; waits for the first handshake; the sweepers after.
     int launch(Fanout::Options fo, bool check_only);
     int wait_started(std::string *message);  // the backstop deadline; start_status_
+    // A worker's take: with no handler that batches, handle() per event; else each such
+    // handler gets the events it matches in one call, then the others run per event.
+    void handle_take(Event *evs, size_t n);  // worker thread
     void handle(Event &ev);                  // worker thread
+    // handle's parts: lateness and attempts; the per-event handlers (those that batch
+    // skipped when skip_batching); the combined result to the hold or the sweepers.
+    void prologue(Event &ev);
+    void call_each(Event &ev, Delivery &delivery, bool skip_batching, int *combined, bool *matched);
+    void finish(Event &ev, Delivery &delivery, int combined, bool matched);
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
+    // One handle_batch call of a handler that batches, over the take's events it matches.
+    void call_batch(size_t handler, Event *evs, size_t n, std::deque<Delivery> &deliveries,
+                    int *combined, char *matched);
+    // After a call: a held event's result completes its Hold (PENDING); PENDING without a
+    // hold is RETRY (kPendingWithoutHold). Counts events.delivered.
+    int settle(Event &ev, std::shared_ptr<Hold> held, int rc);
     void count_result(int rc);  // handler.errors / handler.retries
     // A claimed item no handler's filter took (acked unseen): counted, and said once per
     // queue with what to do. Worker thread.
@@ -120,6 +135,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     Config config_;
     std::string owner_;  // this engine's name in claims: random per engine
     std::vector<Slot> handlers_;
+    bool batching_ = false;  // a handler batches(): handle_take's batch path
     StateSink state_sink_;
     LogSink log_sink_;
     std::shared_ptr<HoldHub> holds_;  // held events; closed by stop()

@@ -11,7 +11,11 @@
 //  - It must not throw; an exception that escapes anyway counts as KW_RESULT_RETRY.
 //  - The destructor is the release: the engine destroys its handlers once, after its
 //    workers stopped (kw_engine_free), so a handler never runs after it is released.
-// Thread-safety: handle() as above; name() and serial() from any thread (constant).
+//  - A handler whose batches() is true gets, instead, the events of a worker's take that its
+//    filter matches in one handle_batch() call (plugins with handle_batch): results[i] is
+//    events[i]'s result, as handle() would return it (reasons in events[i]->error).
+// Thread-safety: handle() and handle_batch() as above; name(), serial() and batches() from
+// any thread (constant).
 #pragma once
 
 #include <memory>
@@ -30,6 +34,16 @@ class Handler {
     virtual const std::string &name() const = 0;
     // True: calls must not overlap (the engine runs them one at a time).
     virtual bool serial() const { return false; }
+    // True: the engine calls handle_batch (worker thread) instead of handle per event.
+    virtual bool batches() const { return false; }
+    // results come in at kNoResult; one left there is retried. An exception retries every
+    // event still at kNoResult.
+    virtual void handle_batch(Event *const *events, size_t n, int *results) {
+        (void)events;
+        (void)n;
+        (void)results;
+    }
+    static constexpr int kNoResult = -1;  // = KW_PLUGIN_NO_RESULT
 };
 
 using HandlerPtr = std::unique_ptr<Handler>;

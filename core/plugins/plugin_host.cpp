@@ -139,6 +139,95 @@ int host_redis(const kw_plugin_host_t *host, int argc, const char *const *argv,
     }
 }
 
+// Commands per redis_pipeline call: bounds the replies held at once.
+constexpr size_t kMaxPipeline = 65536;
+
+// The commands as the pool takes them; an invalid one gets KW_ERR_INVALID_ARG and is left
+// out (at: the index of each one kept).
+std::vector<std::vector<std::string>> pipeline_args(size_t n, const kw_redis_command_t *commands,
+                                                    int *statuses, std::vector<size_t> *at) {
+    std::vector<std::vector<std::string>> cmds;
+    cmds.reserve(n);
+    for (size_t i = 0; i < n; i++) {
+        const kw_redis_command_t &c = commands[i];
+        bool ok = c.argc > 0 && c.argv;
+        for (int j = 0; ok && j < c.argc; j++) ok = c.argv[j] != nullptr;
+        if (!ok) {
+            statuses[i] = KW_ERR_INVALID_ARG;
+            continue;
+        }
+        std::vector<std::string> args;
+        args.reserve(static_cast<size_t>(c.argc));
+        for (int j = 0; j < c.argc; j++)
+            args.emplace_back(c.argv[j], c.argvlen ? c.argvlen[j] : strlen(c.argv[j]));
+        cmds.push_back(std::move(args));
+        at->push_back(i);
+    }
+    return cmds;
+}
+
+int host_redis_pipeline(const kw_plugin_host_t *host, size_t n, const kw_redis_command_t *commands,
+                        kw_reply_t **replies, int *statuses, char *err, size_t err_size) {
+    if (!host || n > kMaxPipeline || (n > 0 && (!commands || !replies || !statuses))) {
+        write_err(err, err_size,
+                  "redis_pipeline: n must be at most " + std::to_string(kMaxPipeline) +
+                      " and commands, replies and statuses not NULL");
+        return KW_ERR_INVALID_ARG;
+    }
+    for (size_t i = 0; i < n; i++) {
+        replies[i] = nullptr;
+        statuses[i] = KW_OK;
+    }
+    try {
+        std::vector<size_t> at;
+        auto cmds = pipeline_args(n, commands, statuses, &at);
+        std::vector<ClusterRouter::Outcome> outcomes;
+        if (!cmds.empty()) PluginContext::of(host).redis().commands(std::move(cmds), &outcomes);
+        std::vector<std::string> why(n);
+        for (size_t j = 0; j < at.size(); j++) {
+            const size_t i = at[j];
+            ClusterRouter::Outcome &o = outcomes[j];
+            if (o.reply) {
+                replies[i] = make_tree(std::move(o.reply));
+                if (!replies[i]) statuses[i] = KW_ERR_NOMEM;
+            } else {
+                statuses[i] = o.status != KW_OK ? o.status : KW_ERR_INTERNAL;
+                why[i] = o.error;
+            }
+        }
+        size_t failed = 0, first = n;
+        for (size_t i = 0; i < n; i++)
+            if (statuses[i] != KW_OK && failed++ == 0) first = i;
+        if (failed == 0) return KW_OK;
+        const std::string what = statuses[first] == KW_ERR_INVALID_ARG
+                                     ? "argc <= 0 or a NULL argument"
+                                 : statuses[first] == KW_ERR_NOMEM ? "out of memory"
+                                                                   : why[first];
+        write_err(err, err_size,
+                  "redis_pipeline: " + std::to_string(failed) + " of " + std::to_string(n) +
+                      " commands failed; command " + std::to_string(first) + ": " + what);
+        return statuses[first];
+    } catch (const std::bad_alloc &) {
+        write_err(err, err_size, "out of memory");
+    } catch (const std::exception &e) {
+        write_err(err, err_size, e.what());
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i]) reply_free(replies[i]);
+        replies[i] = nullptr;
+        statuses[i] = KW_ERR_INTERNAL;
+    }
+    return KW_ERR_INTERNAL;
+}
+
+void event_set_error(const kw_plugin_event_t *ev, const char *reason) {
+    if (!ev) return;
+    try {
+        const_cast<kw_plugin_event_t *>(ev)->reason = reason ? reason : "";  // the worker's own
+    } catch (...) {
+    }
+}
+
 const Event &E(const kw_plugin_event_t *ev) {
     return *ev->ev;
 }
@@ -250,21 +339,36 @@ int host_complete(kw_plugin_hold_t *hold, int result, const char *reason, int64_
 
 }  // namespace
 
-int RedisPool::command(const std::vector<std::string> &args, ReplyPtr *reply, std::string *err) {
-    std::unique_ptr<Client> client;
+std::unique_ptr<Client> RedisPool::take() {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (!idle_.empty()) {
-            client = std::move(idle_.back());
+            std::unique_ptr<Client> client = std::move(idle_.back());
             idle_.pop_back();
+            return client;
         }
     }
-    if (!client) client = std::make_unique<Client>(config_);
-    int rc = client->command(args, reply);
-    if (rc != KW_OK) *err = client->last_error();
+    return std::make_unique<Client>(config_);
+}
+
+void RedisPool::give_back(std::unique_ptr<Client> client) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_.push_back(std::move(client));
+}
+
+int RedisPool::command(const std::vector<std::string> &args, ReplyPtr *reply, std::string *err) {
+    std::unique_ptr<Client> client = take();
+    int rc = client->command(args, reply);
+    if (rc != KW_OK) *err = client->last_error();
+    give_back(std::move(client));
     return rc;
+}
+
+void RedisPool::commands(std::vector<std::vector<std::string>> &&cmds,
+                         std::vector<ClusterRouter::Outcome> *out) {
+    std::unique_ptr<Client> client = take();
+    client->commands(std::move(cmds), out);
+    give_back(std::move(client));
 }
 
 PluginContext::PluginContext(std::string instance, LogSink log, std::shared_ptr<RedisPool> redis)
@@ -294,6 +398,9 @@ PluginContext::PluginContext(std::string instance, LogSink log, std::shared_ptr<
     t.event_field = &event_field;
     t.hold = &host_hold;
     t.complete = &host_complete;
+    t.event_set_error = &event_set_error;
+    t.redis_pipeline = &host_redis_pipeline;
+    t.set_max_in_flight = nullptr;  // not built yet (docs/plugins.md)
     host_.context = this;
 }
 

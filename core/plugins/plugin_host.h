@@ -1,10 +1,10 @@
 // Plugin host: keywatch's side of the plugin ABI. One PluginContext per plugin instance
 // holds its name, counters, log sink and access to Redis, and the host table
 // (kw_plugin_host_t) that the plugin calls back through. PluginEvent is what a plugin sees
-// as kw_plugin_event_t during one handle() call. RedisPool runs the host's "command routed
-// by key" on a small pool of blocking Clients (core/client/client.h), one per concurrent caller.
-// Thread-safety: PluginContext and RedisPool are thread-safe; a PluginEvent belongs to the
-// worker handling it; PluginConfig is used by init on the loading thread only.
+// as kw_plugin_event_t during one handle() or handle_batch() call. RedisPool runs the host's
+// "command routed by key" on a small pool of blocking Clients (core/client/client.h), one per
+// concurrent caller. Thread-safety: PluginContext and RedisPool are thread-safe; a PluginEvent
+// belongs to the worker handling it; PluginConfig is used by init on the loading thread only.
 #pragma once
 
 #include <functional>
@@ -35,6 +35,7 @@ struct kw_plugin_event {
     bool built = false;
     bool held = false;                      // host->hold took the event over
     const std::string *instance = nullptr;  // the handling instance's name (reasons' prefix)
+    std::string reason;                     // host->event_set_error's, for RETRY or REJECT
     std::string json;
     std::vector<std::pair<std::string, std::string>> fields;
 };
@@ -72,8 +73,14 @@ class RedisPool {
     explicit RedisPool(Config config) : config_(std::move(config)) {}
     // Client::command on a client of the pool. KW_OK with *reply, or a status and *err.
     int command(const std::vector<std::string> &args, ReplyPtr *reply, std::string *err);
+    // Client::commands on a client of the pool (one outcome per command).
+    void commands(std::vector<std::vector<std::string>> &&cmds,
+                  std::vector<ClusterRouter::Outcome> *out);
 
   private:
+    std::unique_ptr<Client> take();
+    void give_back(std::unique_ptr<Client> client);
+
     Config config_;
     std::mutex mu_;
     std::vector<std::unique_ptr<Client>> idle_;

@@ -33,7 +33,10 @@ PluginHandler::PluginHandler(std::shared_ptr<PluginLibrary> library,
       context_(std::move(context)),
       d_(library_->descriptor()),
       state_(state),
-      serial_((d_->flags & KW_PLUGIN_SERIAL) != 0) {}
+      serial_((d_->flags & KW_PLUGIN_SERIAL) != 0),
+      // Never read past the plugin's descriptor: one built before handle_batch is shorter.
+      batch_(KW_PLUGIN_HAS(d_->size, kw_plugin_descriptor_t, handle_batch) && d_->handle_batch &&
+             KW_PLUGIN_HAS(context_->table()->size, kw_plugin_host_t, redis_pipeline)) {}
 
 PluginHandler::~PluginHandler() {
     if (d_->close) d_->close(state_);
@@ -52,6 +55,39 @@ int PluginHandler::handle(Event &ev) {
         rc = d_->handle(state_, &pe, err, sizeof err);
     }
     if (lock.owns_lock()) lock.unlock();
+    return settle(pe, rc, err, KW_OK);
+}
+
+void PluginHandler::handle_batch(Event *const *events, size_t n, int *results) {
+    std::vector<PluginEvent> pes;
+    pes.reserve(n);  // never moved: the plugin holds pointers to them during the call
+    std::vector<const kw_plugin_event_t *> ptrs(n);
+    for (size_t i = 0; i < n; i++) {
+        pes.emplace_back(*events[i]);
+        pes[i].instance = &name();
+        ptrs[i] = &pes[i];
+        results[i] = KW_PLUGIN_NO_RESULT;
+    }
+    char err[1024];
+    err[0] = '\0';
+    std::unique_lock<std::mutex> lock(serial_mu_, std::defer_lock);
+    if (serial_) lock.lock();
+    int status = d_->handle_batch(state_, ptrs.data(), n, results, err, sizeof err);
+    if (lock.owns_lock()) lock.unlock();
+    for (size_t i = 0; i < n; i++) results[i] = settle(pes[i], results[i], err, status);
+}
+
+int PluginHandler::settle(PluginEvent &pe, int rc, const char *err, int status) const {
+    Event &ev = *pe.ev;
+    const std::string &why = pe.reason.empty() ? std::string(err) : pe.reason;
+    if (rc == KW_PLUGIN_NO_RESULT) {
+        if (status != KW_OK)
+            ev.error = name() + ": " +
+                       (why.empty() ? "handle_batch failed (" + std::to_string(status) + ")" : why);
+        else
+            ev.error = name() + ": handle_batch gave this event no result (retried)";
+        return KW_RESULT_RETRY;
+    }
     if (rc == KW_RESULT_PENDING && !pe.held) {
         ev.error = name() +
                    ": returned KW_RESULT_PENDING without taking the event with "
@@ -63,7 +99,8 @@ int PluginHandler::handle(Event &ev) {
         ev.error = name() + ": returned " + std::to_string(rc) + ", not a kw_result (rejected)";
         return KW_RESULT_REJECT;
     }
-    if (rc != KW_RESULT_ACK && rc != KW_RESULT_PENDING && err[0]) ev.error = name() + ": " + err;
+    if (rc != KW_RESULT_ACK && rc != KW_RESULT_PENDING && !why.empty())
+        ev.error = name() + ": " + why;
     return rc;
 }
 

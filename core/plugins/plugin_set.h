@@ -6,9 +6,9 @@
 // Lifetime: a PluginHandler closes its instance and releases the library (dlclose when no
 // other instance uses it) in its destructor, which the engine runs after its workers
 // stopped: a plugin is never unloaded while a worker may call it.
-// Thread-safety: PluginHandler::handle from workers (serialised for KW_PLUGIN_SERIAL);
-// PluginSet::add by the engine's owner before start; PluginSet::stat and append_stats
-// from any thread.
+// Thread-safety: PluginHandler::handle and handle_batch from workers (serialised for
+// KW_PLUGIN_SERIAL); PluginSet::add by the engine's owner before start; PluginSet::stat and
+// append_stats from any thread.
 #pragma once
 
 #include <map>
@@ -37,16 +37,27 @@ class PluginHandler : public Handler {
                   void *state);
     ~PluginHandler() override;
     int handle(Event &ev) override;
+    // The plugin's handle_batch: only when batches(), that is when the plugin's descriptor
+    // covers it and sets it and the host table has redis_pipeline.
+    void handle_batch(Event *const *events, size_t n, int *results) override;
     const std::string &name() const override { return context_->instance(); }
     bool serial() const override { return serial_; }
+    bool batches() const override { return batch_; }
 
   private:
+    // The plugin's result for one event as the engine takes it (the reason, from
+    // event_set_error, else err, into the event's error; invalid results rejected).
+    // status: handle_batch's return (KW_OK for handle): an event left at
+    // KW_PLUGIN_NO_RESULT is retried with err when the batch failed as a whole.
+    int settle(PluginEvent &pe, int rc, const char *err, int status) const;
+
     std::shared_ptr<PluginLibrary> library_;  // released last
     std::shared_ptr<PluginContext> context_;
     const kw_plugin_descriptor_t *d_;
     void *state_;
     bool serial_;
-    std::mutex serial_mu_;  // KW_PLUGIN_SERIAL: one handle call at a time
+    bool batch_;            // handle_batch is called
+    std::mutex serial_mu_;  // KW_PLUGIN_SERIAL: one handle or handle_batch call at a time
 };
 
 struct PluginSpec {

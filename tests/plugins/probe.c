@@ -7,6 +7,8 @@
  *   KW_TEST_NULL_HANDLE   handle is NULL
  *   KW_TEST_NO_ENTRY      no KW_HANDLER_DEFINE: no kw_handler_entry
  *   KW_TEST_UNDEFINED     needs a symbol nothing defines: dlopen(RTLD_NOW) fails
+ *   KW_TEST_OLD_DESCRIPTOR  descriptor size as before handle_batch was appended, with a
+ *                         handle_batch that aborts behind it: the host must never read it
  * The probe's options: record (a list: RPUSH "<key>:<attempt>" per call), retry_first
  * (1: the first attempt returns KW_RESULT_RETRY), fail_init (init fails with this text),
  * abort (1: abort() the process on every call, as a crashing plugin does).
@@ -94,6 +96,8 @@ static void release(void *p) {
 #endif
 #if defined(KW_TEST_SHORT)
 #define SIZE 16
+#elif defined(KW_TEST_OLD_DESCRIPTOR)
+#define SIZE offsetof(kw_plugin_descriptor_t, handle_batch)
 #else
 #define SIZE sizeof(kw_plugin_descriptor_t)
 #endif
@@ -105,8 +109,19 @@ handle_fn kw_test_unused_handle = handle; /* keeps it compiled */
 #define HANDLE handle
 #endif
 
+#if defined(KW_TEST_OLD_DESCRIPTOR)
+static int poison(void *state, const kw_plugin_event_t *const *events, size_t n, int *results,
+                  char *err, size_t err_size) {
+    (void)state, (void)events, (void)n, (void)results, (void)err, (void)err_size;
+    abort(); /* past the descriptor's size: a host that calls it read too far */
+}
+#define BATCH poison
+#else
+#define BATCH NULL
+#endif
+
 static const kw_plugin_descriptor_t descriptor = {ABI,  SIZE,   "probe", "0.0.1", 0,
-                                                  init, HANDLE, release, NULL};
+                                                  init, HANDLE, release, BATCH};
 
 #ifndef KW_TEST_NO_ENTRY
 KW_HANDLER_DEFINE(descriptor)
