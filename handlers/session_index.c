@@ -3,7 +3,10 @@
  * session from its user's index (a set, hash or sorted set), so an index never lists dead
  * sessions. The user comes from the event's value snapshot (whole value or a JSON field)
  * or from a capture in the key; the index key is built from a template. The index may live
- * in any slot of a cluster: host->redis routes the command by its key.
+ * in any slot of a cluster: the host routes each command by its key. A batch of events
+ * (handle_batch) sends one command per index key (SREM key m1 m2 ...), pipelined to every
+ * master at once (host->redis_pipeline); each event gets its own result (a failing index
+ * fails only the events of that index).
  *
  * Options (docs/plugins.md):
  *   index    required: index key template with {user}, e.g. "user:{user}:sessions"
@@ -15,12 +18,14 @@
  *            match is rejected
  *   member   key (default: the whole key) | session (the {session} capture)
  * Counters: removed (the member was in the index), absent (it was not).
- * Thread-safety: the state is read-only after init; handle runs concurrently.
+ * Thread-safety: the state is read-only after init; handle and handle_batch run
+ * concurrently.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "keywatch_plugin.h"
 
 enum { USER_VALUE, USER_JSON, USER_KEY };
@@ -34,6 +39,7 @@ typedef struct state {
     char *json_field;
     char *pattern; /* NULL: none */
     int member_from;
+    int pipeline; /* the host has redis_pipeline */
 } state_t;
 
 typedef struct span {
@@ -218,56 +224,184 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
         release(s);
         return rc;
     }
+    s->pipeline = kw_host_batches(host);
     *state = s;
     return KW_OK;
 }
 
-static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
-    const state_t *s = (const state_t *)p;
+/* One event's index key and member. */
+typedef struct item {
+    span_t index, member;
+    size_t ev; /* the event's position in the batch */
+} item_t;
+
+/* The user and member of ev; 0 with the reason in why when the event cannot be served. */
+static int resolve(const state_t *s, const kw_plugin_event_t *ev, span_t *user, span_t *member,
+                   char *why, size_t n) {
     const kw_plugin_host_t *h = s->host;
     size_t klen = 0, vlen = 0;
     const char *key = (const char *)h->event_key(ev, &klen);
     const char *value = (const char *)h->event_value(ev, &vlen);
-    span_t user = {NULL, 0}, sess = {NULL, 0}, member = {key, klen};
-    if (s->pattern && !match(s->pattern, key, key + klen, &user, &sess)) {
-        snprintf(err, n, "key \"%.*s\" does not match pattern \"%s\"", (int)klen, key, s->pattern);
-        return KW_RESULT_REJECT;
+    span_t sess = {NULL, 0};
+    member->p = key, member->n = klen;
+    if (s->pattern && !match(s->pattern, key, key + klen, user, &sess)) {
+        snprintf(why, n, "key \"%.*s\" does not match pattern \"%s\"", (int)klen, key, s->pattern);
+        return 0;
     }
     if (s->user_from != USER_KEY) {
         if (!value) {
-            snprintf(err, n, "no value snapshot: track the key with its value, or use user=key");
-            return KW_RESULT_REJECT;
+            snprintf(why, n, "no value snapshot: track the key with its value, or use user=key");
+            return 0;
         }
-        user.p = value;
-        user.n = vlen;
-        if (s->user_from == USER_JSON && !json_field(value, vlen, s->json_field, &user, err, n))
-            return KW_RESULT_REJECT;
+        user->p = value;
+        user->n = vlen;
+        if (s->user_from == USER_JSON && !json_field(value, vlen, s->json_field, user, why, n))
+            return 0;
     }
-    if (s->member_from == MEMBER_SESSION) member = sess;
-    /* The index key: the template with {user} replaced. */
-    const char *at = strstr(s->index, "{user}");
-    size_t pre = (size_t)(at - s->index), post = strlen(at + 6);
-    char *index = (char *)malloc(pre + user.n + post);
-    if (!index) return KW_RESULT_RETRY;
-    memcpy(index, s->index, pre);
-    memcpy(index + pre, user.p, user.n);
-    memcpy(index + pre + user.n, at + 6, post);
-    const char *argv[3] = {s->cmd, index, member.p};
-    size_t lens[3] = {strlen(s->cmd), pre + user.n + post, member.n};
-    kw_reply_t *r = NULL;
-    int rc = h->redis(h, 3, argv, lens, &r, err, n);
-    free(index);
-    if (rc != KW_OK) return KW_RESULT_RETRY; /* err says why */
-    int result = KW_RESULT_ACK;
-    if (r->type == KW_REPLY_INTEGER) {
-        h->counter_add(h, r->integer > 0 ? "removed" : "absent", 1);
-    } else {
-        snprintf(err, n, "%s: %.*s", s->cmd, (int)r->len, r->str ? r->str : "unexpected reply");
-        result = r->str && !strncmp(r->str, "WRONGTYPE", 9) ? KW_RESULT_REJECT : KW_RESULT_RETRY;
-    }
-    h->reply_free(r);
-    return result;
+    if (s->member_from == MEMBER_SESSION) *member = sess;
+    return 1;
 }
+
+static int by_index(const void *a, const void *b) {
+    const span_t *x = &((const item_t *)a)->index, *y = &((const item_t *)b)->index;
+    int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+    if (c) return c;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* The items of the events that can be served, index keys written into *keys (the template
+ * with {user} replaced), sorted by index key; the others get REJECT. The item count, or
+ * -1 when out of memory. */
+static long make_items(const state_t *s, const kw_plugin_event_t *const *events, size_t n,
+                       int *results, const kw_sink_t *sink, item_t *items, char **keys) {
+    const char *at = strstr(s->index, "{user}");
+    size_t pre = (size_t)(at - s->index), post = strlen(at + 6), m = 0, total = 1, i;
+    span_t *users = (span_t *)malloc(n * sizeof *users);
+    if (!users) return -1;
+    for (i = 0; i < n; i++) {
+        char why[512];
+        users[i].p = NULL, users[i].n = 0;
+        if (!resolve(s, events[i], &users[i], &items[m].member, why, sizeof why)) {
+            kw_sink_reason(sink, i, "%s", why);
+            results[i] = KW_RESULT_REJECT;
+            continue;
+        }
+        items[m].ev = i;
+        items[m].index.n = pre + users[i].n + post;
+        total += items[m++].index.n;
+    }
+    char *w = *keys = (char *)malloc(total);
+    if (!w) {
+        free(users);
+        return -1;
+    }
+    for (i = 0; i < m; i++) {
+        const span_t *u = &users[items[i].ev];
+        items[i].index.p = w;
+        memcpy(w, s->index, pre);
+        memcpy(w + pre, u->p, u->n);
+        memcpy(w + pre + u->n, at + 6, post);
+        w += items[i].index.n;
+    }
+    free(users);
+    qsort(items, m, sizeof *items, by_index);
+    return (long)m;
+}
+
+/* Runs the commands: pipelined per node, or one by one with host->redis on a host without
+ * redis_pipeline. err names the first failure. */
+static void run(const state_t *s, size_t count, const kw_redis_command_t *cmds,
+                kw_reply_t **replies, int *statuses, char *err, size_t n) {
+    const kw_plugin_host_t *h = s->host;
+    size_t c;
+    if (s->pipeline) {
+        h->redis_pipeline(h, count, cmds, replies, statuses, err, n);
+        return;
+    }
+    for (c = 0; c < count; c++) {
+        char one[512];
+        replies[c] = NULL;
+        statuses[c] =
+            h->redis(h, cmds[c].argc, cmds[c].argv, cmds[c].argvlen, &replies[c], one, sizeof one);
+        if (statuses[c] != KW_OK && !*err) snprintf(err, n, "%s", one);
+    }
+}
+
+/* The results of the events of one command (items[first..first+k-1]). */
+static void take_reply(const state_t *s, const item_t *items, size_t k, const kw_reply_t *r,
+                       int status, const char *err, int *results, const kw_sink_t *sink,
+                       int64_t *removed, int64_t *absent) {
+    size_t i;
+    if (status == KW_OK && r->type == KW_REPLY_INTEGER) {
+        for (i = 0; i < k; i++) results[items[i].ev] = KW_RESULT_ACK;
+        *removed += r->integer;
+        *absent += (int64_t)k - r->integer;
+        return;
+    }
+    for (i = 0; i < k; i++) {
+        if (status != KW_OK) {
+            kw_sink_reason(sink, items[i].ev, "%s", err);
+            results[items[i].ev] = KW_RESULT_RETRY;
+            continue;
+        }
+        kw_sink_reason(sink, items[i].ev, "%s: %.*s", s->cmd, (int)r->len,
+                       r->str ? r->str : "unexpected reply");
+        results[items[i].ev] = r->str && r->len >= 9 && !strncmp(r->str, "WRONGTYPE", 9)
+                                   ? KW_RESULT_REJECT
+                                   : KW_RESULT_RETRY;
+    }
+}
+
+/* One command per index key (its members together), all sent at once; one result per
+ * event. */
+static int remove_batch(void *p, const kw_plugin_event_t *const *events, size_t n, int *results,
+                        const kw_sink_t *sink, char *err, size_t err_size) {
+    const state_t *s = (const state_t *)p;
+    const kw_plugin_host_t *h = s->host;
+    item_t *items = (item_t *)malloc(n * sizeof *items);
+    kw_redis_command_t *cmds = (kw_redis_command_t *)malloc(n * sizeof *cmds);
+    const char **argv = (const char **)malloc(3 * n * sizeof *argv);
+    size_t *lens = (size_t *)malloc(3 * n * sizeof *lens);
+    kw_reply_t **replies = (kw_reply_t **)calloc(n, sizeof *replies);
+    int *statuses = (int *)malloc(n * sizeof *statuses);
+    size_t *starts = (size_t *)malloc((n + 1) * sizeof *starts);
+    char *keys = NULL, perr[512] = "";
+    long m = items && cmds && argv && lens && replies && statuses && starts
+                 ? make_items(s, events, n, results, sink, items, &keys)
+                 : -1;
+    size_t count = 0, used = 0, i, c;
+    for (i = 0; m > 0 && i < (size_t)m; i++) {
+        if (i == 0 || by_index(&items[i - 1], &items[i])) {
+            starts[count] = i;
+            cmds[count].argc = 2;
+            cmds[count].argv = argv + used;
+            cmds[count++].argvlen = lens + used;
+            argv[used] = s->cmd, lens[used++] = strlen(s->cmd);
+            argv[used] = items[i].index.p, lens[used++] = items[i].index.n;
+        }
+        argv[used] = items[i].member.p, lens[used++] = items[i].member.n;
+        cmds[count - 1].argc++;
+    }
+    if (m > 0) {
+        int64_t removed = 0, absent = 0;
+        starts[count] = (size_t)m;
+        run(s, count, cmds, replies, statuses, perr, sizeof perr);
+        for (c = 0; c < count; c++) {
+            take_reply(s, items + starts[c], starts[c + 1] - starts[c], replies[c], statuses[c],
+                       perr, results, sink, &removed, &absent);
+            h->reply_free(replies[c]);
+        }
+        if (removed) h->counter_add(h, "removed", removed);
+        if (absent) h->counter_add(h, "absent", absent);
+    }
+    free(items), free(cmds), free((void *)argv), free(lens), free(replies), free(statuses);
+    free(starts), free(keys);
+    if (m >= 0) return KW_OK;
+    snprintf(err, err_size, "out of memory for a batch of %zu events", n);
+    return KW_ERR_NOMEM;
+}
+
+KW_BATCH_ENTRY_POINTS(remove_batch, state_t)
 
 static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   sizeof(kw_plugin_descriptor_t),
@@ -277,6 +411,6 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   init,
                                                   handle,
                                                   release,
-                                                  NULL};
+                                                  handle_batch};
 
 KW_HANDLER_DEFINE(descriptor)

@@ -4,7 +4,10 @@
  * marker key for the event id, XADDs the entry (with an approximate MAXLEN) and writes the
  * marker with a retention window, atomically: a crash between the XADD and the ack means
  * the redelivery finds the marker and appends nothing. The marker shares the stream's slot
- * (same hash tag), so this works on a cluster.
+ * (same hash tag), so this works on a cluster. A batch of events (handle_batch) is one
+ * script call on the stream's node, with one result per event: an event whose marker or
+ * append fails is retried (or rejected, WRONGTYPE) alone. The script goes by EVALSHA, and
+ * by EVAL only to a node that does not have it yet (NOSCRIPT).
  * The entry's fields are the fields of `keywatch watch`'s JSON line, same names and
  * encoding (event, key or key_b64, value or value_b64, db, ts_ms, deadline_ms, attempt,
  * source, queue, id, node): one event format across the project.
@@ -15,34 +18,63 @@
  *   dedupe_ms  how long an event id is remembered (default 86400000, one day): a
  *              redelivery later than this appends again
  * Counters: appended, duplicates.
- * Thread-safety: the state is read-only after init; handle runs concurrently.
+ * Thread-safety: the state is read-only after init; handle and handle_batch run
+ * concurrently.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
+#include "batch.h"
 #include "keywatch_plugin.h"
 
 #define MAX_FIELDS 16
+/* Events per script call: a host batch is smaller (64 today); this bounds one script's
+ * run on the server if a host ever sends more. */
+#define MAX_CALL 256
 
+/* KEYS[1] the stream; KEYS[1+i] event i's marker (same slot). ARGV[1] dedupe_ms; ARGV[2]
+ * maxlen (0: no trimming); then per event its number of fields and the name/value pairs.
+ * Two values per event: 1, entry id (appended) | 0, the earlier entry id (a duplicate:
+ * nothing written) | -1, the error (nothing written for this event). pcall throughout:
+ * Redis does not roll back a script, so each event's outcome must be its own. */
 static const char script[] =
-    "local seen = redis.call('GET', KEYS[2])\n"
-    "if seen then return {0, seen} end\n"
-    "local args = {KEYS[1]}\n"
-    "if tonumber(ARGV[2]) > 0 then\n"
-    "  args[#args + 1] = 'MAXLEN'; args[#args + 1] = '~'; args[#args + 1] = ARGV[2]\n"
+    "local trim = tonumber(ARGV[2]) > 0\n"
+    "local out, at = {}, 3\n"
+    "for i = 2, #KEYS do\n"
+    "  local nf = tonumber(ARGV[at]); at = at + 1\n"
+    "  local seen = redis.pcall('GET', KEYS[i])\n"
+    "  if type(seen) == 'table' and seen.err then\n"
+    "    out[#out + 1] = -1; out[#out + 1] = seen.err\n"
+    "  elseif seen then\n"
+    "    out[#out + 1] = 0; out[#out + 1] = seen\n"
+    "  else\n"
+    "    local args = {KEYS[1]}\n"
+    "    if trim then\n"
+    "      args[#args + 1] = 'MAXLEN'; args[#args + 1] = '~'; args[#args + 1] = ARGV[2]\n"
+    "    end\n"
+    "    args[#args + 1] = '*'\n"
+    "    for j = at, at + 2 * nf - 1 do args[#args + 1] = ARGV[j] end\n"
+    "    local id = redis.pcall('XADD', unpack(args))\n"
+    "    if type(id) == 'table' and id.err then\n"
+    "      out[#out + 1] = -1; out[#out + 1] = id.err\n"
+    "    else\n"
+    "      redis.pcall('SET', KEYS[i], id, 'PX', ARGV[1])\n"
+    "      out[#out + 1] = 1; out[#out + 1] = id\n"
+    "    end\n"
+    "  end\n"
+    "  at = at + 2 * nf\n"
     "end\n"
-    "args[#args + 1] = '*'\n"
-    "for i = 3, #ARGV do args[#args + 1] = ARGV[i] end\n"
-    "local id = redis.call('XADD', unpack(args))\n"
-    "redis.call('SET', KEYS[2], id, 'PX', ARGV[1])\n"
-    "return {1, id}\n";
+    "return out\n";
 
 typedef struct state {
     const kw_plugin_host_t *host;
     char *stream;
     char *marker_prefix; /* + event id: the marker key, in the stream's slot */
     char maxlen[24], dedupe_ms[24];
+    char sha[41]; /* SHA1 of script: EVALSHA, EVAL once per node that lacks it */
 } state_t;
 
 static void release(void *p) {
@@ -102,62 +134,170 @@ static int configure(state_t *s, const kw_plugin_host_t *h, const kw_plugin_conf
     return KW_OK;
 }
 
+/* The script's SHA1 as EVALSHA takes it (lower-case hex). */
+static int script_sha(char out[41]) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0, i;
+    if (!EVP_Digest(script, sizeof script - 1, md, &len, EVP_sha1(), NULL) || len != 20) return 0;
+    for (i = 0; i < len; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 1;
+}
+
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **state,
                 char *err, size_t n) {
     state_t *s = (state_t *)calloc(1, sizeof *s);
     if (!s) return KW_ERR_NOMEM;
     s->host = host;
     int rc = configure(s, host, config, err, n);
+    if (rc == KW_OK && !script_sha(s->sha)) {
+        snprintf(err, n, "cannot compute the SHA1 of the append script (libcrypto)");
+        rc = KW_ERR_INTERNAL;
+    }
     if (rc != KW_OK) {
         release(s);
         return rc;
     }
+    kw_host_batches(host);
     *state = s;
     return KW_OK;
 }
 
-static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
-    const state_t *s = (const state_t *)p;
+/* One script call's arguments: the markers, field counts and argv in one allocation. */
+typedef struct call {
+    const char **argv;
+    size_t *lens;
+    int argc;
+    char *bytes;
+} call_t;
+
+/* EVALSHA sha <1+m> stream marker_1..marker_m dedupe_ms maxlen, then per event its field
+ * count and fields. 0 when out of memory. */
+static int build_call(const state_t *s, const kw_plugin_event_t *const *events, size_t m,
+                      call_t *c) {
     const kw_plugin_host_t *h = s->host;
-    const char *argv[7 + 2 * MAX_FIELDS];
-    size_t lens[7 + 2 * MAX_FIELDS];
-    const char *id = h->event_id(ev);
-    size_t plen = strlen(s->marker_prefix), ilen = strlen(id);
-    char *marker = (char *)malloc(plen + ilen);
-    if (!marker) return KW_RESULT_RETRY;
-    memcpy(marker, s->marker_prefix, plen);
-    memcpy(marker + plen, id, ilen);
+    size_t plen = strlen(s->marker_prefix), bytes = 16, i, f;
+    for (i = 0; i < m; i++) bytes += plen + strlen(h->event_id(events[i])) + 8;
+    size_t slots = 7 + m * (2 + 2 * MAX_FIELDS);
+    c->argv = (const char **)malloc(slots * sizeof *c->argv);
+    c->lens = (size_t *)malloc(slots * sizeof *c->lens);
+    c->bytes = (char *)malloc(bytes);
+    if (!c->argv || !c->lens || !c->bytes) return 0;
+    char *at = c->bytes;
     int argc = 0;
-    argv[argc] = "EVAL", lens[argc++] = 4;
-    argv[argc] = script, lens[argc++] = sizeof script - 1;
-    argv[argc] = "2", lens[argc++] = 1;
-    argv[argc] = s->stream, lens[argc++] = strlen(s->stream);
-    argv[argc] = marker, lens[argc++] = plen + ilen;
-    argv[argc] = s->dedupe_ms, lens[argc++] = strlen(s->dedupe_ms);
-    argv[argc] = s->maxlen, lens[argc++] = strlen(s->maxlen);
+    c->argv[argc] = "EVALSHA", c->lens[argc++] = 7;
+    c->argv[argc] = s->sha, c->lens[argc++] = 40;
+    c->argv[argc] = at, c->lens[argc++] = (size_t)sprintf(at, "%zu", m + 1);
+    at += c->lens[argc - 1] + 1;
+    c->argv[argc] = s->stream, c->lens[argc++] = strlen(s->stream);
+    for (i = 0; i < m; i++) {
+        const char *id = h->event_id(events[i]);
+        size_t ilen = strlen(id);
+        memcpy(at, s->marker_prefix, plen);
+        memcpy(at + plen, id, ilen);
+        c->argv[argc] = at, c->lens[argc++] = plen + ilen;
+        at += plen + ilen;
+    }
+    c->argv[argc] = s->dedupe_ms, c->lens[argc++] = strlen(s->dedupe_ms);
+    c->argv[argc] = s->maxlen, c->lens[argc++] = strlen(s->maxlen);
+    for (i = 0; i < m; i++) {
+        int count = argc++;
+        for (f = 0; f < MAX_FIELDS; f++) {
+            const char *name, *value;
+            size_t vlen;
+            if (h->event_field(events[i], f, &name, &value, &vlen) != KW_OK) break;
+            c->argv[argc] = name, c->lens[argc++] = strlen(name);
+            c->argv[argc] = value, c->lens[argc++] = vlen;
+        }
+        c->argv[count] = at, c->lens[count] = (size_t)sprintf(at, "%zu", f);
+        at += c->lens[count] + 1;
+    }
+    c->argc = argc;
+    return 1;
+}
+
+static void free_call(call_t *c) {
+    free((void *)c->argv);
+    free(c->lens);
+    free(c->bytes);
+}
+
+static int is_wrongtype(const char *str, size_t len) {
+    return str && len >= 9 && !strncmp(str, "WRONGTYPE", 9);
+}
+
+/* The script's reply: one result per event, the counters once per call. */
+static void take_reply(const state_t *s, const kw_reply_t *r, size_t first, size_t m, int *results,
+                       const kw_sink_t *sink) {
+    const kw_plugin_host_t *h = s->host;
+    int64_t appended = 0, duplicates = 0;
     size_t i;
-    for (i = 0; i < MAX_FIELDS; i++) {
-        const char *name, *value;
-        size_t vlen;
-        if (h->event_field(ev, i, &name, &value, &vlen) != KW_OK) break;
-        argv[argc] = name, lens[argc++] = strlen(name);
-        argv[argc] = value, lens[argc++] = vlen;
+    if (r->type != KW_REPLY_ARRAY || r->elements != 2 * m) {
+        /* The whole call failed (BUSY, READONLY, NOPERM, ...): nothing was written. */
+        for (i = 0; i < m; i++) {
+            kw_sink_reason(sink, first + i, "appending to %s: %.*s", s->stream, (int)r->len,
+                           r->str ? r->str : "unexpected reply");
+            results[first + i] = is_wrongtype(r->str, r->len) ? KW_RESULT_REJECT : KW_RESULT_RETRY;
+        }
+        return;
+    }
+    for (i = 0; i < m; i++) {
+        const kw_reply_t *code = &r->element[2 * i], *what = &r->element[2 * i + 1];
+        if (code->type == KW_REPLY_INTEGER && code->integer >= 0) {
+            results[first + i] = KW_RESULT_ACK;
+            *(code->integer ? &appended : &duplicates) += 1;
+            continue;
+        }
+        kw_sink_reason(sink, first + i, "appending to %s: %.*s", s->stream, (int)what->len,
+                       what->str ? what->str : "unexpected reply");
+        results[first + i] =
+            is_wrongtype(what->str, what->len) ? KW_RESULT_REJECT : KW_RESULT_RETRY;
+    }
+    if (appended) h->counter_add(h, "appended", appended);
+    if (duplicates) h->counter_add(h, "duplicates", duplicates);
+}
+
+/* One script call for events[first..first+m-1]: EVALSHA, and EVAL when the stream's node
+ * does not have the script yet (which loads it there). */
+static int append_call(const state_t *s, const kw_plugin_event_t *const *events, size_t first,
+                       size_t m, int *results, const kw_sink_t *sink, char *err, size_t n) {
+    const kw_plugin_host_t *h = s->host;
+    call_t c = {NULL, NULL, 0, NULL};
+    if (!build_call(s, events + first, m, &c)) {
+        free_call(&c);
+        snprintf(err, n, "out of memory for a batch of %zu events", m);
+        return KW_ERR_NOMEM;
     }
     kw_reply_t *r = NULL;
-    int rc = h->redis(h, argc, argv, lens, &r, err, n);
-    free(marker);
-    if (rc != KW_OK) return KW_RESULT_RETRY;
-    int result = KW_RESULT_ACK;
-    if (r->type == KW_REPLY_ARRAY && r->elements == 2) {
-        h->counter_add(h, r->element[0].integer ? "appended" : "duplicates", 1);
-    } else {
-        snprintf(err, n, "appending to %s: %.*s", s->stream, (int)r->len,
-                 r->str ? r->str : "unexpected reply");
-        result = r->str && !strncmp(r->str, "WRONGTYPE", 9) ? KW_RESULT_REJECT : KW_RESULT_RETRY;
+    int rc = h->redis(h, c.argc, c.argv, c.lens, &r, err, n);
+    if (rc == KW_OK && r->type == KW_REPLY_ERROR && r->len >= 8 &&
+        !strncmp(r->str, "NOSCRIPT", 8)) {
+        h->reply_free(r);
+        r = NULL;
+        c.argv[0] = "EVAL", c.lens[0] = 4;
+        c.argv[1] = script, c.lens[1] = sizeof script - 1;
+        rc = h->redis(h, c.argc, c.argv, c.lens, &r, err, n);
     }
+    free_call(&c);
+    if (rc != KW_OK) return rc; /* err says why; the events are retried */
+    take_reply(s, r, first, m, results, sink);
     h->reply_free(r);
-    return result;
+    return KW_OK;
 }
+
+/* The batch: one script call (per MAX_CALL events) on the stream's node. */
+static int append_batch(void *p, const kw_plugin_event_t *const *events, size_t n, int *results,
+                        const kw_sink_t *sink, char *err, size_t err_size) {
+    const state_t *s = (const state_t *)p;
+    size_t first;
+    for (first = 0; first < n; first += MAX_CALL) {
+        size_t m = n - first < MAX_CALL ? n - first : MAX_CALL;
+        int rc = append_call(s, events, first, m, results, sink, err, err_size);
+        if (rc != KW_OK) return rc;
+    }
+    return KW_OK;
+}
+
+KW_BATCH_ENTRY_POINTS(append_batch, state_t)
 
 static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   sizeof(kw_plugin_descriptor_t),
@@ -167,6 +307,6 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   init,
                                                   handle,
                                                   release,
-                                                  NULL};
+                                                  handle_batch};
 
 KW_HANDLER_DEFINE(descriptor)

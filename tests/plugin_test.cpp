@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "tests/redis_fixture.h"
+#include "tests/server_calls.h"
 
 namespace {
 
@@ -171,6 +172,11 @@ class PluginTest : public RedisTest {
     int64_t score(const std::string &queue, const std::string &part, const std::string &id) {
         std::string s = redis_cmd({"ZSCORE", "kw:" + queue + ":{0}:" + part, id});
         return s == "(nil)" ? -1 : std::stoll(s);
+    }
+    // Waits until `last`, the key tracked last, is past its deadline: every key tracked
+    // before it is then due, and an engine started now claims them together.
+    void wait_due(const std::string &last) {
+        ASSERT_TRUE(wait_until([&] { return redis_cmd({"EXISTS", last}) == "0"; })) << last;
     }
     bool gone(const std::string &queue, const std::string &id) {
         return score(queue, "due", id) < 0 && score(queue, "inflight", id) < 0;
@@ -521,6 +527,168 @@ TEST_F(PluginTest, StreamAppendsOncePerEventIdWithTheWatchFields) {
     EXPECT_TRUE(contains(entries, "\nattempt\n1\n")) << entries;
     EXPECT_TRUE(contains(entries, "\nid\nq:keys:")) << entries;
     EXPECT_TRUE(contains(entries, "key_b64\nYmlu/wBrZXk=\n")) << entries;
+}
+
+// The marker key stream writes for a tracked key's event ("q:keys:<deadline>:<hex key>").
+std::string stream_marker(const std::string &stream, const std::string &key, int64_t deadline) {
+    static const char hex[] = "0123456789abcdef";
+    std::string id = "q:keys:" + std::to_string(deadline) + ":";
+    for (unsigned char c : key) id += hex[c >> 4], id += hex[c & 15];
+    return "{" + stream + "}:kw-seen:" + id;
+}
+
+// Keys tracked before the engine starts, all due when it does: the engine claims them
+// together, and a plugin that batches gets them in few calls.
+TEST_F(PluginTest, StreamAppendsABatchInOneScriptCallAndARedeliveredEventOnce) {
+    const int n = 200;
+    // The probe retries every first attempt: each event comes to the stream twice.
+    load("stream", "s", {{"stream", "events"}, {"maxlen", "0"}});
+    load(test_plugin("probe"), "p", {{"retry_first", "1"}});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    for (int i = 0; i < n; i++) track("k:" + std::to_string(i), "v");
+    wait_due("k:" + std::to_string(n - 1));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.s.appended", n));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.s.duplicates", n));
+    EXPECT_EQ(redis_cmd({"XLEN", "events"}), std::to_string(n));
+    std::vector<int64_t> calls;
+    ASSERT_TRUE(wait_until([&] { return events_in(calls = server.numkeys("events")) == 2 * n; }))
+        << events_in(calls) << " events in " << calls.size() << " script calls";
+    EXPECT_LE(calls.size(), static_cast<size_t>(n / 4)) << "about one script call per event";
+    EXPECT_LE(server.bodies("events"), 2u) << "the body goes only to a node without it";
+}
+
+TEST_F(PluginTest, StreamRejectsOnlyTheEventWhoseMarkerIsBrokenAndAppendsTheRest) {
+    const int n = 50, broken = 17;
+    configure({{"max_attempts", "3"}});
+    load("stream", "s", {{"stream", "events"}, {"maxlen", "0"}});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    std::vector<std::string> markers;
+    for (int i = 0; i < n; i++) {
+        const std::string key = "k:" + std::to_string(i);
+        int64_t deadline = 0;
+        ASSERT_EQ(kw_client_track(client_, key.data(), key.size(), "v", 1, 100, KW_TRACK_SNAPSHOT,
+                                  &deadline),
+                  KW_OK);
+        markers.push_back(stream_marker("events", key, deadline));
+    }
+    redis_cmd({"HSET", markers[broken], "not", "a string"});
+    wait_due("k:" + std::to_string(n - 1));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.s.appended", n - 1));
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    EXPECT_TRUE(engine_->stat_reaches("items.retried", 0)) << "no other event was retried";
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.duplicates", 0));
+    EXPECT_EQ(redis_cmd({"XLEN", "events"}), std::to_string(n - 1));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "k:17")) << dead;
+    EXPECT_TRUE(contains(dead, "s: appending to events: WRONGTYPE")) << dead;
+    int appended = 0;
+    for (const auto &m : markers) appended += redis_cmd({"TYPE", m}) == "string";
+    EXPECT_EQ(appended, n - 1) << "every other event has its marker";
+    std::vector<int64_t> calls;
+    ASSERT_TRUE(wait_until([&] { return events_in(calls = server.numkeys("events")) == n; }));
+    EXPECT_LE(calls.size(), static_cast<size_t>(n / 2)) << "the events came in batches";
+}
+
+TEST_F(PluginTest, SessionIndexBatchCountsEveryEventExactlyAndRejectsOnlyTheBrokenIndex) {
+    // 200 sessions of 5 users; user 4's index is a string; 20 sessions of the others (the
+    // first 5 of each) are not in their index.
+    const int n = 200;
+    load("session_index", "s", {{"index", "user:{user}:sessions"}});
+    for (int i = 0; i < n; i++) {
+        const std::string user = std::to_string(i % 5), key = "sess:" + std::to_string(i);
+        if (i % 5 != 4 && i >= 25) redis_cmd({"SADD", "user:" + user + ":sessions", key});
+    }
+    redis_cmd({"SET", "user:4:sessions", "a string"});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
+    wait_due("sess:" + std::to_string(n - 1));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.removed", 140));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.absent", 20));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", n - n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("items.retried", 0));
+    for (int u = 0; u < 4; u++)
+        EXPECT_EQ(redis_cmd({"SCARD", "user:" + std::to_string(u) + ":sessions"}), "0");
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "s: SREM: WRONGTYPE")) << dead;
+    EXPECT_LT(server.calls("srem"), n / 2) << "one SREM per index key and batch";
+}
+
+// The engine's user may not write user 4's index (ACL): SREM answers NOPERM for it alone.
+// Those events are retried (then dead), every other event of the same batches is acked.
+TEST_F(PluginTest, SessionIndexRetriesOnlyTheEventsOfTheIndexItCannotWrite) {
+    const int n = 100;
+    redis_cmd({"ACL", "SETUSER", "engine", "on", ">pw", "~kw:*", "~sess:*", "~user:[0-3]:*", "&*",
+               "+@all"});
+    configure({{"redis.url",
+                "redis://engine:pw@" + redis().host() + ":" + std::to_string(redis().port())},
+               {"max_attempts", "2"}});
+    load("session_index", "s", {{"index", "user:{user}:sessions"}});
+    for (int i = 0; i < n; i++)
+        redis_cmd(
+            {"SADD", "user:" + std::to_string(i % 5) + ":sessions", "sess:" + std::to_string(i)});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
+    wait_due("sess:" + std::to_string(n - 1));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("items.retried", n / 5)) << "once each, then dead";
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", n - n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.removed", n - n / 5));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.s.absent", 0));
+    EXPECT_EQ(redis_cmd({"SCARD", "user:4:sessions"}), std::to_string(n / 5));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "s: SREM: NOPERM")) << dead;
+    EXPECT_LT(server.calls("srem"), n / 2) << "one SREM per index key and batch";
+}
+
+// A 0.2 host (tests/plugins/old_host.c: no handle_batch, no redis_pipeline): the built-ins
+// work per event, say so once, and still send the script body only when a node lacks it.
+TEST_F(PluginTest, StreamAndSessionIndexWorkPerEventOnAnOlderHost) {
+    const int n = 20;
+    load_for("st:", test_plugin("old_host"), "old_stream",
+             {{"plugin", std::string(KW_HANDLERS_DIR) + "/stream.so"}, {"stream", "events"}});
+    load_for("sess:", test_plugin("old_host"), "old_sessions",
+             {{"plugin", std::string(KW_HANDLERS_DIR) + "/session_index.so"},
+              {"index", "user:{user}:sessions"}});
+    for (int i = 0; i < n; i++) redis_cmd({"SADD", "user:u:sessions", "sess:" + std::to_string(i)});
+    redis_cmd({"SET", "user:bad:sessions", "a string"});
+    ServerCalls server(redis().host(), redis().port());
+    server.start();
+    for (int i = 0; i < n; i++) {
+        track("st:" + std::to_string(i), "v");
+        track("sess:" + std::to_string(i), "u");
+    }
+    track("sess:bad", "bad");
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.old_stream.appended", n));
+    ASSERT_TRUE(engine_->stat_reaches("plugin.old_sessions.removed", n));
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    EXPECT_EQ(redis_cmd({"SCARD", "user:u:sessions"}), "0");
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "old_sessions: SREM: WRONGTYPE")) << dead;
+    std::vector<int64_t> calls;
+    ASSERT_TRUE(wait_until([&] { return events_in(calls = server.numkeys("events")) == n; }));
+    EXPECT_EQ(calls.size(), static_cast<size_t>(n)) << "one event per call";
+    EXPECT_EQ(server.calls("srem"), n + 1);
+    EXPECT_LE(server.bodies("events"), 2u) << "EVALSHA, and the body only after NOSCRIPT";
+    for (const char *instance : {"old_stream", "old_sessions"})
+        EXPECT_NE(logs_.find(KW_LOG_INFO,
+                             [&](const std::string &m) {
+                                 return m == std::string("plugin ") + instance +
+                                                 ": this keywatch (0.2.0) delivers one event "
+                                                 "per call; batching needs keywatch 0.3.0 or "
+                                                 "later";
+                             }),
+                  "")
+            << logs_.describe();
 }
 
 TEST_F(PluginTest, WebhookPostsTheSignedEventAndFollowsTheHttpStatus) {
