@@ -832,6 +832,72 @@ TEST_F(PluginTest, APluginHoldsItsEventsAndCompletesThemFromItsOwnThread) {
     EXPECT_EQ(redis_cmd({"LLEN", "calls"}), "3") << "each delivered once";
 }
 
+// set_max_in_flight (tests/plugins/holder.c, option max_in_flight): long... holds until a
+// file exists. A file path of this test's own, removed at the end.
+class MaxInFlightTest : public PluginTest {
+  protected:
+    void SetUp() override {
+        PluginTest::SetUp();
+        go_ = "/tmp/kw_max_in_flight_" + std::to_string(getpid()) + "_go";
+        unlink(go_.c_str());
+    }
+    void TearDown() override {
+        PluginTest::TearDown();
+        unlink(go_.c_str());
+    }
+    void go() { std::ofstream(go_) << "go"; }
+    void load_holder(const Options &extra = {}) {
+        Options options = {{"until_file", go_}};
+        for (const auto &nv : extra) options.push_back(nv);
+        load_for("long:", test_plugin("holder"), "h", options);
+    }
+    std::string go_;
+};
+
+TEST_F(MaxInFlightTest, MaxInFlightHoldsBackTheInstanceNotTheOtherWorker) {
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_holder({{"max_in_flight", "2"}});
+    load_for("p:", test_plugin("probe"), "p", {});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("long:1", "v");
+    track("long:2", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << logs_.describe();
+    track("long:3", "v");
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 3));
+    for (int i = 1; i <= 5; i++) track("p:" + std::to_string(i), "v");
+    // The probe's events go through while the holder is at its limit.
+    ASSERT_TRUE(engine_->stat_reaches("plugin.p.handled", 5)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << "long:3 waits for room";
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 3));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 8));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 3));
+}
+
+TEST_F(MaxInFlightTest, StopWhileAnInstanceIsAtMaxInFlightReturnsAndGivesTheWaitingEventsBack) {
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_holder({{"max_in_flight", "2"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("long:1", "v");
+    track("long:2", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << logs_.describe();
+    track("long:3", "v");
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 3));
+    // The holds never complete: stop gives up on them after its timeout, and the event
+    // waiting for room goes back to its queue too.
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 3));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 2));
+    // Another engine delivers all three.
+    go();
+    configure({{"hold.timeout", "1m"}});
+    load_holder();
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.completed", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 3));
+}
+
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {
     // The holder keeps "long:1" for 3s: five 600ms leases. A second engine with the probe
     // would take the item over after one lease were it not renewed.

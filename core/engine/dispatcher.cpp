@@ -120,13 +120,23 @@ void Dispatcher::work(Take &take) {
 }
 
 bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
-    abandoned->clear();
+    bool finished = wait_idle(deadline_ms);
+    shutdown(abandoned);
+    return finished;
+}
+
+bool Dispatcher::wait_idle(int64_t deadline_ms) {
     if (threads_.empty()) return true;
-    bool finished;
+    std::unique_lock<std::mutex> lock(mu_);
+    return idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
+                          [this] { return count_ == 0 && busy_ == 0; });
+}
+
+void Dispatcher::shutdown(std::vector<Event> *abandoned) {
+    abandoned->clear();
+    if (threads_.empty()) return;
     {
-        std::unique_lock<std::mutex> lock(mu_);
-        finished = idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
-                                  [this] { return count_ == 0 && busy_ == 0; });
+        std::lock_guard<std::mutex> lock(mu_);
         for (auto &b : batches_) {
             for (size_t i = front_taken_; i < b.size(); i++) abandoned->push_back(std::move(b[i]));
             front_taken_ = 0;
@@ -138,7 +148,6 @@ bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
     not_empty_.notify_all();
     for (auto &t : threads_) t.join();
     threads_.clear();
-    return finished;
 }
 
 }  // namespace keywatch

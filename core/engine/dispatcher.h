@@ -41,6 +41,11 @@ class Dispatcher {
     // still queued out (into *abandoned, in order) and join the workers (a handler still
     // running is waited for). Returns true if everything finished in time. Owner thread.
     bool stop(int64_t deadline_ms, std::vector<Event> *abandoned);
+    // stop() in two steps, so that the engine can act in between (end the waits of its
+    // in-flight gates): wait_idle waits until nothing is queued or running, at most
+    // deadline_ms (true: idle); shutdown takes the queued rest out and joins. Owner thread.
+    bool wait_idle(int64_t deadline_ms);
+    void shutdown(std::vector<Event> *abandoned);
 
     size_t queued() const;
 

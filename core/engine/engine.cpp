@@ -46,7 +46,10 @@ int Engine::add_handler(const Filter &filter, HandlerPtr handler) {
     }
     auto serial = handler->serial() ? std::make_unique<std::mutex>() : nullptr;
     batching_ = batching_ || handler->batches();
-    handlers_.push_back({filter, std::move(handler), std::move(serial)});
+    auto gate = handler->max_in_flight() > 0
+                    ? std::make_unique<InFlightGate>(handler->max_in_flight())
+                    : nullptr;
+    handlers_.push_back({filter, std::move(handler), std::move(serial), std::move(gate)});
     return KW_OK;
 }
 
@@ -208,10 +211,16 @@ int Engine::wait_started(std::string *message) {
     return start_status_;
 }
 
+void Engine::abort_gates() {
+    for (auto &h : handlers_)
+        if (h.gate) h.gate->abort();
+}
+
 void Engine::teardown() {
     if (loop_ && fanout_) loop_->run_sync([this] { fanout_->shutdown(); });
     if (dispatcher_) {
         std::vector<Event> abandoned;
+        abort_gates();
         dispatcher_->stop(0, &abandoned);
         counters_.abandoned += static_cast<int64_t>(abandoned.size());
     }
@@ -231,7 +240,10 @@ int Engine::stop(int64_t timeout_ms) {
     });
     std::vector<Event> abandoned;
     auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    bool finished = dispatcher_->stop(timeout_ms, &abandoned);
+    bool finished = dispatcher_->wait_idle(timeout_ms);
+    // A worker still waiting for room in a handler's gate gives its events back now.
+    abort_gates();
+    dispatcher_->shutdown(&abandoned);
     counters_.abandoned += static_cast<int64_t>(abandoned.size());
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline_at - std::chrono::steady_clock::now());
@@ -284,9 +296,13 @@ int Engine::stop(int64_t timeout_ms) {
 namespace {
 // Several handlers may match: the item is acked only if all ack; any REJECT sends it to the
 // dead letters, else any RETRY retries it (core/engine/hold.h for held events).
+// kRelease (a handler's gate was aborted: the engine stops) ranks between ACK and RETRY,
+// as for held items (core/engine/hold.cpp).
 void combine(int *combined, int rc) {
-    if (rc == KW_RESULT_RETRY) {
-        if (*combined == KW_RESULT_ACK) *combined = KW_RESULT_RETRY;
+    if (rc == kRelease) {
+        if (*combined == KW_RESULT_ACK) *combined = kRelease;
+    } else if (rc == KW_RESULT_RETRY) {
+        if (*combined == KW_RESULT_ACK || *combined == kRelease) *combined = KW_RESULT_RETRY;
     } else if (rc != KW_RESULT_ACK) {
         *combined = KW_RESULT_REJECT;  // unknown codes count as REJECT
     }
@@ -350,6 +366,10 @@ void Engine::call_each(Event &ev, Delivery &delivery, bool skip_batching, int *c
         *matched = true;
         const auto began = std::chrono::steady_clock::now();
         int rc = call(i, ev, delivery);
+        if (rc == kRelease) {  // not called: the engine stops
+            combine(combined, rc);
+            continue;
+        }
         stats_.handler_done(i, rc, us_since(began));
         if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
         count_result(rc);
@@ -364,7 +384,7 @@ void Engine::finish(Event &ev, Delivery &delivery, int combined, bool matched) {
         delivery.finish(combined, std::move(ev.error));
         return;
     }
-    if (tracked && matched) stats_.queue_done(ev.queue, combined);
+    if (tracked && matched && combined != kRelease) stats_.queue_done(ev.queue, combined);
     if (tracked)
         push_completion({std::move(ev.queue), std::move(ev.key), combined, std::move(ev.error),
                          ev.slot, ev.ts_ms});
@@ -382,36 +402,61 @@ void Engine::call_batch(size_t index, Event *evs, size_t n, std::deque<Delivery>
         pick.push_back(&ev);
         at.push_back(i);
     }
-    if (pick.empty()) return;
-    std::vector<int> rcs(pick.size(), Handler::kNoResult);
-    for (size_t i : at) deliveries[i].begin_call(index);
+    for (size_t done = 0; done < pick.size();) {
+        size_t k = pick.size() - done;
+        if (h.gate) k = h.gate->acquire(k);
+        if (k == 0) {  // the engine stops: the rest go back to their queues
+            for (; done < pick.size(); done++) combine(&combined[at[done]], kRelease);
+            break;
+        }
+        batch_call(index, pick.data() + done, at.data() + done, k, deliveries, combined);
+        done += k;
+    }
+}
+
+void Engine::batch_call(size_t index, Event *const *events, const size_t *at, size_t k,
+                        std::deque<Delivery> &deliveries, int *combined) {
+    Slot &h = handlers_[index];
+    std::vector<int> rcs(k, Handler::kNoResult);
+    for (size_t j = 0; j < k; j++) deliveries[at[j]].begin_call(index);
     const auto began = std::chrono::steady_clock::now();
     try {
         std::unique_lock<std::mutex> one_at_a_time;
         if (h.serial) one_at_a_time = std::unique_lock<std::mutex>(*h.serial);
-        h.handler->handle_batch(pick.data(), pick.size(), rcs.data());
+        h.handler->handle_batch(events, k, rcs.data());
     } catch (...) {
         // Nothing crosses back into the engine: the events without a result are retried.
-        for (size_t j = 0; j < pick.size(); j++)
-            if (rcs[j] == Handler::kNoResult && pick[j]->error.empty())
-                pick[j]->error = "the handler threw an exception";
+        for (size_t j = 0; j < k; j++)
+            if (rcs[j] == Handler::kNoResult && events[j]->error.empty())
+                events[j]->error = "the handler threw an exception";
     }
     const int64_t took = us_since(began);
     stats_.handler_batch(index);
-    for (size_t j = 0; j < pick.size(); j++) {
-        Event &ev = *pick[j];
+    for (size_t j = 0; j < k; j++) {
+        Event &ev = *events[j];
         int rc = rcs[j];
         if (rc == Handler::kNoResult) {
             rc = KW_RESULT_RETRY;
             if (ev.error.empty()) ev.error = h.handler->name() + ": gave this event no result";
         }
+        std::shared_ptr<Hold> held = deliveries[at[j]].end_call();
+        const bool was_held = held != nullptr;
+        rc = settle(ev, std::move(held), rc);
+        call_ended(index, was_held);
         // Each event records the duration of the call it was in.
-        rc = settle(ev, deliveries[at[j]].end_call(), rc);
         stats_.handler_done(index, rc, took);
         if (rc == KW_RESULT_PENDING) continue;
         count_result(rc);
         combine(&combined[at[j]], rc);
     }
+}
+
+void Engine::call_ended(size_t index, bool held) {
+    if (handlers_[index].gate && !held) handlers_[index].gate->release(1);
+}
+
+void Engine::hold_ended(size_t handler) {
+    if (handlers_[handler].gate) handlers_[handler].gate->release(1);
 }
 
 void Engine::note_unhandled(const Event &ev) {
@@ -431,6 +476,7 @@ void Engine::note_unhandled(const Event &ev) {
 
 int Engine::call(size_t index, Event &ev, Delivery &delivery) {
     Slot &h = handlers_[index];
+    if (h.gate && h.gate->acquire(1) == 0) return kRelease;  // the engine stops
     int rc;
     delivery.begin_call(index);
     try {
@@ -443,7 +489,11 @@ int Engine::call(size_t index, Event &ev, Delivery &delivery) {
         if (ev.error.empty()) ev.error = "the handler threw an exception";
     }
     stats_.handler_batch(index);
-    return settle(ev, delivery.end_call(), rc);
+    std::shared_ptr<Hold> held = delivery.end_call();
+    const bool was_held = held != nullptr;
+    rc = settle(ev, std::move(held), rc);
+    call_ended(index, was_held);
+    return rc;
 }
 
 int Engine::settle(Event &ev, std::shared_ptr<Hold> held, int rc) {

@@ -26,6 +26,7 @@
 #include "core/engine/filter.h"
 #include "core/engine/handler.h"
 #include "core/engine/hold.h"
+#include "core/engine/in_flight_gate.h"
 #include "core/engine/plan.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
@@ -81,6 +82,7 @@ class Engine : private SubscriberSink, private HoldOwner {
         Filter filter;
         HandlerPtr handler;
         std::unique_ptr<std::mutex> serial;  // for a serial() handler: one call at a time
+        std::unique_ptr<InFlightGate> gate;  // for a max_in_flight() handler
     };
     // SubscriberSink (loop thread)
     void on_state(Subscriber &sub, kw_conn_state state, const std::string &detail) override;
@@ -108,9 +110,16 @@ class Engine : private SubscriberSink, private HoldOwner {
     void finish(Event &ev, Delivery &delivery, int combined, bool matched);
     // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
-    // One handle_batch call of a handler that batches, over the take's events it matches.
+    // The take's events a handler that batches matches, in handle_batch calls of as many
+    // as its gate lets in at once (all of them without a gate).
     void call_batch(size_t handler, Event *evs, size_t n, std::deque<Delivery> &deliveries,
                     int *combined, char *matched);
+    // One handle_batch call over events[0..k-1] (at[j]: events[j]'s index in the take).
+    void batch_call(size_t handler, Event *const *events, const size_t *at, size_t k,
+                    std::deque<Delivery> &deliveries, int *combined);
+    // A call returned: its place in the handler's gate is free unless it held the event
+    // (then the Hold's end frees it: hold_ended).
+    void call_ended(size_t handler, bool held);
     // After a call: a held event's result completes its Hold (PENDING); PENDING without a
     // hold is RETRY (kPendingWithoutHold). Counts events.delivered.
     int settle(Event &ev, std::shared_ptr<Hold> held, int rc);
@@ -122,6 +131,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     void push_completion(Completion &&c);
     // HoldOwner (any thread)
     void hold_completed(size_t handler, int result) override;
+    void hold_ended(size_t handler) override;
     void held_item_done(const Event &ev, int result, std::string error,
                         int64_t retry_delay_ms) override;
     // stop(): waits for the holds until the deadline, then releases what is still held.
@@ -131,6 +141,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     void set_error(const std::string &msg);
     int64_t stat_value(StatId id) const;  // an unlabelled row's value
     void teardown();
+    void abort_gates();  // stopping: every wait for room in a gate ends (kRelease)
 
     Config config_;
     std::string owner_;  // this engine's name in claims: random per engine

@@ -18,6 +18,7 @@
 // any thread (constant).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,9 @@ class Handler {
         (void)results;
     }
     static constexpr int kNoResult = -1;  // = KW_PLUGIN_NO_RESULT
+    // > 0: at most this many of its events in flight at once (in a call, or held). Read
+    // once, when the handler is added.
+    virtual uint32_t max_in_flight() const { return 0; }
 };
 
 using HandlerPtr = std::unique_ptr<Handler>;

@@ -102,6 +102,7 @@ int Hold::finish(int result, std::string reason, int64_t retry_delay_ms) {
     done_ = true;
     if (result != kRelease && hub.owner_) hub.owner_->hold_completed(handler_, result);
     hub.part_done(*item_, result, std::move(reason), retry_delay_ms);
+    if (hub.owner_) hub.owner_->hold_ended(handler_);
     return KW_OK;
 }
 

@@ -44,6 +44,8 @@ class HoldOwner {
     // A Hold of handler `handler` (its registration index) was completed with `result` by
     // its holder (for the statistics).
     virtual void hold_completed(size_t handler, int result) = 0;
+    // A Hold of handler `handler` ended (completed, or released unfinished): once per Hold.
+    virtual void hold_ended(size_t handler) = 0;
     // Every handler of a held item is done: its combined completion (result may be
     // kRelease, see core/sweeper/completion_store.h).
     virtual void held_item_done(const Event &ev, int result, std::string error,

@@ -220,6 +220,14 @@ int host_redis_pipeline(const kw_plugin_host_t *host, size_t n, const kw_redis_c
     return KW_ERR_INTERNAL;
 }
 
+int host_set_max_in_flight(const kw_plugin_host_t *host, uint32_t n) {
+    if (!host) return KW_ERR_INVALID_ARG;
+    PluginContext &c = PluginContext::of(host);
+    if (!c.config().in_init) return KW_ERR_STATE;  // init runs on this (the loading) thread
+    c.set_max_in_flight(n);
+    return KW_OK;
+}
+
 void event_set_error(const kw_plugin_event_t *ev, const char *reason) {
     if (!ev) return;
     try {
@@ -400,7 +408,7 @@ PluginContext::PluginContext(std::string instance, LogSink log, std::shared_ptr<
     t.complete = &host_complete;
     t.event_set_error = &event_set_error;
     t.redis_pipeline = &host_redis_pipeline;
-    t.set_max_in_flight = nullptr;  // not built yet (docs/plugins.md)
+    t.set_max_in_flight = &host_set_max_in_flight;
     host_.context = this;
 }
 

@@ -104,6 +104,9 @@ class PluginContext {
     RedisPool &redis() { return *redis_; }
     // The instance's options: given to init, kept (so the values stay valid) until close.
     PluginConfig &config() { return config_; }
+    // set_max_in_flight's limit (0: none). Set in init only, read after it.
+    uint32_t max_in_flight() const { return max_in_flight_; }
+    void set_max_in_flight(uint32_t n) { max_in_flight_ = n; }
 
     static PluginContext &of(const kw_plugin_host_t *host);
 
@@ -119,6 +122,7 @@ class PluginContext {
     mutable std::mutex mu_;
     std::map<std::string, int64_t> counters_;
     PluginConfig config_;
+    uint32_t max_in_flight_ = 0;
     HostTable host_;
 };
 

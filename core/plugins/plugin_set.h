@@ -43,6 +43,7 @@ class PluginHandler : public Handler {
     const std::string &name() const override { return context_->instance(); }
     bool serial() const override { return serial_; }
     bool batches() const override { return batch_; }
+    uint32_t max_in_flight() const override { return context_->max_in_flight(); }
 
   private:
     // The plugin's result for one event as the engine takes it (the reason, from

@@ -109,8 +109,17 @@ static int record_all(state_t *s, const kw_plugin_event_t *const *events, size_t
     return rc;
 }
 
+/* The event's own reason: through event_set_error, or (an older host) err. */
+static void say(state_t *s, const kw_plugin_event_t *ev, const char *reason, char *err, size_t n) {
+    const kw_plugin_host_t *h = s->host;
+    if (KW_PLUGIN_HAS(h->size, kw_plugin_host_t, event_set_error) && h->event_set_error)
+        h->event_set_error(ev, reason);
+    else
+        snprintf(err, n, "%s", reason);
+}
+
 /* The result for one event (KW_PLUGIN_NO_RESULT for none... and fail...). */
-static int result_for(state_t *s, const kw_plugin_event_t *ev) {
+static int result_for(state_t *s, const kw_plugin_event_t *ev, char *err, size_t n) {
     const kw_plugin_host_t *h = s->host;
     size_t klen;
     const char *key = (const char *)h->event_key(ev, &klen);
@@ -118,12 +127,12 @@ static int result_for(state_t *s, const kw_plugin_event_t *ev) {
     if (starts(key, klen, "ack")) return KW_RESULT_ACK;
     if (starts(key, klen, "retry")) {
         snprintf(reason, sizeof reason, "retry %.*s", (int)klen, key);
-        h->event_set_error(ev, reason);
+        say(s, ev, reason, err, n);
         return KW_RESULT_RETRY;
     }
     if (starts(key, klen, "reject")) {
         snprintf(reason, sizeof reason, "reject %.*s:%d", (int)klen, key, h->event_attempt(ev));
-        h->event_set_error(ev, reason);
+        say(s, ev, reason, err, n);
         return KW_RESULT_REJECT;
     }
     if (starts(key, klen, "hold")) {
@@ -155,7 +164,7 @@ static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t 
         size_t klen;
         const char *key = (const char *)h->event_key(events[i], &klen);
         if (starts(key, klen, "fail")) failed = 1;
-        results[i] = result_for(s, events[i]);
+        results[i] = result_for(s, events[i], err, en);
     }
     leave(s);
     if (failed) {
@@ -185,7 +194,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         }
         h->reply_free(r);
     }
-    rc = result_for(s, ev);
+    rc = result_for(s, ev, err, n);
     leave(s);
     if (rc == KW_PLUGIN_NO_RESULT) {
         snprintf(err, n, "no result for one event");

@@ -6,7 +6,9 @@
  *   retry...   retry after retry_delay_ms (option, default 60000) with "retry later on purpose"
  *   reject...  reject with "rejected on purpose by holder"
  *   long...    ack after hold_ms (option, default 3000)
- * Options: retry_delay_ms, hold_ms, record (a list: RPUSH "<key>:<attempt>" per call).
+ * Options: retry_delay_ms, hold_ms, record (a list: RPUSH "<key>:<attempt>" per call),
+ * until_file (long... completes once this file exists, instead of after hold_ms),
+ * max_in_flight (host->set_max_in_flight; init refuses a host without it).
  * Counters: held, completed (host->complete returned KW_OK), complete_failed.
  * Thread-safety: handle runs concurrently; the queue is under a mutex; close joins the
  * thread and completes what is still held (the host refuses those: the engine stopped).
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "keywatch_plugin.h"
 
@@ -26,12 +29,14 @@ typedef struct job {
     const char *reason;
     int64_t delay_ms;
     int64_t due_ms; /* when to complete (CLOCK_MONOTONIC) */
+    int until_file; /* and not before the until_file exists */
     struct job *next;
 } job_t;
 
 typedef struct state {
     const kw_plugin_host_t *host;
     char record[256];
+    char until_file[256];
     int64_t retry_delay_ms, hold_ms;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -65,6 +70,7 @@ static job_t *take_due(state_t *s) {
     job_t **p;
     int64_t now = now_ms();
     for (p = &s->jobs; *p; p = &(*p)->next) {
+        if ((*p)->until_file && access(s->until_file, F_OK) != 0) continue;
         if ((*p)->due_ms <= now) {
             job_t *j = *p;
             *p = j->next;
@@ -104,15 +110,30 @@ static int64_t option_ms(const kw_plugin_host_t *host, const kw_plugin_config_t 
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **out,
                 char *err, size_t n) {
     const char *record = host->config_get(config, "record");
+    const char *until = host->config_get(config, "until_file");
+    const char *max_in_flight = host->config_get(config, "max_in_flight");
     state_t *s;
     if (!KW_PLUGIN_HAS(host->size, kw_plugin_host_t, complete) || !host->hold) {
         snprintf(err, n, "this host cannot hold events");
         return KW_ERR_STATE;
     }
+    if (max_in_flight) {
+        if (!KW_PLUGIN_HAS(host->size, kw_plugin_host_t, set_max_in_flight) ||
+            !host->set_max_in_flight) {
+            snprintf(err, n, "this keywatch host (%s) has no set_max_in_flight",
+                     host->keywatch_version);
+            return KW_ERR_STATE;
+        }
+        if (host->set_max_in_flight(host, (uint32_t)strtoul(max_in_flight, NULL, 10)) != KW_OK) {
+            snprintf(err, n, "set_max_in_flight refused");
+            return KW_ERR_STATE;
+        }
+    }
     s = (state_t *)calloc(1, sizeof *s);
     if (!s) return KW_ERR_NOMEM;
     s->host = host;
     if (record) snprintf(s->record, sizeof s->record, "%s", record);
+    if (until) snprintf(s->until_file, sizeof s->until_file, "%s", until);
     s->retry_delay_ms = option_ms(host, config, "retry_delay_ms", 60000);
     s->hold_ms = option_ms(host, config, "hold_ms", 3000);
     pthread_mutex_init(&s->mu, NULL);
@@ -167,7 +188,10 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         j->result = KW_RESULT_REJECT;
         j->reason = "rejected on purpose by holder";
     } else if (starts(key, klen, "long")) {
-        j->due_ms += s->hold_ms;
+        if (s->until_file[0])
+            j->until_file = 1;
+        else
+            j->due_ms += s->hold_ms;
     }
     j->hold = h->hold(ev);
     if (!j->hold) {
