@@ -95,6 +95,19 @@ class ClusterTest : public ::testing::Test {
         ADD_FAILURE() << "no key found for node " << index;
         return prefix;
     }
+    // One key per master, in the order of masters().
+    std::vector<std::string> keys_on_masters(const std::string &prefix) {
+        std::vector<std::string> keys;
+        for (size_t m : cluster_->masters()) keys.push_back(key_on(m, prefix));
+        return keys;
+    }
+    // A configuration with the cluster's seed.
+    keywatch::Config seed_config() {
+        keywatch::Config conf;
+        std::string err;
+        EXPECT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
+        return conf;
+    }
     // SET key PX on the master that owns it, then touch it until Redis expires it.
     void expire_on_owner(const std::string &key) {
         int owner = cluster_->master_of_slot(keywatch::key_slot(key));
@@ -831,31 +844,36 @@ TEST_F(ClusterTest, CommandRoutedByKeyFollowsMovedToTheNewOwner) {
     EXPECT_EQ(cluster_->node(to).command({"GET", keys[0]}), "v2");
 }
 
+// RedisPool::commands (the plugin host's redis_pipeline) over one key per master.
+struct PipelineKeys {
+    PipelineKeys(const keywatch::Config &config, std::vector<std::string> k)
+        : pool(config), keys(std::move(k)) {}
+    // INCR of every key, `rounds` times over, in one call.
+    void incr_all(int rounds, std::vector<keywatch::ClusterRouter::Outcome> *out) {
+        std::vector<std::vector<std::string>> cmds;
+        for (int round = 0; round < rounds; round++)
+            for (auto &key : keys) cmds.push_back({"INCR", key});
+        pool.commands(std::move(cmds), out);
+    }
+    keywatch::RedisPool pool;
+    std::vector<std::string> keys;
+};
+
 // The plugin host's redis_pipeline (RedisPool::commands): many commands routed by key,
 // pipelined per master. After a reshard the pool's client has a stale map: the commands of
 // the moved slot meet MOVED and run on the new owner, once each; the others keep their
 // replies.
 TEST_F(ClusterTest, PipelinedCommandsFollowMovedForTheMovedSlotOnlyAndRunOnce) {
-    keywatch::Config conf;
-    std::string err;
-    ASSERT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
-    keywatch::RedisPool pool(conf);
-    std::vector<std::string> keys;
-    for (size_t m : cluster_->masters()) keys.push_back(key_on(m, "piped-"));
-    auto incr_all = [&](std::vector<keywatch::ClusterRouter::Outcome> *out) {
-        std::vector<std::vector<std::string>> cmds;
-        for (int round = 0; round < 10; round++)
-            for (auto &key : keys) cmds.push_back({"INCR", key});
-        pool.commands(std::move(cmds), out);
-    };
+    PipelineKeys p(seed_config(), keys_on_masters("piped-"));
+    std::vector<std::string> &keys = p.keys;
     std::vector<keywatch::ClusterRouter::Outcome> out;
-    incr_all(&out);  // the pool's client learns the topology
+    p.incr_all(10, &out);  // the pool's client learns the topology
     ASSERT_EQ(out.size(), 10 * keys.size());
     for (auto &o : out) ASSERT_TRUE(o.reply) << o.error;
     const int slot = keywatch::key_slot(keys[0]);
     const size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
     const size_t to = migrate_slot(slot);
-    incr_all(&out);
+    p.incr_all(10, &out);
     for (size_t i = 0; i < out.size(); i++) {
         ASSERT_TRUE(out[i].reply) << i << ": " << out[i].error;
         // Each INCR ran exactly once, in the order given per key.
@@ -871,23 +889,13 @@ TEST_F(ClusterTest, PipelinedCommandsFollowMovedForTheMovedSlotOnlyAndRunOnce) {
 // During a slot's migration, commands for its keys already moved get ASK: ASKING and the
 // command go to the importing master; the rest of the pipeline is unaffected.
 TEST_F(ClusterTest, PipelinedCommandsFollowAskDuringAMigration) {
-    keywatch::Config conf;
-    std::string err;
-    ASSERT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
-    keywatch::RedisPool pool(conf);
-    std::vector<std::string> keys;
-    for (size_t m : cluster_->masters()) keys.push_back(key_on(m, "asked-"));
+    PipelineKeys p(seed_config(), keys_on_masters("asked-"));
+    std::vector<std::string> &keys = p.keys;
     std::vector<keywatch::ClusterRouter::Outcome> out;
-    std::vector<std::vector<std::string>> cmds;
-    for (auto &key : keys) cmds.push_back({"INCR", key});
-    pool.commands(std::move(cmds), &out);
+    p.incr_all(1, &out);
     for (auto &o : out) ASSERT_TRUE(o.reply) << o.error;
     const int slot = keywatch::key_slot(keys[0]);
-    size_t to = migrate_slot(slot, Order::AsListed, [&] {
-        std::vector<std::vector<std::string>> again;
-        for (auto &key : keys) again.push_back({"INCR", key});
-        pool.commands(std::move(again), &out);
-    });
+    size_t to = migrate_slot(slot, Order::AsListed, [&] { p.incr_all(1, &out); });
     ASSERT_EQ(out.size(), keys.size());
     for (auto &o : out) {
         ASSERT_TRUE(o.reply) << o.error;

@@ -347,6 +347,13 @@ TEST_F(PluginTest, AnExceptionInACppPluginIsARetry) {
 // claim takes many at once.
 class PluginBatchTest : public PluginTest {
   protected:
+    // Loads the plugin, tracks the keys (due before the start), starts.
+    void start_with_due(const std::string &plugin, const char *instance, const Options &options,
+                        const std::vector<std::string> &keys) {
+        load(test_plugin(plugin), instance, options);
+        track_due(keys);
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    }
     void track_due(const std::vector<std::string> &keys) {
         for (auto &k : keys) track(k, "v", 100);
         ASSERT_TRUE(wait_until([&] { return redis_cmd({"EXISTS", keys.back()}) == "0"; }));
@@ -370,9 +377,7 @@ class PluginBatchTest : public PluginTest {
 };
 
 TEST_F(PluginBatchTest, APluginBuiltForTheOldDescriptorIsCalledPerEventAndNeverPastItsSize) {
-    load(test_plugin("old_descriptor"), "old", {});
-    track_due(numbered("k:", 50));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("old_descriptor", "old", {}, numbered("k:", 50));
     ASSERT_TRUE(engine_->stat_reaches("plugin.old.handled", 50)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 50));
     EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 50));
@@ -380,9 +385,7 @@ TEST_F(PluginBatchTest, APluginBuiltForTheOldDescriptorIsCalledPerEventAndNeverP
 }
 
 TEST_F(PluginBatchTest, ABatchPluginGetsManyEventsPerCallWhenManyAreDue) {
-    load(test_plugin("batcher"), "b", {{"record", "calls"}});
-    track_due(numbered("ack:", 300));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("batcher", "b", {{"record", "calls"}}, numbered("ack:", 300));
     ASSERT_TRUE(engine_->stat_reaches("handler.acked.0", 300)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("plugin.b.events", 300));
     EXPECT_TRUE(engine_->stat_reaches("plugin.b.single", 0));
@@ -398,9 +401,8 @@ TEST_F(PluginBatchTest, ABatchPluginGetsManyEventsPerCallWhenManyAreDue) {
 
 TEST_F(PluginBatchTest, EachEventOfABatchGetsItsOwnResult) {
     configure({{"max_attempts", "2"}, {"workers", "1"}});
-    load(test_plugin("batcher"), "b", {{"record", "calls"}});
-    track_due({"ack:1", "retry:1", "reject:1", "none:1", "bad:1", "hold:1"});
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("batcher", "b", {{"record", "calls"}},
+                   {"ack:1", "retry:1", "reject:1", "none:1", "bad:1", "hold:1"});
     ASSERT_TRUE(engine_->stat_reaches("items.dead", 4)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 2));     // ack, hold
     EXPECT_TRUE(engine_->stat_reaches("handler.rejected.0", 2));  // reject, bad
@@ -422,11 +424,9 @@ TEST_F(PluginBatchTest, EachEventOfABatchGetsItsOwnResult) {
 
 TEST_F(PluginBatchTest, AWholeBatchFailureRetriesOnlyTheEventsWithoutAResult) {
     configure({{"max_attempts", "2"}, {"workers", "1"}});
-    load(test_plugin("batcher"), "b", {{"record", "calls"}});
     std::vector<std::string> keys = numbered("ack:", 5);
     keys.push_back("fail:1");
-    track_due(keys);
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("batcher", "b", {{"record", "calls"}}, keys);
     ASSERT_TRUE(engine_->stat_reaches("items.dead", 1)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 5));
     EXPECT_TRUE(engine_->stat_reaches("handler.retried.0", 2));
@@ -439,9 +439,7 @@ TEST_F(PluginBatchTest, AWholeBatchFailureRetriesOnlyTheEventsWithoutAResult) {
 
 TEST_F(PluginBatchTest, AnExceptionInACppBatchRetriesTheEventsItLeftWithoutResult) {
     configure({{"max_attempts", "2"}, {"workers", "1"}});
-    load(test_plugin("probe_cpp_batch"), "pc", {});
-    track_due({"ack:1", "ack:2", "throw:1"});
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("probe_cpp_batch", "pc", {}, {"ack:1", "ack:2", "throw:1"});
     ASSERT_TRUE(engine_->stat_reaches("items.dead", 1)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 2));
     EXPECT_TRUE(engine_->stat_reaches("handler.retried.0", 2));
@@ -452,9 +450,7 @@ TEST_F(PluginBatchTest, AnExceptionInACppBatchRetriesTheEventsItLeftWithoutResul
 
 TEST_F(PluginBatchTest, SerialBatchCallsNeverOverlap) {
     configure({{"workers", "4"}});
-    load(test_plugin("batcher_serial"), "s", {{"sleep_ms", "20"}});
-    track_due(numbered("ack:", 200));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due("batcher_serial", "s", {{"sleep_ms", "20"}}, numbered("ack:", 200));
     ASSERT_TRUE(engine_->stat_reaches("plugin.s.events", 200)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 200));
     EXPECT_TRUE(engine_->stat_reaches("plugin.s.overlap", 0));
@@ -838,6 +834,7 @@ class MaxInFlightTest : public PluginTest {
   protected:
     void SetUp() override {
         PluginTest::SetUp();
+        configure({{"workers", "2"}, {"hold.timeout", "1m"}});
         go_ = "/tmp/kw_max_in_flight_" + std::to_string(getpid()) + "_go";
         unlink(go_.c_str());
     }
@@ -846,6 +843,17 @@ class MaxInFlightTest : public PluginTest {
         unlink(go_.c_str());
     }
     void go() { std::ofstream(go_) << "go"; }
+    // Two workers, the holder at max_in_flight 2 with long:1 and long:2 held, and long:3
+    // claimed (waiting for room). Handlers loaded before are kept.
+    void fill_to_the_limit() {
+        load_holder({{"max_in_flight", "2"}});
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+        track("long:1", "v");
+        track("long:2", "v");
+        ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << logs_.describe();
+        track("long:3", "v");
+        ASSERT_TRUE(engine_->stat_reaches("items.claimed", 3));
+    }
     void load_holder(const Options &extra = {}) {
         Options options = {{"until_file", go_}};
         for (const auto &nv : extra) options.push_back(nv);
@@ -855,15 +863,9 @@ class MaxInFlightTest : public PluginTest {
 };
 
 TEST_F(MaxInFlightTest, MaxInFlightHoldsBackTheInstanceNotTheOtherWorker) {
-    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
-    load_holder({{"max_in_flight", "2"}});
     load_for("p:", test_plugin("probe"), "p", {});
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
-    track("long:1", "v");
-    track("long:2", "v");
-    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << logs_.describe();
-    track("long:3", "v");
-    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 3));
+    fill_to_the_limit();
+    if (HasFatalFailure()) return;
     for (int i = 1; i <= 5; i++) track("p:" + std::to_string(i), "v");
     // The probe's events go through while the holder is at its limit.
     ASSERT_TRUE(engine_->stat_reaches("plugin.p.handled", 5)) << logs_.describe();
@@ -872,18 +874,12 @@ TEST_F(MaxInFlightTest, MaxInFlightHoldsBackTheInstanceNotTheOtherWorker) {
     ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 3)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 3));
     EXPECT_TRUE(engine_->stat_reaches("items.acked", 8));
-    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 3));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.1", 3));  // the holder, loaded second
 }
 
 TEST_F(MaxInFlightTest, StopWhileAnInstanceIsAtMaxInFlightReturnsAndGivesTheWaitingEventsBack) {
-    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
-    load_holder({{"max_in_flight", "2"}});
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
-    track("long:1", "v");
-    track("long:2", "v");
-    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 2)) << logs_.describe();
-    track("long:3", "v");
-    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 3));
+    fill_to_the_limit();
+    if (HasFatalFailure()) return;
     // The holds never complete: stop gives up on them after its timeout, and the event
     // waiting for room goes back to its queue too.
     EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <strings.h>
 #include <set>
 
 #include "core/redis/reply_error.h"
@@ -80,11 +81,15 @@ int Client::finish(Call &c, ReplyPtr r) {
 
 size_t Client::first_key_index(const std::vector<std::string> &args) {
     if (args.size() < 2) return 0;
-    std::string cmd = args[0];
-    for (auto &ch : cmd) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
-    static const std::set<std::string> scripts = {"EVAL",       "EVALSHA", "EVAL_RO",
-                                                  "EVALSHA_RO", "FCALL",   "FCALL_RO"};
-    if (!scripts.count(cmd)) return 1;
+    // Once per command of a plugin's pipeline: compared in place, nothing allocated.
+    static const char *const scripts[] = {"EVAL",       "EVALSHA", "EVAL_RO",
+                                          "EVALSHA_RO", "FCALL",   "FCALL_RO"};
+    const std::string &cmd = args[0];
+    bool script = false;
+    for (const char *name : scripts)
+        script = script ||
+                 (cmd.size() == strlen(name) && strncasecmp(cmd.data(), name, cmd.size()) == 0);
+    if (!script) return 1;
     if (args.size() < 4 || args[2].empty() || args[2] == "0") return 0;
     return 3;
 }

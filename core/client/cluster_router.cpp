@@ -235,6 +235,7 @@ void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<siz
     // Route and send, per node in the order given.
     std::vector<std::pair<BlockingRedis *, size_t>> sent;
     std::vector<size_t> again;
+    std::map<Endpoint, std::pair<int, std::string>> unreachable;
     for (size_t i : *pending) {
         Call &c = *calls[i];
         Outcome &o = (*outcomes)[i];
@@ -246,7 +247,11 @@ void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<siz
                       " now (is the cluster down?): retry later";
             continue;
         }
-        BlockingRedis *conn = node(*c.node);
+        // A node that could not be reached is tried once per round, not once per command.
+        auto down = unreachable.find(*c.node);
+        BlockingRedis *conn = down == unreachable.end() ? node(*c.node) : nullptr;
+        if (!conn && down == unreachable.end())
+            down = unreachable.emplace(*c.node, std::make_pair(status_, error_)).first;
         bool ok = conn != nullptr;
         if (ok && d.asking) ok = conn->send({"ASKING"});
         if (ok) ok = conn->send(c.args);
@@ -259,8 +264,8 @@ void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<siz
                 again.push_back(i);
                 continue;
             }
-            o.status = conn ? KW_ERR_CONNECT : status_;
-            o.error = conn ? "not connected to Redis at " + c.node->str() : error_;
+            o.status = conn ? KW_ERR_CONNECT : down->second.first;
+            o.error = conn ? "not connected to Redis at " + c.node->str() : down->second.second;
             continue;
         }
         sent.emplace_back(conn, i);

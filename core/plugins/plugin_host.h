@@ -109,6 +109,9 @@ class PluginContext {
     void set_max_in_flight(uint32_t n) { max_in_flight_ = n; }
 
     static PluginContext &of(const kw_plugin_host_t *host);
+    // Tests only: the table says it is this size, as an older keywatch's would (its
+    // members past it are then never used).
+    void emulate_table_size(uint32_t size) { host_.table.size = size; }
 
   private:
     // Standard layout: the table first, so the host pointer leads back to the context.

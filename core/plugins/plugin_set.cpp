@@ -113,6 +113,7 @@ int PluginSet::init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary>
     const kw_plugin_descriptor_t *d = lib->descriptor();
     const std::string who = describe(d, instance, lib->path());
     auto ctx = std::make_shared<PluginContext>(instance, log_, redis_);
+    if (host_table_size_) ctx->emulate_table_size(host_table_size_);
     PluginConfig &config = ctx->config();
     std::set<std::string> given;
     for (const auto &nv : spec.options) {

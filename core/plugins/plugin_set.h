@@ -80,6 +80,9 @@ class PluginSet {
     // One sample of the row plugin.<counter> per counter an instance added to, labelled
     // "<instance>.<counter>", by instance and counter name (an engine's StatSource).
     void append_stats(std::vector<StatSample> *out) const;
+    // Tests only (never reachable from the public API): the host tables of the instances
+    // added from now on end at `size` bytes, as an older keywatch's (0: today's size).
+    void emulate_host_table_size(uint32_t size) { host_table_size_ = size; }
 
   private:
     int init(const PluginSpec &spec, const std::shared_ptr<PluginLibrary> &lib,
@@ -91,6 +94,7 @@ class PluginSet {
     mutable std::mutex mu_;
     std::map<std::string, std::shared_ptr<PluginContext>> instances_;
     std::map<std::string, std::string> paths_;  // instance -> plugin file
+    uint32_t host_table_size_ = 0;              // emulate_host_table_size
 };
 
 }  // namespace keywatch
