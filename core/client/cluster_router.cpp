@@ -209,16 +209,18 @@ void ClusterRouter::exec_all(const std::vector<Call *> &calls, std::vector<Outco
     for (size_t i = 0; i < calls.size(); i++) pending[i] = i;
     std::vector<Redo> redo(calls.size());
     bool refresh = false;
-    for (int round = 0; round < kMaxRedirects && !pending.empty(); round++) {
+    for (int n = 0; n < kMaxRedirects && !pending.empty(); n++) {
         if (refresh && cluster_) refresh_topology();  // once per round, not per call
-        bool wait = false, down = false;
-        refresh = false;
-        exec_round(calls, &pending, &redo, outcomes, &refresh, &wait, &down);
-        if (wait && !pending.empty()) {
+        Round round;
+        send_round(calls, pending, &redo, outcomes, &round);
+        receive_round(calls, &redo, outcomes, &round);
+        pending.swap(round.again);
+        refresh = round.refresh;
+        if (round.wait && !pending.empty()) {
             // 50ms doubling to 800ms, once per round: a failover or a slot move settles.
             const Backoff backoff{50, 800};
-            std::this_thread::sleep_for(std::chrono::milliseconds(backoff.delay(round)));
-            refresh = refresh || down;
+            std::this_thread::sleep_for(std::chrono::milliseconds(backoff.delay(n)));
+            refresh = refresh || round.down;
         }
     }
     for (size_t i : pending) {
@@ -229,14 +231,11 @@ void ClusterRouter::exec_all(const std::vector<Call *> &calls, std::vector<Outco
     }
 }
 
-void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<size_t> *pending,
+void ClusterRouter::send_round(const std::vector<Call *> &calls, const std::vector<size_t> &pending,
                                std::vector<Redo> *redo, std::vector<Outcome> *outcomes,
-                               bool *refresh, bool *wait, bool *down) {
-    // Route and send, per node in the order given.
-    std::vector<std::pair<BlockingRedis *, size_t>> sent;
-    std::vector<size_t> again;
+                               Round *round) {
     std::map<Endpoint, std::pair<int, std::string>> unreachable;
-    for (size_t i : *pending) {
+    for (size_t i : pending) {
         Call &c = *calls[i];
         Outcome &o = (*outcomes)[i];
         Redo &d = (*redo)[i];
@@ -255,25 +254,26 @@ void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<siz
         bool ok = conn != nullptr;
         if (ok && d.asking) ok = conn->send({"ASKING"});
         if (ok) ok = conn->send(c.args);
-        if (!ok) {
+        if (ok) {
+            round->sent.emplace_back(conn, i);
+        } else if (cluster_ && !d.rerouted) {
             // Never sent: once more after a refresh (a master that went away).
-            if (cluster_ && !d.rerouted) {
-                d.rerouted = true;
-                c.node.reset();
-                *refresh = true;
-                again.push_back(i);
-                continue;
-            }
+            d.rerouted = true;
+            c.node.reset();
+            round->refresh = true;
+            round->again.push_back(i);
+        } else {
             o.status = conn ? KW_ERR_CONNECT : down->second.first;
             o.error = conn ? "not connected to Redis at " + c.node->str() : down->second.second;
-            continue;
         }
-        sent.emplace_back(conn, i);
     }
-    // Receive in the same order: the connections share one event_base, so every node
-    // works at once.
+}
+
+void ClusterRouter::receive_round(const std::vector<Call *> &calls, std::vector<Redo> *redo,
+                                  std::vector<Outcome> *outcomes, Round *round) {
+    // In the order sent: the connections share one event_base, so every node works at once.
     std::map<BlockingRedis *, std::pair<int, std::string>> lost;
-    for (auto &[conn, i] : sent) {
+    for (auto &[conn, i] : round->sent) {
         Call &c = *calls[i];
         Outcome &o = (*outcomes)[i];
         Redo &d = (*redo)[i];
@@ -296,35 +296,37 @@ void ClusterRouter::exec_round(const std::vector<Call *> &calls, std::vector<siz
         }
         d.asking = false;
         const ReplyError kind = classify(r.get());
-        const bool redo = kind == ReplyError::Moved || kind == ReplyError::Ask ||
-                          kind == ReplyError::TryAgain || kind == ReplyError::ClusterDown ||
-                          kind == ReplyError::Loading || (kind == ReplyError::NoScript && c.script);
-        if (!redo) {
-            o.reply = std::move(r);
-            o.status = KW_OK;
-            o.error.clear();
+        if (kind == ReplyError::Moved || kind == ReplyError::Ask || kind == ReplyError::TryAgain ||
+            kind == ReplyError::ClusterDown || kind == ReplyError::Loading ||
+            (kind == ReplyError::NoScript && c.script)) {
+            redirect(c, d, r.get(), kind, round);
+            round->again.push_back(i);
             continue;
         }
-        d.kind = kind;  // the last refusal, for gave_up
-        d.node = c.node->str();
-        d.reply.assign(r->str, r->len);
-        if (kind == ReplyError::NoScript) {
-            c.args[0] = "EVAL";
-            c.args[1] = c.script->body;
-        } else if (kind == ReplyError::Moved) {
-            *refresh = true;
-            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
-        } else if (kind == ReplyError::Ask) {
-            c.node = Endpoint::parse(redirect_target(r.get()), Endpoint::Form::Strict);
-            d.asking = true;
-        } else {
-            *wait = true;
-            if (kind == ReplyError::ClusterDown) *down = true;
-            c.node.reset();  // its slot's master after the wait
-        }
-        again.push_back(i);
+        o.reply = std::move(r);
+        o.status = KW_OK;
+        o.error.clear();
     }
-    pending->swap(again);
+}
+
+void ClusterRouter::redirect(Call &c, Redo &d, const redisReply *r, ReplyError kind, Round *round) {
+    d.kind = kind;  // the last refusal, for gave_up
+    d.node = c.node->str();
+    d.reply.assign(r->str, r->len);
+    if (kind == ReplyError::NoScript) {
+        c.args[0] = "EVAL";
+        c.args[1] = c.script->body;
+    } else if (kind == ReplyError::Moved) {
+        round->refresh = true;
+        c.node = Endpoint::parse(redirect_target(r), Endpoint::Form::Strict);
+    } else if (kind == ReplyError::Ask) {
+        c.node = Endpoint::parse(redirect_target(r), Endpoint::Form::Strict);
+        d.asking = true;
+    } else {
+        round->wait = true;
+        if (kind == ReplyError::ClusterDown) round->down = true;
+        c.node.reset();  // its slot's master after the wait
+    }
 }
 
 }  // namespace keywatch

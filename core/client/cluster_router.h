@@ -107,18 +107,27 @@ class ClusterRouter {
     // exec gave up after kMaxRedirects: why, from the last refusal.
     ReplyPtr gave_up(const Call &c, ReplyError kind, const std::string &node,
                      const std::string &reply);
-    // One round of exec_all: sends calls[i] for i in *pending (per node), reads the replies
-    // and leaves in *pending those to send again. *refresh: one was MOVED or a node could
-    // not be reached; *wait: one was TRYAGAIN or CLUSTERDOWN (*down: CLUSTERDOWN).
     struct Redo {                            // exec_all: what happened to one call so far
         ReplyError kind = ReplyError::None;  // the last refusal
         std::string node, reply;             // where, and its text
         bool asking = false;                 // ASK: send ASKING first
         bool rerouted = false;               // its node could not be reached once
     };
-    void exec_round(const std::vector<Call *> &calls, std::vector<size_t> *pending,
-                    std::vector<Redo> *redo, std::vector<Outcome> *outcomes, bool *refresh,
-                    bool *wait, bool *down);
+    struct Round {                                             // one round of exec_all
+        std::vector<std::pair<BlockingRedis *, size_t>> sent;  // (connection, call) in order
+        std::vector<size_t> again;                             // the calls for the next round
+        bool refresh = false;  // one was MOVED, or a node could not be reached
+        bool wait = false;     // one was TRYAGAIN, CLUSTERDOWN or LOADING
+        bool down = false;     // one was CLUSTERDOWN
+    };
+    // Routes and sends calls[i] for each i in pending, per node in order.
+    void send_round(const std::vector<Call *> &calls, const std::vector<size_t> &pending,
+                    std::vector<Redo> *redo, std::vector<Outcome> *outcomes, Round *round);
+    // Reads the replies of round->sent into outcomes, or marks the calls to send again.
+    void receive_round(const std::vector<Call *> &calls, std::vector<Redo> *redo,
+                       std::vector<Outcome> *outcomes, Round *round);
+    // A refusal that the call is sent again for: where, and what the round must do first.
+    void redirect(Call &c, Redo &d, const redisReply *r, ReplyError kind, Round *round);
 
     RouterOptions options_;
     RedisUrl seed_;  // the seed that answered (before connect: the first)
