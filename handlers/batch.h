@@ -1,5 +1,5 @@
 /*
- * batch.h - what the built-in plugins that batch (stream, session_index, print) share: one
+ * batch.h - what the built-in plugins that batch (stream, session_index) share: one
  * internal batch function per plugin, called by handle_batch with the host's batch and by
  * handle with n = 1, so there is one code path. A reason goes to host->event_set_error in
  * a batch and to handle()'s err for one event (an older host has no event_set_error and

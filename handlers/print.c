@@ -6,13 +6,10 @@
  * for a retry when it could not be (stdout closed or failing). What `watch` promises holds
  * here too: a pipe cannot say what its reader consumed, so stdout is for people and
  * scripts that read every line; reliable hand-off goes through exec, stream or webhook.
- * A batch of events (handle_batch) is written under one lock with one flush; when the flush
- * fails, every event of the batch counts as not written.
  *
  * Options: none.
  * Counters: printed, failed (lines that could not be written).
- * Thread-safety: handle and handle_batch run concurrently; writes are serialised by a
- * mutex.
+ * Thread-safety: handle runs concurrently; writes are serialised by a mutex.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -21,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "keywatch_plugin.h"
 
 typedef struct state {
@@ -43,82 +39,52 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     if (!s) return KW_ERR_NOMEM;
     s->host = host;
     pthread_mutex_init(&s->mu, NULL);
-    kw_host_batches(host);
     *state = s;
     return KW_OK;
 }
 
-/* The outage log: its first failed write, and the first success after it. Under mu. */
-static void note_outcome(state_t *s, int ok, int saved) {
-    char msg[256];
-    if (ok != s->failing) return;
-    if (ok)
-        snprintf(msg, sizeof msg, "writing events to stdout again");
-    else
-        snprintf(msg, sizeof msg,
-                 "cannot write events to stdout: %s; tracked keys and tasks are handed "
-                 "back for a retry, live events are lost",
-                 strerror(saved));
-    s->host->log(s->host, ok ? KW_LOG_INFO : KW_LOG_WARN, msg);
-    s->failing = !ok;
-}
-
-/* Whole lines, one flush: results[i] is ACK for each event whose line was written, and
- * stays KW_PLUGIN_NO_RESULT otherwise. The errno of the failure, or 0. */
-static int write_lines(state_t *s, const kw_plugin_event_t *const *events, size_t n, int *results) {
-    size_t i, len;
-    int ok = 1, tried = 0, saved = 0;
+/* One whole line, flushed. 0 with errno set when it could not be written. The first
+ * failure of an outage is logged (through the host: with the event's id), and so is the
+ * first success after it. */
+static int write_line(state_t *s, const char *line, size_t len) {
     pthread_mutex_lock(&s->mu);
-    for (i = 0; i < n; i++) {
-        const char *line = s->host->event_json(events[i], &len);
-        if (!line) continue;
-        tried = 1;
-        errno = 0;
-        if (fwrite(line, 1, len, stdout) == len && fputc('\n', stdout) != EOF)
-            results[i] = KW_RESULT_ACK;
-        else if (ok)
-            ok = 0, saved = errno ? errno : EIO;
-    }
     errno = 0;
-    if (tried && fflush(stdout) != 0) {
-        if (ok) ok = 0, saved = errno ? errno : EIO;
-        for (i = 0; i < n; i++) results[i] = KW_PLUGIN_NO_RESULT;
-    }
+    int ok =
+        fwrite(line, 1, len, stdout) == len && fputc('\n', stdout) != EOF && fflush(stdout) == 0;
+    int saved = errno ? errno : EIO;
     if (!ok) clearerr(stdout);
-    if (tried) note_outcome(s, ok, saved);
-    pthread_mutex_unlock(&s->mu);
-    return saved;
-}
-
-/* The events whose line was not written: live events are acked (nothing to hand back),
- * tracked keys and tasks retried. */
-static int print_batch(void *p, const kw_plugin_event_t *const *events, size_t n, int *results,
-                       const kw_sink_t *sink, char *err, size_t err_size) {
-    state_t *s = (state_t *)p;
-    int64_t printed = 0, failed = 0;
-    size_t i, len;
-    int saved = write_lines(s, events, n, results);
-    (void)err, (void)err_size;
-    for (i = 0; i < n; i++) {
-        const char *queue;
-        if (results[i] == KW_RESULT_ACK) {
-            printed++;
-            continue;
-        }
-        failed++;
-        queue = s->host->event_queue(events[i]);
-        results[i] = queue && *queue ? KW_RESULT_RETRY : KW_RESULT_ACK;
-        if (results[i] == KW_RESULT_RETRY)
-            kw_sink_reason(sink, i, "cannot write the event to stdout: %s",
-                           s->host->event_json(events[i], &len) ? strerror(saved)
-                                                                : "no JSON line for the event");
+    if (ok == s->failing) {
+        char msg[256];
+        if (ok)
+            snprintf(msg, sizeof msg, "writing events to stdout again");
+        else
+            snprintf(msg, sizeof msg,
+                     "cannot write events to stdout: %s; tracked keys and tasks are handed "
+                     "back for a retry, live events are lost",
+                     strerror(saved));
+        s->host->log(s->host, ok ? KW_LOG_INFO : KW_LOG_WARN, msg);
+        s->failing = !ok;
     }
-    if (printed) s->host->counter_add(s->host, "printed", printed);
-    if (failed) s->host->counter_add(s->host, "failed", failed);
-    return KW_OK;
+    pthread_mutex_unlock(&s->mu);
+    errno = saved;
+    return ok;
 }
 
-KW_BATCH_ENTRY_POINTS(print_batch, state_t)
+static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
+    state_t *s = (state_t *)p;
+    size_t len = 0;
+    const char *line = s->host->event_json(ev, &len);
+    if (line && write_line(s, line, len)) {
+        s->host->counter_add(s->host, "printed", 1);
+        return KW_RESULT_ACK;
+    }
+    s->host->counter_add(s->host, "failed", 1);
+    const char *queue = s->host->event_queue(ev);
+    if (!queue || !*queue) return KW_RESULT_ACK; /* a live event: nothing to hand back */
+    snprintf(err, n, "cannot write the event to stdout: %s",
+             line ? strerror(errno) : "no JSON line for the event");
+    return KW_RESULT_RETRY;
+}
 
 static void close_state(void *p) {
     state_t *s = (state_t *)p;
@@ -135,6 +101,6 @@ static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   init,
                                                   handle,
                                                   close_state,
-                                                  handle_batch};
+                                                  NULL};
 
 KW_HANDLER_DEFINE(descriptor)

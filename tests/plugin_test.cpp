@@ -178,6 +178,13 @@ class PluginTest : public RedisTest {
     void wait_due(const std::string &last) {
         ASSERT_TRUE(wait_until([&] { return redis_cmd({"EXISTS", last}) == "0"; })) << last;
     }
+    // Tracks sessions sess:0..n-1 of users 0..4 (user i % 5, the value), and starts the
+    // engine once they are all due.
+    void track_sessions_then_start(int n) {
+        for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
+        wait_due("sess:" + std::to_string(n - 1));
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    }
     bool gone(const std::string &queue, const std::string &id) {
         return score(queue, "due", id) < 0 && score(queue, "inflight", id) < 0;
     }
@@ -601,9 +608,7 @@ TEST_F(PluginTest, SessionIndexBatchCountsEveryEventExactlyAndRejectsOnlyTheBrok
     redis_cmd({"SET", "user:4:sessions", "a string"});
     ServerCalls server(redis().host(), redis().port());
     server.start();
-    for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
-    wait_due("sess:" + std::to_string(n - 1));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track_sessions_then_start(n);
     ASSERT_TRUE(engine_->stat_reaches("items.dead", n / 5));
     EXPECT_TRUE(engine_->stat_reaches("plugin.s.removed", 140));
     EXPECT_TRUE(engine_->stat_reaches("plugin.s.absent", 20));
@@ -631,9 +636,7 @@ TEST_F(PluginTest, SessionIndexRetriesOnlyTheEventsOfTheIndexItCannotWrite) {
             {"SADD", "user:" + std::to_string(i % 5) + ":sessions", "sess:" + std::to_string(i)});
     ServerCalls server(redis().host(), redis().port());
     server.start();
-    for (int i = 0; i < n; i++) track("sess:" + std::to_string(i), std::to_string(i % 5));
-    wait_due("sess:" + std::to_string(n - 1));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track_sessions_then_start(n);
     ASSERT_TRUE(engine_->stat_reaches("items.dead", n / 5));
     EXPECT_TRUE(engine_->stat_reaches("items.retried", n / 5)) << "once each, then dead";
     EXPECT_TRUE(engine_->stat_reaches("items.acked", n - n / 5));
