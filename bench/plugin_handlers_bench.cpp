@@ -1,9 +1,10 @@
 // kw_bench_plugin_handlers: the built-in handlers' throughput (issue 12, "Performance"),
 // each beside baselines measured in the same run, alternating the order each round:
 //  - stream: items/s end to end (N due tracked keys, engine started, until all acked)
-//    through the stream plugin (a script per event: marker + XADD), against a raw pipelined
-//    XADD of the same events (same fields and sizes) on the same private redis-server, and
-//    against the same engine with a no-op C callback (the engine's own ceiling).
+//    through the stream plugin (one script call per batch: marker + XADD per event),
+//    against a raw pipelined XADD of the same events (same fields and sizes) on the same
+//    private redis-server, and against the same engine with a no-op C callback (the
+//    engine's own ceiling).
 //  - session_index on a 3-master cluster (tests/support/redis_cluster.h): items/s end to end
 //    with every session in its user's set index (another slot than the session key), against
 //    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
