@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,18 +51,23 @@ TEST_F(PluginHostTest, ABatchPluginOnAnOlderHostIsCalledPerEventWithItsReasons) 
     ASSERT_EQ(set.add(engine, spec, &err), KW_OK) << err;
     ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
     keywatch::Client client(config_);
-    std::vector<std::string> keys = {"reject:1"};
+    // minus:1's handle returns -1: not a kw_result, rejected as always (handle_batch's
+    // KW_PLUGIN_NO_RESULT has that value, but means nothing from handle).
+    std::vector<std::string> keys = {"reject:1", "minus:1"};
     for (int i = 1; i <= 20; i++) keys.push_back("ack:" + std::to_string(i));
     for (auto &k : keys) ASSERT_EQ(client.track(k, "v", 100, 0, nullptr), KW_OK) << k;
-    ASSERT_TRUE(wait_until([&] { return counter(set, "plugin.b.single") == 21; }))
+    ASSERT_TRUE(wait_until([&] { return counter(set, "plugin.b.single") == 22; }))
         << counter(set, "plugin.b.single");
     EXPECT_EQ(counter(set, "plugin.b.batches"), 0) << "an older host never calls handle_batch";
     std::vector<keywatch::DeadLetter> dead;
     ASSERT_TRUE(wait_until([&] {
-        return client.dead_list("keys", 10, &dead) == KW_OK && dead.size() == 1;
+        return client.dead_list("keys", 10, &dead) == KW_OK && dead.size() == 2;
     })) << client.last_error();
-    EXPECT_EQ(dead[0].id, "reject:1");
-    EXPECT_EQ(dead[0].error, "b: reject reject:1:1");
+    std::map<std::string, keywatch::DeadLetter> by_id;
+    for (auto &d : dead) by_id[d.id] = d;
+    EXPECT_EQ(by_id["reject:1"].error, "b: reject reject:1:1");
+    EXPECT_EQ(by_id["minus:1"].error, "b: returned -1, not a kw_result (rejected)");
+    EXPECT_EQ(by_id["minus:1"].attempts, 1);
     EXPECT_EQ(engine.stop(5000), KW_OK) << engine.last_error();
 }
 

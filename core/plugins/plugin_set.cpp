@@ -55,7 +55,7 @@ int PluginHandler::handle(Event &ev) {
         rc = d_->handle(state_, &pe, err, sizeof err);
     }
     if (lock.owns_lock()) lock.unlock();
-    return settle(pe, rc, err, KW_OK);
+    return settle(pe, rc, err, KW_OK, false);
 }
 
 void PluginHandler::handle_batch(Event *const *events, size_t n, int *results) {
@@ -74,13 +74,15 @@ void PluginHandler::handle_batch(Event *const *events, size_t n, int *results) {
     if (serial_) lock.lock();
     int status = d_->handle_batch(state_, ptrs.data(), n, results, err, sizeof err);
     if (lock.owns_lock()) lock.unlock();
-    for (size_t i = 0; i < n; i++) results[i] = settle(pes[i], results[i], err, status);
+    for (size_t i = 0; i < n; i++) results[i] = settle(pes[i], results[i], err, status, true);
 }
 
-int PluginHandler::settle(PluginEvent &pe, int rc, const char *err, int status) const {
+int PluginHandler::settle(PluginEvent &pe, int rc, const char *err, int status, bool batch) const {
     Event &ev = *pe.ev;
     const std::string &why = pe.reason.empty() ? std::string(err) : pe.reason;
-    if (rc == KW_PLUGIN_NO_RESULT) {
+    // Only handle_batch's slots start at KW_PLUGIN_NO_RESULT; from handle, -1 is what it
+    // always was, a value that is not a kw_result.
+    if (batch && rc == KW_PLUGIN_NO_RESULT) {
         if (status != KW_OK)
             ev.error = name() + ": " +
                        (why.empty() ? "handle_batch failed (" + std::to_string(status) + ")" : why);

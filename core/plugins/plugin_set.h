@@ -50,7 +50,7 @@ class PluginHandler : public Handler {
     // event_set_error, else err, into the event's error; invalid results rejected).
     // status: handle_batch's return (KW_OK for handle): an event left at
     // KW_PLUGIN_NO_RESULT is retried with err when the batch failed as a whole.
-    int settle(PluginEvent &pe, int rc, const char *err, int status) const;
+    int settle(PluginEvent &pe, int rc, const char *err, int status, bool batch) const;
 
     std::shared_ptr<PluginLibrary> library_;  // released last
     std::shared_ptr<PluginContext> context_;

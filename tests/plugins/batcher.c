@@ -9,7 +9,8 @@
  *   bad...     42 (not a kw_result)
  *   fail...    left at KW_PLUGIN_NO_RESULT, and the whole call returns KW_ERR_CONNECT with
  *              err "batch failed on purpose"
- * handle (one event, from a host without handle_batch) does the same for its one event.
+ * handle (one event, from a host without handle_batch) does the same for its one event;
+ * there, minus... returns -1 (a kw_status passed on, which is not a kw_result).
  * Options: record (a list: RPUSH "<key>:<attempt>" per event, all of a call's through one
  * host->redis_pipeline), sleep_ms (sleep in every call).
  * Counters: batches (handle_batch calls), events (events in them), multi (calls with more
@@ -193,6 +194,14 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
             return KW_RESULT_RETRY;
         }
         h->reply_free(r);
+    }
+    {
+        size_t klen;
+        const char *key = (const char *)h->event_key(ev, &klen);
+        if (starts(key, klen, "minus")) {
+            leave(s);
+            return -1;
+        }
     }
     rc = result_for(s, ev, err, n);
     leave(s);
