@@ -353,6 +353,15 @@ TEST_F(ScriptTest, ASnapshotRestampedForAnExpiryAfterYear5138KeepsEveryDigit) {
         << "the snapshot is stamped with the new deadline, exactly";
 }
 
+TEST_F(ScriptTest, ASnapshotAdoptedForAnExpiryAfterYear5138KeepsEveryDigit) {
+    const std::string late = "123456789012345";
+    c_->command({"SET", "k", "v", "PXAT", late});
+    EXPECT_EQ(c_->command({"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "k", "1"}),
+              late);
+    EXPECT_EQ(c_->command({"HGET", keys_.data, "p:k"}), late + "|v")
+        << "the snapshot is stamped with the key's deadline, exactly";
+}
+
 TEST_F(ScriptTest, DeadlinesAfterYear5138KeepExactEventIdsAcrossRetries) {
     // A claim made while Redis's clock read past year 5138 (forced: the record as a claim
     // then writes it).

@@ -168,7 +168,7 @@ if exp > MAX_MS then return -9 end
 if ARGV[1] == '1' then
   if redis.call('TYPE', KEYS[3]).ok ~= 'string' then return -3 end
   redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
-  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], exp .. '|' .. redis.call('GET', KEYS[3]))
+  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], string.format('%d|', exp) .. redis.call('GET', KEYS[3]))
 end
 redis.call('ZADD', KEYS[1], exp, KEYS[3])
 return exp
