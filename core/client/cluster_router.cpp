@@ -246,6 +246,14 @@ void ClusterRouter::send_round(const std::vector<Call *> &calls, const std::vect
                       " now (is the cluster down?): retry later";
             continue;
         }
+        // A connection that lost its link after this round sent on it is not reconnected in
+        // the round: that would drop the replies its earlier commands wait for (they are
+        // reported lost) and hand them this command's reply. It goes in the next round.
+        BlockingRedis *used = connection(*c.node);
+        if (used && !used->connected() && round->used.count(used)) {
+            round->again.push_back(i);
+            continue;
+        }
         // A node that could not be reached is tried once per round, not once per command.
         auto down = unreachable.find(*c.node);
         BlockingRedis *conn = down == unreachable.end() ? node(*c.node) : nullptr;
@@ -254,6 +262,7 @@ void ClusterRouter::send_round(const std::vector<Call *> &calls, const std::vect
         bool ok = conn != nullptr;
         if (ok && d.asking) ok = conn->send({"ASKING"});
         if (ok) ok = conn->send(c.args);
+        if (conn) round->used.insert(conn);
         if (ok) {
             round->sent.emplace_back(conn, i);
         } else if (cluster_ && !d.rerouted) {

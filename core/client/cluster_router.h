@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,7 @@ class ClusterRouter {
     struct Round {                                             // one round of exec_all
         std::vector<std::pair<BlockingRedis *, size_t>> sent;  // (connection, call) in order
         std::vector<size_t> again;                             // the calls for the next round
+        std::set<BlockingRedis *> used;                        // connections sent on
         bool refresh = false;  // one was MOVED, or a node could not be reached
         bool wait = false;     // one was TRYAGAIN, CLUSTERDOWN or LOADING
         bool down = false;     // one was CLUSTERDOWN
