@@ -163,14 +163,18 @@ struct kw_plugin_host {
      * statuses[i] is a kw_status and replies[i] is NULL:
      *   KW_ERR_CONNECT      no connection to its node, or the connection was lost after
      *                       the command was sent: it may have run. It is never sent twice.
-     *   KW_ERR_REDIS        no master serves the slot, the cluster refuses commands, or
-     *                       the command was redirected too often (resharding)
+     *   KW_ERR_REDIS        no master serves the slot, the cluster refuses commands, the
+     *                       command was redirected too often (resharding), or the node
+     *                       was still loading after the retries
      *   KW_ERR_TIMEOUT      no reply within redis.command_timeout
-     *   KW_ERR_INVALID_ARG  argc <= 0 or argv NULL (nothing sent for this command)
-     * A command answered MOVED, ASK, TRYAGAIN or CLUSTERDOWN did not run: it is sent again
-     * where the cluster says (the others keep their replies). Order: the commands for one
-     * node start in the order given; a redirected command runs after the others. Commands
-     * that must run together belong in one script.
+     *   KW_ERR_AUTH         the node refuses the password
+     *   KW_ERR_NOMEM, KW_ERR_INTERNAL  out of memory, an internal failure
+     *   KW_ERR_INVALID_ARG  argc <= 0, argv or one of its arguments NULL (nothing sent for
+     *                       this command)
+     * A command answered MOVED, ASK, TRYAGAIN, CLUSTERDOWN or LOADING did not run: it is
+     * sent again where the cluster says (the others keep their replies). Order: the commands
+     * for one node start in the order given; a redirected command runs after the others.
+     * Commands that must run together belong in one script.
      * Returns KW_OK when every status is KW_OK; else the first failure's status, with err
      * naming it and how many commands failed. Blocking, like `redis`; any thread; safe
      * concurrently. */
