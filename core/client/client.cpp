@@ -114,18 +114,24 @@ void Client::commands(std::vector<std::vector<std::string>> &&cmds,
         }
         return;
     }
+    static const std::string kNoKey;
     std::vector<Call> calls(cmds.size());
     std::vector<ClusterRouter::Call *> ptrs(cmds.size());
     for (size_t i = 0; i < cmds.size(); i++) {
-        Call &c = calls[i];
         size_t k = first_key_index(cmds[i]);
-        c.script = nullptr;
-        c.slot = router_.cluster() && k ? key_slot(cmds[i][k]) : 0;
-        c.node = router_.master_for_slot(c.slot);
-        c.args = std::move(cmds[i]);
-        ptrs[i] = &c;
+        calls[i] = plain_call(k ? cmds[i][k] : kNoKey, std::move(cmds[i]));
+        ptrs[i] = &calls[i];
     }
     router_.exec_all(ptrs, out);
+}
+
+Client::Call Client::plain_call(const std::string &key, std::vector<std::string> &&args) {
+    Call c;
+    c.script = nullptr;
+    c.slot = router_.cluster() ? key_slot(key) : 0;  // before args move: key may be one
+    c.node = router_.master_for_slot(c.slot);
+    c.args = std::move(args);
+    return c;
 }
 
 ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string> args) {
@@ -134,11 +140,7 @@ ReplyPtr Client::command_for_key(const std::string &key, std::vector<std::string
         return nullptr;
     }
     if (connect() != KW_OK) return nullptr;
-    Call c;
-    c.script = nullptr;
-    c.slot = router_.cluster() ? key_slot(key) : 0;
-    c.node = router_.master_for_slot(c.slot);
-    c.args = std::move(args);
+    Call c = plain_call(key, std::move(args));
     return exec(c);
 }
 

@@ -165,6 +165,9 @@ class Client {
     // Inside a pipeline: sends c on its node's connection; its reply is read at the end.
     void queue_in_pipeline(Call &&c);
     int finish(Call &call, ReplyPtr reply);
+    // A plain command (no script fallback) for the master of key's slot ("" or
+    // standalone: slot 0), as command, command_for_key and commands route it.
+    Call plain_call(const std::string &key, std::vector<std::string> &&args);
     Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
                      const std::string *key, std::vector<std::string> &&argv);
     Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);

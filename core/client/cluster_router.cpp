@@ -198,10 +198,6 @@ ReplyPtr ClusterRouter::gave_up(const Call &c, ReplyError kind, const std::strin
     return nullptr;
 }
 
-}  // namespace keywatch
-
-namespace keywatch {
-
 void ClusterRouter::exec_all(const std::vector<Call *> &calls, std::vector<Outcome> *outcomes) {
     outcomes->clear();
     outcomes->resize(calls.size());
