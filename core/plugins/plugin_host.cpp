@@ -105,6 +105,15 @@ void counter_add(const kw_plugin_host_t *host, const char *name, int64_t delta) 
     }
 }
 
+// A command's arguments as the client takes them (argvlen NULL: C strings).
+std::vector<std::string> arg_strings(int argc, const char *const *argv, const size_t *argvlen) {
+    std::vector<std::string> args;
+    args.reserve(static_cast<size_t>(argc));
+    for (int i = 0; i < argc; i++)
+        args.emplace_back(argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
+    return args;
+}
+
 int host_redis(const kw_plugin_host_t *host, int argc, const char *const *argv,
                const size_t *argvlen, kw_reply_t **reply, char *err, size_t err_size) {
     if (reply) *reply = nullptr;
@@ -113,10 +122,7 @@ int host_redis(const kw_plugin_host_t *host, int argc, const char *const *argv,
         return KW_ERR_INVALID_ARG;
     }
     try {
-        std::vector<std::string> args;
-        args.reserve(static_cast<size_t>(argc));
-        for (int i = 0; i < argc; i++)
-            args.emplace_back(argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
+        std::vector<std::string> args = arg_strings(argc, argv, argvlen);
         ReplyPtr raw;
         std::string msg;
         int rc = PluginContext::of(host).redis().command(args, &raw, &msg);
@@ -156,11 +162,7 @@ std::vector<std::vector<std::string>> pipeline_args(size_t n, const kw_redis_com
             statuses[i] = KW_ERR_INVALID_ARG;
             continue;
         }
-        std::vector<std::string> args;
-        args.reserve(static_cast<size_t>(c.argc));
-        for (int j = 0; j < c.argc; j++)
-            args.emplace_back(c.argv[j], c.argvlen ? c.argvlen[j] : strlen(c.argv[j]));
-        cmds.push_back(std::move(args));
+        cmds.push_back(arg_strings(c.argc, c.argv, c.argvlen));
         at->push_back(i);
     }
     return cmds;
