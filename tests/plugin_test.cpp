@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tests/redis_fixture.h"
@@ -79,8 +80,18 @@ class WebhookServer {
         }
         return out;
     }
+    // /hold: the requests open now, and the most open at once so far (files the server
+    // keeps); go() lets every held request answer.
+    int open_now() const { return read_int("open"); }
+    int max_open() const { return read_int("max_open"); }
+    void go() const { std::ofstream(dir_ + "/go") << "go"; }
 
   private:
+    int read_int(const std::string &name) const {
+        int n = 0;
+        std::ifstream(dir_ + "/" + name) >> n;
+        return n;
+    }
     std::string dir_;
     pid_t pid_ = -1;
     int port_ = 0;
@@ -758,6 +769,94 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     auto soon = server.requests("/soon");
     ASSERT_EQ(soon.size(), 2u) << "429 then 200";
     EXPECT_EQ(nlohmann::json::parse(soon[1]["body"].get<std::string>())["attempt"], 2);
+}
+
+// A receiver that holds its requests open pins no worker: the webhook's events wait in its
+// own HTTP thread while the probe's events (another handler, same engine) are delivered.
+TEST_F(PluginTest, WebhookWithASlowReceiverLeavesTheWorkersToOtherHandlers) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("p:", test_plugin("probe"), "p", {});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}, {"timeout_ms", "60000"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 4; i++) track("hook:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return server.open_now() >= 2; })) << logs_.describe();
+    for (int i = 1; i <= 5; i++) track("p:" + std::to_string(i), "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.p.handled", 5)) << logs_.describe();
+    EXPECT_TRUE(wait_until([&] { return server.open_now() == 4; })) << server.open_now();
+    EXPECT_TRUE(engine_->stat_reaches("handler.pending.1", 4)) << "held while open";
+    server.go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 9));
+    EXPECT_EQ(server.requests("/hold").size(), 4u);
+}
+
+TEST_F(PluginTest, WebhookKeepsAtMostMaxInFlightRequestsOpenAtTheReceiver) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("hook:", "webhook", "hook",
+             {{"url", server.url("/hold")}, {"timeout_ms", "60000"}, {"max_in_flight", "3"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 8; i++) track("hook:" + std::to_string(i), "v");
+    bool over = false;
+    ASSERT_TRUE(wait_until([&] {
+        over = over || server.max_open() > 3;
+        return server.open_now() == 3;
+    })) << server.open_now();
+    EXPECT_TRUE(engine_->stat_reaches("items.claimed", 8));
+    EXPECT_FALSE(over) << server.max_open() << " requests open at once";
+    server.go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 8)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 8));
+    EXPECT_EQ(server.max_open(), 3);
+    std::set<std::string> ids;
+    for (const auto &r : server.requests("/hold")) ids.insert(r["event_id"].get<std::string>());
+    EXPECT_EQ(server.requests("/hold").size(), 8u);
+    EXPECT_EQ(ids.size(), 8u) << "each event posted once";
+}
+
+// Stop with requests still open: stop returns at its timeout, the events go back, and
+// the plugin's close completes the requests it gives up (another engine delivers them).
+TEST_F(PluginTest, WebhookStopWithRequestsOpenGivesTheEventsBack) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}, {"timeout_ms", "60000"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 3; i++) track("hook:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return server.open_now() == 3; })) << server.open_now();
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 3));
+    engine_.reset();  // close: the open requests are given up, their holds completed
+    server.go();
+    configure({});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 3));
+}
+
+// No response: the reason names what failed (libcurl's words), and the event is retried.
+TEST_F(PluginTest, WebhookConnectionErrorSaysWhatFailedAndRetries) {
+    int port = keywatch::RedisProcess::free_port();
+    configure({{"max_attempts", "2"}});
+    load_for("down:", "webhook", "down",
+             {{"url", "http://127.0.0.1:" + std::to_string(port) + "/x"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("down:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.down.retried", 2)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(
+        contains(dead, "down: POST 127.0.0.1:" + std::to_string(port) + "/x: no response: "))
+        << dead;
+    EXPECT_TRUE(contains(dead, "onnect")) << dead;
+}
+
+TEST_F(PluginTest, WebhookRefusesABadMaxInFlight) {
+    for (const char *bad : {"0", "-1", "x", "3x"})
+        refused("webhook", "hook", {{"url", "http://127.0.0.1:1/x"}, {"max_in_flight", bad}},
+                {"option \"max_in_flight\"", std::string("\"") + bad + "\"",
+                 "a number of requests > 0"});
 }
 
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {

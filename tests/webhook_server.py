@@ -6,7 +6,9 @@ Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). POST /o
 200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no";
 /limited answers 429 with "Retry-After: 120" the first time, then 200; /unavailable answers
 503 with Retry-After as the HTTP date 120 s from now the first time, then 200; /soon
-answers 429 with "Retry-After: 1" the first time, then 200.
+answers 429 with "Retry-After: 1" the first time, then 200; /hold answers 200 once the file
+"go" exists beside LOG_FILE, and keeps in the files "open" and "max_open" there how many
+requests it has open now and at most so far.
 Each request is appended to LOG_FILE as one JSON line: path, the X-Keywatch-* headers,
 the body, and sig_ok (the signature verifies: HMAC-SHA256 of "<timestamp>.<body>").
 Runs until killed.
@@ -18,10 +20,38 @@ import http.server
 import json
 import os
 import sys
+import threading
 import time
 
 port_file, log_file, secret = sys.argv[1], sys.argv[2], sys.argv[3].encode()
 seen = {}
+data_dir = os.path.dirname(os.path.abspath(log_file))
+open_lock = threading.Lock()
+open_now = [0, 0]  # open now, most open at once
+
+
+def write_file(name, text):
+    tmp = os.path.join(data_dir, name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, os.path.join(data_dir, name))
+
+
+def count_open(delta):
+    with open_lock:
+        open_now[0] += delta
+        open_now[1] = max(open_now)
+        write_file("open", str(open_now[0]))
+        write_file("max_open", str(open_now[1]))
+
+
+def hold_until_go():
+    count_open(1)
+    try:
+        while not os.path.exists(os.path.join(data_dir, "go")):
+            time.sleep(0.02)
+    finally:
+        count_open(-1)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -48,6 +78,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/unavailable" and seen[self.path] == 1:
             status, text = 503, b"maintenance"
             retry_after = email.utils.formatdate(time.time() + 120, usegmt=True)
+        elif self.path == "/hold":
+            hold_until_go()
+            status, text = 200, b"ok"
         elif self.path == "/reject":
             status, text = 400, b"bad payload: no"
         else:
