@@ -16,17 +16,22 @@
  * and refuse replays.
  *
  * Options (docs/plugins.md):
- *   url            required: http://host[:port]/path (https is not supported yet)
+ *   url            required: http[s]://host[:port]/path[?query]
  *   secret         the HMAC key (default: no signature)
  *   headers        extra headers, "Name: value" lines separated by newlines
  *   timeout_ms     per request (default 10000)
  *   retry_after_max_ms  the longest Retry-After delay honoured (default 3600000)
  *   max_in_flight  requests open at once (default 16)
+ *   ca_file        https: the CA certificates (PEM) that verify the receiver (default: the
+ *                  system's store); the receiver is always verified (certificate and name)
+ *   client_cert, client_key  https: a client certificate (PEM) and its key (default: the
+ *                  key in client_cert)
  * Counters: delivered, retried, rejected, retry_after (retries delayed by Retry-After).
  * Thread-safety: the state is read-only after init; handle runs concurrently on the
  * workers, the outcomes are completed on the HTTP thread; close stops and joins it.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +68,7 @@ static void release(void *p) {
 }
 
 /* The URL's parts for the reasons; KW_ERR_BAD_VALUE with err filled when it is not
- * http://host[:port]/path[?query]. */
+ * http[s]://host[:port]/path[?query]. */
 static int parse_url(state_t *s, const char *url, char *err, size_t n) {
     CURLU *u = url ? curl_url() : NULL;
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL;
@@ -71,8 +76,8 @@ static int parse_url(state_t *s, const char *url, char *err, size_t n) {
              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-             curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK && !strcmp(scheme, "http") &&
-             *host;
+             curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+             (!strcmp(scheme, "http") || !strcmp(scheme, "https")) && *host;
     if (ok) {
         size_t plen;
         if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK) query = NULL;
@@ -82,9 +87,8 @@ static int parse_url(state_t *s, const char *url, char *err, size_t n) {
         s->path = (char *)malloc(plen);
         if (s->path) snprintf(s->path, plen, "%s%s%s", path, query ? "?" : "", query ? query : "");
     } else {
-        snprintf(err, n, "option \"url\"%s%s%s: use http://host[:port]/path%s", url ? " = \"" : "",
-                 url ? url : " is required", url ? "\"" : "",
-                 scheme && !strcmp(scheme, "https") ? " (https is not supported yet)" : "");
+        snprintf(err, n, "option \"url\"%s%s%s: use http://host[:port]/path or https://...",
+                 url ? " = \"" : "", url ? url : " is required", url ? "\"" : "");
     }
     curl_free(scheme);
     curl_free(host);
@@ -129,6 +133,32 @@ static int host_fits(const kw_plugin_host_t *host, char *err, size_t n) {
     return KW_ERR_INVALID_ARG;
 }
 
+/* ca_file, client_cert, client_key into conf: each a readable file; client_key only with
+ * client_cert. KW_ERR_BAD_VALUE with err naming the option otherwise. */
+static int tls_options(const kw_plugin_host_t *host, const kw_plugin_config_t *config,
+                       wh_http_conf_t *conf, char *err, size_t n) {
+    const char *names[] = {"ca_file", "client_cert", "client_key"};
+    const char **values[] = {&conf->ca_file, &conf->client_cert, &conf->client_key};
+    size_t i;
+    if (host->config_get(config, "client_key") && !host->config_get(config, "client_cert")) {
+        snprintf(err, n,
+                 "option \"client_key\" needs \"client_cert\" (the certificate it belongs to)");
+        return KW_ERR_BAD_VALUE;
+    }
+    for (i = 0; i < 3; i++) {
+        FILE *f;
+        *values[i] = host->config_get(config, names[i]);
+        if (!*values[i]) continue;
+        if (!(f = fopen(*values[i], "r"))) {
+            snprintf(err, n, "option \"%s\" = \"%s\": cannot read it: %s", names[i], *values[i],
+                     strerror(errno));
+            return KW_ERR_BAD_VALUE;
+        }
+        fclose(f);
+    }
+    return KW_OK;
+}
+
 static void on_outcome(void *owner, void *tag, const wh_http_result_t *r);
 
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **state,
@@ -140,10 +170,12 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     if (rc != KW_OK) return rc;
     if (!(s = (state_t *)calloc(1, sizeof *s))) return KW_ERR_NOMEM;
     s->host = host;
+    memset(&conf, 0, sizeof conf);
     conf.url = host->config_get(config, "url");
     conf.secret = host->config_get(config, "secret");
     conf.headers = host->config_get(config, "headers");
     rc = parse_url(s, conf.url, err, n);
+    if (rc == KW_OK) rc = tls_options(host, config, &conf, err, n);
     if (rc == KW_OK)
         rc = number_option(host, config, "timeout_ms", 10000, 1, "a number of milliseconds",
                            &timeout_ms, err, n);

@@ -32,7 +32,7 @@ typedef struct job {
 } job_t;
 
 struct wh_http {
-    char *url, *secret, *headers;
+    char *url, *secret, *headers, *ca_file, *client_cert, *client_key;
     long timeout_ms;
     wh_http_done_fn done;
     void *owner;
@@ -160,7 +160,11 @@ static int send_job(wh_http_t *h, job_t *j) {
     j->easy = curl_easy_init();
     if (!j->easy || build_headers(h, j) < 0) return -1;
     curl_easy_setopt(j->easy, CURLOPT_URL, h->url);
-    curl_easy_setopt(j->easy, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(j->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* https: the receiver is verified (libcurl's default: peer and host name). */
+    if (h->ca_file) curl_easy_setopt(j->easy, CURLOPT_CAINFO, h->ca_file);
+    if (h->client_cert) curl_easy_setopt(j->easy, CURLOPT_SSLCERT, h->client_cert);
+    if (h->client_key) curl_easy_setopt(j->easy, CURLOPT_SSLKEY, h->client_key);
     curl_easy_setopt(j->easy, CURLOPT_PROXY, ""); /* no proxy from the environment */
     curl_easy_setopt(j->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(j->easy, CURLOPT_TIMEOUT_MS, h->timeout_ms);
@@ -245,6 +249,9 @@ static void release(wh_http_t *h) {
     free(h->url);
     free(h->secret);
     free(h->headers);
+    free(h->ca_file);
+    free(h->client_cert);
+    free(h->client_key);
     free(h);
 }
 
@@ -262,11 +269,16 @@ int wh_http_start(const wh_http_conf_t *conf, wh_http_done_fn done, void *owner,
     h->url = dup_or_null(conf->url);
     h->secret = dup_or_null(conf->secret);
     h->headers = dup_or_null(conf->headers);
+    h->ca_file = dup_or_null(conf->ca_file);
+    h->client_cert = dup_or_null(conf->client_cert);
+    h->client_key = dup_or_null(conf->client_key);
     h->timeout_ms = conf->timeout_ms;
     h->done = done;
     h->owner = owner;
     h->multi = curl_multi_init();
-    if (!h->url || (conf->secret && !h->secret) || (conf->headers && !h->headers) || !h->multi) {
+    if (!h->url || (conf->secret && !h->secret) || (conf->headers && !h->headers) ||
+        (conf->ca_file && !h->ca_file) || (conf->client_cert && !h->client_cert) ||
+        (conf->client_key && !h->client_key) || !h->multi) {
         snprintf(err, n, "out of memory");
         release(h);
         return -1;

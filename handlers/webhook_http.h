@@ -15,11 +15,14 @@
 typedef struct wh_http wh_http_t;
 
 typedef struct wh_http_conf {
-    const char *url;      /* http://host[:port]/path[?query] */
-    const char *secret;   /* the HMAC key; NULL: no signature */
-    const char *headers;  /* extra "Name: value" lines separated by newlines; NULL: none */
-    long timeout_ms;      /* per request, connecting included */
-    long max_connections; /* connections kept open to the receiver */
+    const char *url;         /* http[s]://host[:port]/path[?query] */
+    const char *secret;      /* the HMAC key; NULL: no signature */
+    const char *headers;     /* extra "Name: value" lines separated by newlines; NULL: none */
+    long timeout_ms;         /* per request, connecting included */
+    long max_connections;    /* connections kept open to the receiver */
+    const char *ca_file;     /* https: CA certificates (PEM); NULL: the system's store */
+    const char *client_cert; /* https: a client certificate (PEM); NULL: none */
+    const char *client_key;  /* its key; NULL: in client_cert */
 } wh_http_conf_t;
 
 /* One request's outcome; valid during the callback only. */

@@ -17,6 +17,7 @@
 
 #include "tests/redis_fixture.h"
 #include "tests/server_calls.h"
+#include "tests/support/test_certificates.h"
 
 namespace {
 
@@ -43,18 +44,24 @@ int add_plugin(kw_engine_t *engine, const std::string &plugin, const char *insta
     return rc;
 }
 
-// tests/webhook_server.py on a free loopback port; killed by pid at the end.
+// tests/webhook_server.py on a free loopback port; killed by pid at the end. With tls
+// (its certificate, key and optionally the CA of the client certificates it requires), https.
 class WebhookServer {
   public:
-    WebhookServer() {
+    explicit WebhookServer(const std::vector<std::string> &tls = {})
+        : scheme_(tls.empty() ? "http" : "https") {
         char tmpl[] = "/tmp/kw_webhook_XXXXXX";
         if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
         dir_ = tmpl;
         std::string port_file = dir_ + "/port", log = dir_ + "/requests";
+        std::vector<std::string> args = {"python3", KW_WEBHOOK_SERVER, port_file, log, "s3cret"};
+        args.insert(args.end(), tls.begin(), tls.end());
+        std::vector<char *> argv;
+        for (auto &a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid_ = fork();
         if (pid_ == 0) {
-            execlp("python3", "python3", KW_WEBHOOK_SERVER, port_file.c_str(), log.c_str(),
-                   "s3cret", static_cast<char *>(nullptr));
+            execvp("python3", argv.data());
             _exit(127);
         }
         if (!wait_until([&] { return std::ifstream(port_file).good(); }))
@@ -68,7 +75,7 @@ class WebhookServer {
         if (system(rm.c_str()) != 0) std::cerr << "could not remove " << dir_ << "\n";
     }
     std::string url(const std::string &path) const {
-        return "http://127.0.0.1:" + std::to_string(port_) + path;
+        return scheme_ + "://127.0.0.1:" + std::to_string(port_) + path;
     }
     // The requests received so far (one JSON object each), for one path.
     std::vector<nlohmann::json> requests(const std::string &path) const {
@@ -92,6 +99,7 @@ class WebhookServer {
         std::ifstream(dir_ + "/" + name) >> n;
         return n;
     }
+    std::string scheme_;
     std::string dir_;
     pid_t pid_ = -1;
     int port_ = 0;
@@ -236,7 +244,10 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
             {"plugin instance \"out\"", "option \"stream\"", "slot"});
     refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
             {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
-    refused("webhook", "hook", {{"url", "https://example.com/x"}}, {"https is not supported"});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}, {"client_key", "/k"}},
+            {"plugin instance \"hook\"", "option \"client_key\" needs \"client_cert\""});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}, {"ca_file", "/no/such.pem"}},
+            {"option \"ca_file\" = \"/no/such.pem\": cannot read it"});
     refused("exec", "run", {{"argv1", "x"}}, {"plugin instance \"run\"", "option \"argv0\""});
     load(test_plugin("probe"), "p1", {});
     refused(test_plugin("probe"), "p1", {},
@@ -857,6 +868,40 @@ TEST_F(PluginTest, WebhookRefusesABadMaxInFlight) {
         refused("webhook", "hook", {{"url", "http://127.0.0.1:1/x"}, {"max_in_flight", bad}},
                 {"option \"max_in_flight\"", std::string("\"") + bad + "\"",
                  "a number of requests > 0"});
+}
+
+// https: the receiver verified against ca_file (ok), with a client certificate where the
+// receiver requires one; a receiver the CA does not vouch for is retried, then dead-lettered
+// with the TLS error.
+TEST_F(PluginTest, WebhookOverHttpsVerifiesTheReceiverAndSendsAClientCertificate) {
+    keywatch::TestCertificates pki;
+    WebhookServer server({pki.path("server.crt"), pki.path("server.key")});
+    WebhookServer mutual({pki.path("server.crt"), pki.path("server.key"), pki.path("ca.crt")});
+    configure({{"max_attempts", "2"}});
+    load_for("ok:", "webhook", "ok",
+             {{"url", server.url("/ok")}, {"ca_file", pki.path("ca.crt")}, {"secret", "s3cret"}});
+    load_for("mtls:", "webhook", "mtls",
+             {{"url", mutual.url("/ok")},
+              {"ca_file", pki.path("ca.crt")},
+              {"client_cert", pki.path("client.crt")},
+              {"client_key", pki.path("client.key")}});
+    load_for("wrong:", "webhook", "wrong",
+             {{"url", server.url("/ok")}, {"ca_file", pki.path("other-ca.crt")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v");
+    track("mtls:1", "v");
+    track("wrong:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.ok.delivered", 1)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.mtls.delivered", 1)) << logs_.describe();
+    auto ok = server.requests("/ok");
+    ASSERT_EQ(ok.size(), 1u) << "the wrong CA's request never reaches the receiver";
+    EXPECT_TRUE(ok[0]["sig_ok"].get<bool>()) << ok[0].dump();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.wrong.retried", 2)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "wrong: POST 127.0.0.1:")) << dead;
+    EXPECT_TRUE(contains(dead, "no response: SSL certificate problem")) << dead;
+    EXPECT_EQ(server.requests("/ok").size(), 1u);
 }
 
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {

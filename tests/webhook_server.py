@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A real HTTP server on loopback for the webhook plugin's test (tests/plugin_test.cpp).
 
-Usage: webhook_server.py PORT_FILE LOG_FILE SECRET
-Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening). POST /ok answers
+Usage: webhook_server.py PORT_FILE LOG_FILE SECRET [CERT KEY [CLIENT_CA]]
+Listens on 127.0.0.1 (a free port, written to PORT_FILE once listening); with CERT and KEY
+(PEM) it speaks https, and with CLIENT_CA it requires a client certificate signed by it. POST /ok answers
 200; /flaky answers 503 the first time, then 200; /reject answers 400 "bad payload: no";
 /limited answers 429 with "Retry-After: 120" the first time, then 200; /unavailable answers
 503 with Retry-After as the HTTP date 120 s from now the first time, then 200; /soon
@@ -19,6 +20,7 @@ import hmac
 import http.server
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -97,6 +99,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+if len(sys.argv) > 5:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[4], sys.argv[5])
+    if len(sys.argv) > 6:
+        tls.load_verify_locations(sys.argv[6])
+        tls.verify_mode = ssl.CERT_REQUIRED
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
 with open(port_file + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(port_file + ".tmp", port_file)
