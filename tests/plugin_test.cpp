@@ -863,6 +863,14 @@ TEST_F(PluginTest, WebhookConnectionErrorSaysWhatFailedAndRetries) {
     EXPECT_TRUE(contains(dead, "onnect")) << dead;
 }
 
+TEST_F(PluginTest, WebhookRefusesAnOlderHostWithoutSetMaxInFlight) {
+    refused(
+        test_plugin("old_host"), "old_hook",
+        {{"plugin", std::string(KW_HANDLERS_DIR) + "/webhook.so"}, {"url", "http://127.0.0.1:1/x"}},
+        {"this keywatch host (0.2.0) has no set_max_in_flight (keywatch 0.3.0 or later)",
+         "use the webhook plugin that ships with your keywatch"});
+}
+
 TEST_F(PluginTest, WebhookRefusesABadMaxInFlight) {
     for (const char *bad : {"0", "-1", "x", "3x"})
         refused("webhook", "hook", {{"url", "http://127.0.0.1:1/x"}, {"max_in_flight", bad}},
