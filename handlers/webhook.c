@@ -314,7 +314,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     if (wh_http_post(s->http, hold, body, len, id) != 0) {
         free(body);
         free(id);
-        h->complete(hold, KW_RESULT_RETRY, "the plugin is closing", -1);
+        h->complete(hold, KW_RESULT_RETRY, "out of memory (or the plugin is closing)", -1);
     }
     return KW_RESULT_PENDING;
 }
