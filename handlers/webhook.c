@@ -1,51 +1,53 @@
 /*
  * webhook - a built-in handler plugin: HTTP POST of each event, as the JSON line `keywatch
- * watch` prints, to a configured URL, with libevent's HTTP client (one private event base
- * per call, so calls run concurrently on the workers).
+ * watch` prints, to a configured URL. handle() never waits for the receiver: it holds the
+ * event (host->hold), hands the request to the instance's HTTP thread (webhook_http.h:
+ * libcurl's multi interface, keep-alive connections) and returns KW_RESULT_PENDING; the
+ * thread completes the hold with the outcome (host->complete). At most max_in_flight
+ * requests are open at once: the host holds the instance's next events back meanwhile
+ * (host->set_max_in_flight), so a slow receiver pins no worker.
  * Status: 2xx ack; 5xx, 408, 429, a timeout or a connection error retry; any other status
  * rejects (dead letter with the status and the start of the body). A 429 or 503 with
  * Retry-After (seconds, or an HTTP date) retries after that delay (at most
- * retry_after_max_ms): the event is held (host->hold) and completed at once with
- * host->complete(RETRY, reason, delay), the ABI's way to retry after a given delay.
+ * retry_after_max_ms) through host->complete's retry delay.
  * Headers: Content-Type: application/json, X-Keywatch-Event-Id, X-Keywatch-Timestamp (unix
- * seconds) and, with a secret, X-Keywatch-Signature: sha256=<hex HMAC-SHA256 of
- * "<timestamp>.<body>">, so the receiver can verify the sender and refuse replays.
+ * seconds at the time of the request) and, with a secret, X-Keywatch-Signature:
+ * sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">, so the receiver can verify the sender
+ * and refuse replays.
  *
  * Options (docs/plugins.md):
- *   url         required: http://host[:port]/path (https is not supported yet)
- *   secret      the HMAC key (default: no signature)
- *   headers     extra headers, "Name: value" lines separated by newlines
- *   timeout_ms  per request (default 10000)
+ *   url            required: http[s]://host[:port]/path[?query]
+ *   secret         the HMAC key (default: no signature)
+ *   headers        extra headers, "Name: value" lines separated by newlines
+ *   timeout_ms     per request (default 10000)
  *   retry_after_max_ms  the longest Retry-After delay honoured (default 3600000)
+ *   max_in_flight  requests open at once (default 16)
+ *   ca_file        https: the CA certificates (PEM) that verify the receiver (default: the
+ *                  system's store); the receiver is always verified (certificate and name)
+ *   client_cert, client_key  https: a client certificate (PEM) and its key (default: the
+ *                  key in client_cert)
  * Counters: delivered, retried, rejected, retry_after (retries delayed by Retry-After).
- * Thread-safety: the state is read-only after init; handle runs concurrently.
+ * Thread-safety: the state is read-only after init; handle runs concurrently on the
+ * workers, the outcomes are completed on the HTTP thread; close stops and joins it.
  */
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "keywatch_plugin.h"
+#include "webhook_http.h"
 
 typedef struct state {
     const kw_plugin_host_t *host;
-    char *host_name, *path, *secret, *headers;
+    char *host_name, *path; /* for the reasons: "POST <host>:<port><path>" */
     int port;
-    struct timeval timeout;
     int64_t retry_after_max_ms;
+    wh_http_t *http;
+    int curl_ready; /* curl_global_init succeeded: cleaned up in release */
 } state_t;
-
-typedef struct response {
-    int status; /* 0: no response (timeout, connection error) */
-    char body[201];
-    int64_t retry_after_ms; /* the Retry-After header as a delay; -1: none or unreadable */
-} response_t;
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -54,72 +56,154 @@ static char *dup_str(const char *s) {
     return d;
 }
 
+/* Stops the HTTP thread (its open requests are completed with RETRY) and frees s. */
 static void release(void *p) {
     state_t *s = (state_t *)p;
     if (!s) return;
+    wh_http_stop(s->http);
     free(s->host_name);
     free(s->path);
-    free(s->secret);
-    free(s->headers);
+    if (s->curl_ready) curl_global_cleanup();
     free(s);
 }
 
+/* The URL's parts for the reasons; KW_ERR_BAD_VALUE with err filled when it is not
+ * http[s]://host[:port]/path[?query]. */
 static int parse_url(state_t *s, const char *url, char *err, size_t n) {
-    struct evhttp_uri *u = url ? evhttp_uri_parse(url) : NULL;
-    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
-    const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    const char *path = u ? evhttp_uri_get_path(u) : NULL;
-    const char *query = u ? evhttp_uri_get_query(u) : NULL;
-    int ok = scheme && !strcmp(scheme, "http") && host && *host;
+    CURLU *u = url ? curl_url() : NULL;
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+             (!strcmp(scheme, "http") || !strcmp(scheme, "https")) && *host;
     if (ok) {
-        size_t plen = (path && *path ? strlen(path) : 1) + (query ? strlen(query) + 1 : 0) + 1;
+        size_t plen;
+        if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK) query = NULL;
+        plen = strlen(path) + (query ? strlen(query) + 1 : 0) + 1;
         s->host_name = dup_str(host);
-        s->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+        s->port = atoi(port);
         s->path = (char *)malloc(plen);
-        if (s->path)
-            snprintf(s->path, plen, "%s%s%s", path && *path ? path : "/", query ? "?" : "",
-                     query ? query : "");
+        if (s->path) snprintf(s->path, plen, "%s%s%s", path, query ? "?" : "", query ? query : "");
     } else {
-        snprintf(err, n, "option \"url\"%s%s%s: use http://host[:port]/path%s", url ? " = \"" : "",
-                 url ? url : " is required", url ? "\"" : "",
-                 scheme && !strcmp(scheme, "https") ? " (https is not supported yet)" : "");
+        snprintf(err, n, "option \"url\"%s%s%s: use http://host[:port]/path or https://...",
+                 url ? " = \"" : "", url ? url : " is required", url ? "\"" : "");
     }
-    if (u) evhttp_uri_free(u);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(query);
+    if (u) curl_url_cleanup(u);
+    if (ok && (!s->host_name || !s->path)) {
+        snprintf(err, n, "out of memory");
+        return KW_ERR_NOMEM;
+    }
     return ok ? KW_OK : KW_ERR_BAD_VALUE;
 }
 
+/* A whole number in [min, max] from option `name` (default when absent); KW_ERR_BAD_VALUE
+ * with err saying what to give otherwise. */
+static int number_option(const kw_plugin_host_t *host, const kw_plugin_config_t *config,
+                         const char *name, long long def, long long min, const char *what,
+                         long long *out, char *err, size_t n) {
+    const char *v = host->config_get(config, name);
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : def;
+    if (v && (end == v || *end != '\0' || x < min)) {
+        snprintf(err, n, "option \"%s\" = \"%s\": use %s %s %lld", name, v, what,
+                 min > 0 ? ">" : ">=", min > 0 ? min - 1 : min);
+        return KW_ERR_BAD_VALUE;
+    }
+    *out = x;
+    return KW_OK;
+}
+
+/* The host members webhook needs (hold/complete, set_max_in_flight, event_json); else
+ * KW_ERR_INVALID_ARG with err saying which keywatch to use. */
+static int host_fits(const kw_plugin_host_t *host, char *err, size_t n) {
+    if (KW_PLUGIN_HAS(host->size, kw_plugin_host_t, set_max_in_flight) && host->set_max_in_flight &&
+        host->hold && host->complete && host->event_json)
+        return KW_OK;
+    snprintf(err, n,
+             "this keywatch host (%s) has no set_max_in_flight (keywatch 0.3.0 or later): use "
+             "the webhook plugin that ships with your keywatch",
+             host->keywatch_version ? host->keywatch_version : "?");
+    return KW_ERR_INVALID_ARG;
+}
+
+/* ca_file, client_cert, client_key into conf: each a readable file; client_key only with
+ * client_cert. KW_ERR_BAD_VALUE with err naming the option otherwise. */
+static int tls_options(const kw_plugin_host_t *host, const kw_plugin_config_t *config,
+                       wh_http_conf_t *conf, char *err, size_t n) {
+    const char *names[] = {"ca_file", "client_cert", "client_key"};
+    const char **values[] = {&conf->ca_file, &conf->client_cert, &conf->client_key};
+    size_t i;
+    if (host->config_get(config, "client_key") && !host->config_get(config, "client_cert")) {
+        snprintf(err, n,
+                 "option \"client_key\" needs \"client_cert\" (the certificate it belongs to)");
+        return KW_ERR_BAD_VALUE;
+    }
+    for (i = 0; i < 3; i++) {
+        FILE *f;
+        *values[i] = host->config_get(config, names[i]);
+        if (!*values[i]) continue;
+        if (!(f = fopen(*values[i], "r"))) {
+            snprintf(err, n, "option \"%s\" = \"%s\": cannot read it: %s", names[i], *values[i],
+                     strerror(errno));
+            return KW_ERR_BAD_VALUE;
+        }
+        fclose(f);
+    }
+    return KW_OK;
+}
+
+static void on_outcome(void *owner, void *tag, const wh_http_result_t *r);
+
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **state,
                 char *err, size_t n) {
-    state_t *s = (state_t *)calloc(1, sizeof *s);
-    const char *secret = host->config_get(config, "secret");
-    const char *headers = host->config_get(config, "headers");
-    const char *timeout = host->config_get(config, "timeout_ms");
-    const char *ra_max = host->config_get(config, "retry_after_max_ms");
-    long ms = timeout ? strtol(timeout, NULL, 10) : 10000;
-    int rc;
-    if (!s) return KW_ERR_NOMEM;
+    state_t *s;
+    wh_http_conf_t conf;
+    long long timeout_ms = 0, max_in_flight = 0, ra_max = 0;
+    int rc = host_fits(host, err, n);
+    if (rc != KW_OK) return rc;
+    if (!(s = (state_t *)calloc(1, sizeof *s))) return KW_ERR_NOMEM;
     s->host = host;
-    rc = parse_url(s, host->config_get(config, "url"), err, n);
-    if (rc == KW_OK && ms <= 0) {
-        snprintf(err, n, "option \"timeout_ms\" = \"%s\": use a number of milliseconds > 0",
-                 timeout);
+    memset(&conf, 0, sizeof conf);
+    conf.url = host->config_get(config, "url");
+    conf.secret = host->config_get(config, "secret");
+    conf.headers = host->config_get(config, "headers");
+    rc = parse_url(s, conf.url, err, n);
+    if (rc == KW_OK) rc = tls_options(host, config, &conf, err, n);
+    if (rc == KW_OK)
+        rc = number_option(host, config, "timeout_ms", 10000, 1, "a number of milliseconds",
+                           &timeout_ms, err, n);
+    if (rc == KW_OK)
+        rc = number_option(host, config, "retry_after_max_ms", 3600000, 0,
+                           "a number of milliseconds", &ra_max, err, n);
+    if (rc == KW_OK)
+        rc = number_option(host, config, "max_in_flight", 16, 1, "a number of requests",
+                           &max_in_flight, err, n);
+    if (rc == KW_OK && max_in_flight > 100000) {
+        snprintf(err, n, "option \"max_in_flight\" = \"%lld\": use at most 100000", max_in_flight);
         rc = KW_ERR_BAD_VALUE;
     }
-    s->retry_after_max_ms = ra_max ? strtoll(ra_max, NULL, 10) : 3600000;
-    if (rc == KW_OK && s->retry_after_max_ms < 0) {
-        snprintf(err, n,
-                 "option \"retry_after_max_ms\" = \"%s\": use a number of milliseconds >= 0",
-                 ra_max);
-        rc = KW_ERR_BAD_VALUE;
+    if (rc == KW_OK && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, n, "libcurl failed to initialise");
+        rc = KW_ERR_INTERNAL;
     }
+    s->curl_ready = rc == KW_OK;
+    s->retry_after_max_ms = (int64_t)ra_max;
+    if (rc == KW_OK) rc = host->set_max_in_flight(host, (uint32_t)max_in_flight);
+    conf.timeout_ms = (long)timeout_ms;
+    conf.max_connections = (long)max_in_flight;
+    if (rc == KW_OK && wh_http_start(&conf, on_outcome, s, &s->http, err, n) != 0)
+        rc = KW_ERR_INTERNAL;
     if (rc != KW_OK) {
         release(s);
         return rc;
     }
-    s->timeout.tv_sec = ms / 1000;
-    s->timeout.tv_usec = (ms % 1000) * 1000;
-    if (secret) s->secret = dup_str(secret);
-    if (headers) s->headers = dup_str(headers);
     *state = s;
     return KW_OK;
 }
@@ -167,142 +251,78 @@ static int64_t retry_after_ms(const char *v) {
     }
 }
 
-static void on_response(struct evhttp_request *req, void *arg) {
-    response_t *r = (response_t *)arg;
-    int got;
-    r->status = req ? evhttp_request_get_response_code(req) : 0;
-    if (!req) return;
-    r->retry_after_ms =
-        retry_after_ms(evhttp_find_header(evhttp_request_get_input_headers(req), "Retry-After"));
-    got = evbuffer_remove(evhttp_request_get_input_buffer(req), r->body, sizeof r->body - 1);
-    r->body[got > 0 ? got : 0] = '\0';
-}
-
-/* Adds "Name: value" lines of s->headers to out. */
-static void add_headers(const state_t *s, struct evkeyvalq *out) {
-    const char *line = s->headers;
-    char buf[1024];
-    while (line && *line) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char *colon;
-        if (len < sizeof buf) {
-            memcpy(buf, line, len);
-            buf[len] = '\0';
-            colon = strchr(buf, ':');
-            if (colon) {
-                *colon = '\0';
-                for (colon++; *colon == ' '; colon++) {
-                }
-                evhttp_add_header(out, buf, colon);
-            }
+/* The outcome of one request, on the HTTP thread: counted, and its hold completed. */
+static void on_outcome(void *owner, void *tag, const wh_http_result_t *r) {
+    const state_t *s = (const state_t *)owner;
+    const kw_plugin_host_t *h = s->host;
+    char reason[1024];
+    int result = KW_RESULT_REJECT;
+    int64_t delay = -1;
+    if (r->status >= 200 && r->status < 300) {
+        h->counter_add(h, "delivered", 1);
+        h->complete((kw_plugin_hold_t *)tag, KW_RESULT_ACK, NULL, -1);
+        return;
+    }
+    if (r->status == 0 || r->status >= 500 || r->status == 408 || r->status == 429) {
+        int64_t ra = r->status ? retry_after_ms(r->retry_after) : -1;
+        if (r->status)
+            snprintf(reason, sizeof reason, "POST %s:%d%s: HTTP %ld", s->host_name, s->port,
+                     s->path, r->status);
+        else
+            snprintf(reason, sizeof reason, "POST %s:%d%s: no response: %s", s->host_name, s->port,
+                     s->path, r->error);
+        if (ra >= 0) {
+            size_t used = strlen(reason);
+            snprintf(reason + used, sizeof reason - used, " (Retry-After: %lld ms)", (long long)ra);
         }
-        line = end ? end + 1 : NULL;
+        h->counter_add(h, "retried", 1);
+        if ((r->status == 429 || r->status == 503) && ra >= 0) {
+            delay = ra > s->retry_after_max_ms ? s->retry_after_max_ms : ra;
+            h->counter_add(h, "retry_after", 1);
+        }
+        result = KW_RESULT_RETRY;
+    } else {
+        snprintf(reason, sizeof reason, "POST %s:%d%s: HTTP %ld: %s", s->host_name, s->port,
+                 s->path, r->status, r->body);
+        h->counter_add(h, "rejected", 1);
     }
+    /* After the engine stopped the host refuses and frees the hold: the item was given
+     * back by stop already. */
+    h->complete((kw_plugin_hold_t *)tag, result, reason, delay);
 }
 
-static void sign(const state_t *s, const char *stamp, const char *body, size_t len,
-                 struct evkeyvalq *out) {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned mac_len = 0, i;
-    char hex[8 + 2 * EVP_MAX_MD_SIZE + 1] = "sha256=";
-    size_t slen = strlen(stamp);
-    char *msg = (char *)malloc(slen + 1 + len);
-    if (!msg) return;
-    memcpy(msg, stamp, slen);
-    msg[slen] = '.';
-    memcpy(msg + slen + 1, body, len);
-    HMAC(EVP_sha256(), s->secret, (int)strlen(s->secret), (const unsigned char *)msg,
-         slen + 1 + len, mac, &mac_len);
-    free(msg);
-    for (i = 0; i < mac_len; i++) sprintf(hex + 7 + 2 * i, "%02x", mac[i]);
-    evhttp_add_header(out, "X-Keywatch-Signature", hex);
-}
-
-/* POSTs the event; the response's status (0: none) and body start in *r. */
-static void post(const state_t *s, const kw_plugin_event_t *ev, response_t *r) {
-    const kw_plugin_host_t *h = s->host;
-    size_t len = 0;
-    const char *body = h->event_json(ev, &len);
-    char stamp[24];
-    struct event_base *base = event_base_new();
-    struct evhttp_connection *conn =
-        base ? evhttp_connection_base_new(base, NULL, s->host_name, (unsigned short)s->port) : NULL;
-    struct evhttp_request *req = conn ? evhttp_request_new(on_response, r) : NULL;
-    r->status = 0;
-    r->body[0] = '\0';
-    r->retry_after_ms = -1;
-    if (req && body) {
-        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-        snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
-        evhttp_connection_set_timeout_tv(conn, &s->timeout);
-        evhttp_connection_set_retries(conn, 0);
-        evhttp_add_header(out, "Host", s->host_name);
-        evhttp_add_header(out, "Content-Type", "application/json");
-        evhttp_add_header(out, "X-Keywatch-Event-Id", h->event_id(ev));
-        evhttp_add_header(out, "X-Keywatch-Timestamp", stamp);
-        if (s->secret) sign(s, stamp, body, len, out);
-        add_headers(s, out);
-        evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-        if (evhttp_make_request(conn, req, EVHTTP_REQ_POST, s->path) == 0)
-            event_base_dispatch(base);
-    } else if (req) {
-        evhttp_request_free(req);
-    }
-    if (conn) evhttp_connection_free(conn);
-    if (base) event_base_free(base);
-}
-
-/* A retry due after r->retry_after_ms (capped): hold the event and complete it at once
- * with that delay. KW_RESULT_PENDING when done so, else KW_RESULT_RETRY (the engine's
- * backoff): no Retry-After, not a 429/503, or a host that cannot hold. */
-static int retry_later(const state_t *s, const kw_plugin_event_t *ev, const response_t *r,
-                       const char *reason) {
-    const kw_plugin_host_t *h = s->host;
-    kw_plugin_hold_t *hold;
-    int64_t delay = r->retry_after_ms;
-    if ((r->status != 429 && r->status != 503) || delay < 0) return KW_RESULT_RETRY;
-    if (!KW_PLUGIN_HAS(h->size, kw_plugin_host_t, complete) || !h->hold || !h->complete)
-        return KW_RESULT_RETRY;
-    if (delay > s->retry_after_max_ms) delay = s->retry_after_max_ms;
-    hold = h->hold(ev);
-    if (!hold || h->complete(hold, KW_RESULT_RETRY, reason, delay) != KW_OK)
-        return KW_RESULT_RETRY; /* the host frees the hold either way */
-    h->counter_add(h, "retry_after", 1);
-    return KW_RESULT_PENDING;
-}
-
+/* Hands the event to the HTTP thread: copies what the request needs, holds the event and
+ * returns KW_RESULT_PENDING (the HTTP thread completes it). */
 static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     const state_t *s = (const state_t *)p;
     const kw_plugin_host_t *h = s->host;
-    response_t r;
-    post(s, ev, &r);
-    if (r.status >= 200 && r.status < 300) {
-        h->counter_add(h, "delivered", 1);
-        return KW_RESULT_ACK;
+    size_t len = 0;
+    const char *json = h->event_json(ev, &len);
+    char *body = json ? (char *)malloc(len + 1) : NULL, *id = dup_str(h->event_id(ev));
+    kw_plugin_hold_t *hold = NULL;
+    if (body && id) {
+        memcpy(body, json, len);
+        body[len] = '\0';
+        hold = h->hold(ev);
     }
-    if (r.status == 0 || r.status >= 500 || r.status == 408 || r.status == 429) {
-        if (r.status)
-            snprintf(err, n, "POST %s:%d%s: HTTP %d", s->host_name, s->port, s->path, r.status);
-        else
-            snprintf(err, n, "POST %s:%d%s: no response (timeout or connection error)",
-                     s->host_name, s->port, s->path);
-        if (r.status && r.retry_after_ms >= 0) {
-            size_t used = strlen(err);
-            snprintf(err + used, n - used, " (Retry-After: %lld ms)", (long long)r.retry_after_ms);
-        }
-        h->counter_add(h, "retried", 1);
-        return retry_later(s, ev, &r, err);
+    if (!hold) {
+        free(body);
+        free(id);
+        snprintf(err, n, "%s", body && id ? "the engine is stopping" : "out of memory");
+        return KW_RESULT_RETRY;
     }
-    snprintf(err, n, "POST %s:%d%s: HTTP %d: %s", s->host_name, s->port, s->path, r.status, r.body);
-    h->counter_add(h, "rejected", 1);
-    return KW_RESULT_REJECT;
+    if (wh_http_post(s->http, hold, body, len, id) != 0) {
+        free(body);
+        free(id);
+        h->complete(hold, KW_RESULT_RETRY, "out of memory (or the plugin is closing)", -1);
+    }
+    return KW_RESULT_PENDING;
 }
 
 static const kw_plugin_descriptor_t descriptor = {KW_PLUGIN_ABI_VERSION,
                                                   sizeof(kw_plugin_descriptor_t),
                                                   "webhook",
-                                                  "1.0.0",
+                                                  "2.0.0",
                                                   0,
                                                   init,
                                                   handle,

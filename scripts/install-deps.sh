@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config
     libhiredis-dev libevent-dev libssl-dev openssl
+    # The webhook plugin's HTTP client.
+    libcurl4-openssl-dev
     redis-server redis-tools
     libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libtomlplusplus-dev
     libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tests/redis_fixture.h"
 #include "tests/server_calls.h"
+#include "tests/support/test_certificates.h"
 
 namespace {
 
@@ -42,18 +44,24 @@ int add_plugin(kw_engine_t *engine, const std::string &plugin, const char *insta
     return rc;
 }
 
-// tests/webhook_server.py on a free loopback port; killed by pid at the end.
+// tests/webhook_server.py on a free loopback port; killed by pid at the end. With tls
+// (its certificate, key and optionally the CA of the client certificates it requires), https.
 class WebhookServer {
   public:
-    WebhookServer() {
+    explicit WebhookServer(const std::vector<std::string> &tls = {})
+        : scheme_(tls.empty() ? "http" : "https") {
         char tmpl[] = "/tmp/kw_webhook_XXXXXX";
         if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
         dir_ = tmpl;
         std::string port_file = dir_ + "/port", log = dir_ + "/requests";
+        std::vector<std::string> args = {"python3", KW_WEBHOOK_SERVER, port_file, log, "s3cret"};
+        args.insert(args.end(), tls.begin(), tls.end());
+        std::vector<char *> argv;
+        for (auto &a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid_ = fork();
         if (pid_ == 0) {
-            execlp("python3", "python3", KW_WEBHOOK_SERVER, port_file.c_str(), log.c_str(),
-                   "s3cret", static_cast<char *>(nullptr));
+            execvp("python3", argv.data());
             _exit(127);
         }
         if (!wait_until([&] { return std::ifstream(port_file).good(); }))
@@ -67,7 +75,7 @@ class WebhookServer {
         if (system(rm.c_str()) != 0) std::cerr << "could not remove " << dir_ << "\n";
     }
     std::string url(const std::string &path) const {
-        return "http://127.0.0.1:" + std::to_string(port_) + path;
+        return scheme_ + "://127.0.0.1:" + std::to_string(port_) + path;
     }
     // The requests received so far (one JSON object each), for one path.
     std::vector<nlohmann::json> requests(const std::string &path) const {
@@ -79,8 +87,19 @@ class WebhookServer {
         }
         return out;
     }
+    // /hold: the requests open now, and the most open at once so far (files the server
+    // keeps); go() lets every held request answer.
+    int open_now() const { return read_int("open"); }
+    int max_open() const { return read_int("max_open"); }
+    void go() const { std::ofstream(dir_ + "/go") << "go"; }
 
   private:
+    int read_int(const std::string &name) const {
+        int n = 0;
+        std::ifstream(dir_ + "/" + name) >> n;
+        return n;
+    }
+    std::string scheme_;
     std::string dir_;
     pid_t pid_ = -1;
     int port_ = 0;
@@ -225,7 +244,10 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
             {"plugin instance \"out\"", "option \"stream\"", "slot"});
     refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
             {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
-    refused("webhook", "hook", {{"url", "https://example.com/x"}}, {"https is not supported"});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}, {"client_key", "/k"}},
+            {"plugin instance \"hook\"", "option \"client_key\" needs \"client_cert\""});
+    refused("webhook", "hook", {{"url", "https://example.com/x"}, {"ca_file", "/no/such.pem"}},
+            {"option \"ca_file\" = \"/no/such.pem\": cannot read it"});
     refused("exec", "run", {{"argv1", "x"}}, {"plugin instance \"run\"", "option \"argv0\""});
     load(test_plugin("probe"), "p1", {});
     refused(test_plugin("probe"), "p1", {},
@@ -758,6 +780,136 @@ TEST_F(PluginTest, WebhookHonoursRetryAfterInSecondsAndAsAnHttpDate) {
     auto soon = server.requests("/soon");
     ASSERT_EQ(soon.size(), 2u) << "429 then 200";
     EXPECT_EQ(nlohmann::json::parse(soon[1]["body"].get<std::string>())["attempt"], 2);
+}
+
+// A receiver that holds its requests open pins no worker: the webhook's events wait in its
+// own HTTP thread while the probe's events (another handler, same engine) are delivered.
+TEST_F(PluginTest, WebhookWithASlowReceiverLeavesTheWorkersToOtherHandlers) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("p:", test_plugin("probe"), "p", {});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}, {"timeout_ms", "60000"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 4; i++) track("hook:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return server.open_now() >= 2; })) << logs_.describe();
+    for (int i = 1; i <= 5; i++) track("p:" + std::to_string(i), "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.p.handled", 5)) << logs_.describe();
+    EXPECT_TRUE(wait_until([&] { return server.open_now() == 4; })) << server.open_now();
+    EXPECT_TRUE(engine_->stat_reaches("handler.pending.1", 4)) << "held while open";
+    server.go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 9));
+    EXPECT_EQ(server.requests("/hold").size(), 4u);
+}
+
+TEST_F(PluginTest, WebhookKeepsAtMostMaxInFlightRequestsOpenAtTheReceiver) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("hook:", "webhook", "hook",
+             {{"url", server.url("/hold")}, {"timeout_ms", "60000"}, {"max_in_flight", "3"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 8; i++) track("hook:" + std::to_string(i), "v");
+    bool over = false;
+    ASSERT_TRUE(wait_until([&] {
+        over = over || server.max_open() > 3;
+        return server.open_now() == 3;
+    })) << server.open_now();
+    EXPECT_TRUE(engine_->stat_reaches("items.claimed", 8));
+    EXPECT_FALSE(over) << server.max_open() << " requests open at once";
+    server.go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 8)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 8));
+    EXPECT_EQ(server.max_open(), 3);
+    std::set<std::string> ids;
+    for (const auto &r : server.requests("/hold")) ids.insert(r["event_id"].get<std::string>());
+    EXPECT_EQ(server.requests("/hold").size(), 8u);
+    EXPECT_EQ(ids.size(), 8u) << "each event posted once";
+}
+
+// Stop with requests still open: stop returns at its timeout, the events go back, and
+// the plugin's close completes the requests it gives up (another engine delivers them).
+TEST_F(PluginTest, WebhookStopWithRequestsOpenGivesTheEventsBack) {
+    WebhookServer server;
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}, {"timeout_ms", "60000"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 3; i++) track("hook:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return server.open_now() == 3; })) << server.open_now();
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 3));
+    engine_.reset();  // close: the open requests are given up, their holds completed
+    server.go();
+    configure({});
+    load_for("hook:", "webhook", "hook", {{"url", server.url("/hold")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.hook.delivered", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 3));
+}
+
+// No response: the reason names what failed (libcurl's words), and the event is retried.
+TEST_F(PluginTest, WebhookConnectionErrorSaysWhatFailedAndRetries) {
+    int port = keywatch::RedisProcess::free_port();
+    configure({{"max_attempts", "2"}});
+    load_for("down:", "webhook", "down",
+             {{"url", "http://127.0.0.1:" + std::to_string(port) + "/x"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("down:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.down.retried", 2)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(
+        contains(dead, "down: POST 127.0.0.1:" + std::to_string(port) + "/x: no response: "))
+        << dead;
+    EXPECT_TRUE(contains(dead, "onnect")) << dead;
+}
+
+TEST_F(PluginTest, WebhookRefusesAnOlderHostWithoutSetMaxInFlight) {
+    refused(
+        test_plugin("old_host"), "old_hook",
+        {{"plugin", std::string(KW_HANDLERS_DIR) + "/webhook.so"}, {"url", "http://127.0.0.1:1/x"}},
+        {"this keywatch host (0.2.0) has no set_max_in_flight (keywatch 0.3.0 or later)",
+         "use the webhook plugin that ships with your keywatch"});
+}
+
+TEST_F(PluginTest, WebhookRefusesABadMaxInFlight) {
+    for (const char *bad : {"0", "-1", "x", "3x"})
+        refused("webhook", "hook", {{"url", "http://127.0.0.1:1/x"}, {"max_in_flight", bad}},
+                {"option \"max_in_flight\"", std::string("\"") + bad + "\"",
+                 "a number of requests > 0"});
+}
+
+// https: the receiver verified against ca_file (ok), with a client certificate where the
+// receiver requires one; a receiver the CA does not vouch for is retried, then dead-lettered
+// with the TLS error.
+TEST_F(PluginTest, WebhookOverHttpsVerifiesTheReceiverAndSendsAClientCertificate) {
+    keywatch::TestCertificates pki;
+    WebhookServer server({pki.path("server.crt"), pki.path("server.key")});
+    WebhookServer mutual({pki.path("server.crt"), pki.path("server.key"), pki.path("ca.crt")});
+    configure({{"max_attempts", "2"}});
+    load_for("ok:", "webhook", "ok",
+             {{"url", server.url("/ok")}, {"ca_file", pki.path("ca.crt")}, {"secret", "s3cret"}});
+    load_for("mtls:", "webhook", "mtls",
+             {{"url", mutual.url("/ok")},
+              {"ca_file", pki.path("ca.crt")},
+              {"client_cert", pki.path("client.crt")},
+              {"client_key", pki.path("client.key")}});
+    load_for("wrong:", "webhook", "wrong",
+             {{"url", server.url("/ok")}, {"ca_file", pki.path("other-ca.crt")}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("ok:1", "v");
+    track("mtls:1", "v");
+    track("wrong:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.ok.delivered", 1)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.mtls.delivered", 1)) << logs_.describe();
+    auto ok = server.requests("/ok");
+    ASSERT_EQ(ok.size(), 1u) << "the wrong CA's request never reaches the receiver";
+    EXPECT_TRUE(ok[0]["sig_ok"].get<bool>()) << ok[0].dump();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.wrong.retried", 2)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.dead", 1));
+    std::string dead = redis_cmd({"XRANGE", redis_cmd({"KEYS", "*dead*"}), "-", "+"});
+    EXPECT_TRUE(contains(dead, "wrong: POST 127.0.0.1:")) << dead;
+    EXPECT_TRUE(contains(dead, "no response: SSL certificate problem")) << dead;
+    EXPECT_EQ(server.requests("/ok").size(), 1u);
 }
 
 TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
