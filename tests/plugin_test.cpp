@@ -1048,6 +1048,26 @@ TEST_F(MaxInFlightTest, StopWhileAnInstanceIsAtMaxInFlightReturnsAndGivesTheWait
     EXPECT_TRUE(engine_->stat_reaches("items.acked", 3));
 }
 
+// handler.waiting.<handler> counts the events held back at the gate, and the first worker
+// to find the gate full says so (once in 30 s, so the second one does not).
+TEST_F(MaxInFlightTest, TheEventsWaitingForRoomAreAGaugeAndAFullGateIsSaidOnce) {
+    fill_to_the_limit();
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 1)) << "long:3";
+    track("long:4", "v");
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 2)) << "long:3 and long:4";
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    size_t said = 0;
+    for (const auto &line : logs_.lines())
+        said += line.level == KW_LOG_WARN && contains(line.message,
+                                                      "handler h: at its "
+                                                      "max_in_flight (2): its next "
+                                                      "events wait for room");
+    EXPECT_EQ(said, 1u) << logs_.describe();
+}
+
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {
     // The holder keeps "long:1" for 3s: five 600ms leases. A second engine with the probe
     // would take the item over after one lease were it not renewed.
