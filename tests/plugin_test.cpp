@@ -951,6 +951,157 @@ TEST_F(PluginTest, ExecRunsTheProgramWithTheEventOnStdinAndMapsItsExit) {
     EXPECT_EQ(system(rm.c_str()), 0);
 }
 
+// exec's programs run under the instance's own supervisor thread (handlers/exec.c): the
+// workers only hand the events over. Each test has a directory of its own for what its
+// programs write; the programs it started and that are still alive are killed at the end.
+class ExecTest : public PluginTest {
+  protected:
+    void SetUp() override {
+        PluginTest::SetUp();
+        char tmpl[] = "/tmp/kw_exec_XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override {
+        PluginTest::TearDown();
+        for (pid_t pid : pids()) kill(pid, SIGKILL);
+        std::string rm = "rm -rf " + dir_;
+        EXPECT_EQ(system(rm.c_str()), 0);
+    }
+    // `sh -c script`, with $D the test's directory.
+    Options sh(const std::string &script, const Options &extra = {}) const {
+        Options o = {{"argv0", "sh"}, {"argv1", "-c"}, {"argv2", "D=" + dir_ + "; " + script}};
+        for (const auto &nv : extra) o.push_back(nv);
+        return o;
+    }
+    // A program that says it runs (D/<pid>.run, and how many run then, seen by itself,
+    // appended to D/counts), waits until the test calls go(), and removes its .run file
+    // before it exits.
+    Options waiting(const Options &extra) const {
+        return sh(
+            "touch $D/$$.run; ls $D | grep -c '[.]run$' >> $D/counts; "
+            "while [ ! -e $D/go ]; do sleep 0.05; done; rm $D/$$.run",
+            extra);
+    }
+    void go() const { std::ofstream(dir_ + "/go") << "go"; }
+    // The programs running now (their .run files).
+    int runs() const {
+        int n = 0;
+        for (const auto &line : lines("ls " + dir_))
+            n += line.size() > 4 && line.compare(line.size() - 4, 4, ".run") == 0;
+        return n;
+    }
+    // The numbers a file holds, one a line.
+    std::vector<int> numbers(const std::string &file) const {
+        std::vector<int> out;
+        std::ifstream in(dir_ + "/" + file);
+        for (int n; in >> n;) out.push_back(n);
+        return out;
+    }
+    std::vector<pid_t> pids() const {
+        std::vector<int> n = numbers("pids");
+        return std::vector<pid_t>(n.begin(), n.end());
+    }
+    static std::vector<std::string> lines(const std::string &command) {
+        std::vector<std::string> out;
+        FILE *p = popen(command.c_str(), "r");
+        char buf[512];
+        while (p && fgets(buf, sizeof buf, p)) out.push_back(std::string(buf, strcspn(buf, "\n")));
+        if (p) pclose(p);
+        return out;
+    }
+    // True while pid is a process that has not ended (a zombie has).
+    static bool alive(pid_t pid) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        size_t paren = stat.rfind(')');
+        return paren != std::string::npos && paren + 2 < stat.size() &&
+               std::string("ZXx").find(stat[paren + 2]) == std::string::npos;
+    }
+    std::string dir_;
+};
+
+// With 2 workers, 4 programs run at once and the other handler's events go through.
+// Before, each program held a worker for its whole run: 2 ran, and the probe's events
+// waited behind them.
+TEST_F(ExecTest, ProgramsRunningLeaveTheWorkersToTheOtherHandlers) {
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}});
+    load_for("p:", test_plugin("probe"), "p", {});
+    load_for("x:", "exec", "x", waiting({{"concurrency", "4"}}));  // the old name still works
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 4; i++) track("x:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return runs() >= 2; })) << runs() << " programs run";
+    for (int i = 1; i <= 5; i++) track("p:" + std::to_string(i), "v");
+    EXPECT_TRUE(engine_->stat_reaches("plugin.p.handled", 5)) << logs_.describe();
+    EXPECT_TRUE(wait_until([&] { return runs() == 4; })) << runs() << " programs run";
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.x.succeeded", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.pending.1", 4)) << "each exec event was held";
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.1", 4));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 9));
+}
+
+// max_in_flight = 3: three programs at once, and never a fourth (each program counts the
+// programs running when it starts; the events beyond wait at the host's gate).
+TEST_F(ExecTest, MaxInFlightProgramsRunAtOnceAndNeverMore) {
+    configure({{"workers", "4"}, {"hold.timeout", "1m"}});
+    load_for("x:", "exec", "x", waiting({{"max_in_flight", "3"}}));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    for (int i = 1; i <= 7; i++) track("x:" + std::to_string(i), "v");
+    int most = 0;
+    ASSERT_TRUE(wait_until([&] { return (most = std::max(most, runs())) >= 3; }));
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 7));
+    EXPECT_TRUE(engine_->stat_reaches("handler.pending.0", 3)) << "the other 4 wait for room";
+    most = std::max(most, runs());
+    EXPECT_EQ(most, 3);
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.x.succeeded", 7)) << logs_.describe();
+    std::vector<int> counts = numbers("counts");
+    ASSERT_EQ(counts.size(), 7u);
+    EXPECT_EQ(*std::max_element(counts.begin(), counts.end()), 3);
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 7));
+}
+
+// stop returns at its deadline while a program still runs; freeing the engine kills the
+// program's group (its children too) and the item, released, is delivered again by the
+// next engine with its attempt unchanged.
+TEST_F(ExecTest, AProgramStillRunningAtStopIsKilledAtFreeAndItsItemRedelivered) {
+    configure({{"hold.timeout", "1m"}});
+    load_for(
+        "x:", "exec", "x",
+        sh("echo $$ >> $D/pids; sleep 60 & echo $! >> $D/pids; wait", {{"timeout_ms", "30000"}}));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("x:1", "v");
+    ASSERT_TRUE(wait_until([&] { return pids().size() == 2; }));
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 1));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.x.timed_out", 0));
+    engine_.reset();
+    for (pid_t pid : pids()) EXPECT_TRUE(wait_until([&] { return !alive(pid); })) << pid;
+    configure({});
+    load_for("x:", "exec", "x2", sh("cat > $D/stdin"));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.x2.succeeded", 1)) << logs_.describe();
+    std::ifstream in(dir_ + "/stdin");
+    auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["key"], "x:1");
+    EXPECT_EQ(j["attempt"], 1) << "released, not retried";
+}
+
+TEST_F(ExecTest, MaxInFlightHasOneNameAtATimeAndNeedsAHostThatSetsIt) {
+    refused("exec", "run", {{"argv0", "true"}, {"max_in_flight", "2"}, {"concurrency", "2"}},
+            {"plugin instance \"run\"",
+             "option \"concurrency\" is the old name of \"max_in_flight\": give one"});
+    refused("exec", "run", {{"argv0", "true"}, {"max_in_flight", "0"}},
+            {"option \"max_in_flight\": use a number > 0"});
+    refused("exec", "run", {{"argv0", "true"}, {"concurrency", "x"}},
+            {"option \"concurrency\": use a number > 0"});
+    refused(test_plugin("old_host"), "old_exec",
+            {{"plugin", std::string(KW_HANDLERS_DIR) + "/exec.so"}, {"argv0", "true"}},
+            {"this keywatch host (0.2.0) has no set_max_in_flight (keywatch 0.3.0 or later)",
+             "use the exec plugin that ships with your keywatch"});
+}
+
 TEST_F(PluginTest, APluginHoldsItsEventsAndCompletesThemFromItsOwnThread) {
     configure({{"queues", "jobs"}, {"hold.timeout", "1m"}});
     load_filtered({{"events", "task"}}, test_plugin("holder"), "holder",
@@ -1047,6 +1198,26 @@ TEST_F(MaxInFlightTest, StopWhileAnInstanceIsAtMaxInFlightReturnsAndGivesTheWait
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     EXPECT_TRUE(engine_->stat_reaches("plugin.h.completed", 3)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("items.acked", 3));
+}
+
+// handler.waiting.<handler> counts the events held back at the gate, and the first worker
+// to find the gate full says so (once in 30 s, so the second one does not).
+TEST_F(MaxInFlightTest, TheEventsWaitingForRoomAreAGaugeAndAFullGateIsSaidOnce) {
+    fill_to_the_limit();
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 1)) << "long:3";
+    track("long:4", "v");
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 2)) << "long:3 and long:4";
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    size_t said = 0;
+    for (const auto &line : logs_.lines())
+        said += line.level == KW_LOG_WARN && contains(line.message,
+                                                      "handler h: at its "
+                                                      "max_in_flight (2): its next "
+                                                      "events wait for room");
+    EXPECT_EQ(said, 1u) << logs_.describe();
 }
 
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {

@@ -196,14 +196,16 @@ bool DaemonEngine::stop() {
     started_ = false;
     int64_t timeout_ms = 0;
     parse_duration_ms(conf_value(conf_.get(), "stop.timeout"), &timeout_ms);
-    // kw_engine_stop waits for a handler still running at the deadline: end the programs
-    // the handlers wait for then, so that their calls return.
+    // At the deadline, end the programs the handlers still run: kw_engine_stop waits for a
+    // handler call still running then (its program ends, the call returns), and returns at
+    // the deadline with the events held by a plugin (exec's programs) still out.
     std::mutex mu;
     std::condition_variable cv;
-    bool stopped = false;
+    bool stopped = false, timed_out = false;
     std::thread deadline([&] {
         std::unique_lock<std::mutex> lock(mu);
-        if (cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return stopped; }))
+        if (cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return stopped; }) &&
+            !timed_out)
             return;
         lock.unlock();
         if (size_t n = end_child_processes(kChildGraceMs, {private_server_}); n > 0)
@@ -214,6 +216,7 @@ bool DaemonEngine::stop() {
     {
         std::lock_guard<std::mutex> lock(mu);
         stopped = true;
+        timed_out = rc == KW_ERR_TIMEOUT;
     }
     cv.notify_one();
     deadline.join();

@@ -51,6 +51,7 @@ const std::vector<MetricMapping> kMetricMap = {
      "calls into one handler (a batch of events or one event); events per call = "
      "keywatch_handler_calls_total / keywatch_handler_batches_total",
      T::None},
+    {"handler.waiting.<handler>", "keywatch_handler_waiting", "", "", "", T::None},
     {"conn.reconnects", nullptr, "", "", "covered by keywatch_reconnects_total", T::None},
     {"conn.state", "keywatch_connection_state", "", "",
      "state of the subscriber connections, the worst over all nodes: 0 disconnected, "

@@ -404,7 +404,7 @@ void Engine::call_batch(size_t index, Event *evs, size_t n, std::deque<Delivery>
     }
     for (size_t done = 0; done < pick.size();) {
         size_t k = pick.size() - done;
-        if (h.gate) k = h.gate->acquire(k);
+        k = room(index, k);
         if (k == 0) {  // the engine stops: the rest go back to their queues
             for (; done < pick.size(); done++) combine(&combined[at[done]], kRelease);
             break;
@@ -451,6 +451,24 @@ void Engine::batch_call(size_t index, Event *const *events, const size_t *at, si
     }
 }
 
+size_t Engine::room(size_t index, size_t want) {
+    Slot &h = handlers_[index];
+    if (!h.gate) return want;
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+    if (h.gate->note_full(now_ms, 30000)) {
+        const std::string name = h.handler->name();
+        log(KW_LOG_WARN,
+            "handler " + name + ": at its max_in_flight (" + std::to_string(h.gate->limit()) +
+                "): its next events wait for room (handler.waiting." + std::to_string(index) +
+                " counts them; said at most every 30 s). A plugin that never completes its "
+                "holds keeps them waiting",
+            {{"handler", name}});
+    }
+    return h.gate->acquire(want);
+}
+
 void Engine::call_ended(size_t index, bool held) {
     if (handlers_[index].gate && !held) handlers_[index].gate->release(1);
 }
@@ -476,7 +494,7 @@ void Engine::note_unhandled(const Event &ev) {
 
 int Engine::call(size_t index, Event &ev, Delivery &delivery) {
     Slot &h = handlers_[index];
-    if (h.gate && h.gate->acquire(1) == 0) return kRelease;  // the engine stops
+    if (room(index, 1) == 0) return kRelease;  // the engine stops
     int rc;
     delivery.begin_call(index);
     try {
@@ -669,6 +687,7 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::HANDLER_PENDING:
         case StatId::HANDLER_DURATION:
         case StatId::HANDLER_BATCHES:
+        case StatId::HANDLER_WAITING:
         case StatId::NODE_STATE:
         case StatId::NODE_RECONNECTS:
         case StatId::NODE_RECEIVED:
@@ -698,6 +717,13 @@ std::vector<StatSample> Engine::stats_snapshot() const {
             if (!fixed) continue;
             for (auto &kv : counters_.per_event)
                 out.push_back({id, kv.first, kv.second.load(std::memory_order_relaxed), {}});
+        } else if (id == StatId::HANDLER_WAITING) {
+            if (!fixed) continue;
+            for (size_t h = 0; h < handlers_.size(); h++) {
+                const InFlightGate *gate = handlers_[h].gate.get();
+                out.push_back(
+                    {id, std::to_string(h), gate ? static_cast<int64_t>(gate->waiting()) : 0, {}});
+            }
         } else if (auto source = stat_sources_.find(id); source != stat_sources_.end()) {
             source->second(&out);
         } else {

@@ -117,6 +117,9 @@ class Engine : private SubscriberSink, private HoldOwner {
     // One handle_batch call over events[0..k-1] (at[j]: events[j]'s index in the take).
     void batch_call(size_t handler, Event *const *events, const size_t *at, size_t k,
                     std::deque<Delivery> &deliveries, int *combined);
+    // Up to `want` places in the handler's gate (want without a gate), waiting for one;
+    // 0: the engine stops. A worker that finds the gate full says so (rate-limited).
+    size_t room(size_t handler, size_t want);
     // A call returned: its place in the handler's gate is free unless it held the event
     // (then the Hold's end frees it: hold_ended).
     void call_ended(size_t handler, bool held);
