@@ -78,6 +78,19 @@ static int parse_url(state_t *s, const char *url, char *err, size_t n) {
              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
              curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
              (!strcmp(scheme, "http") || !strcmp(scheme, "https")) && *host;
+    char *user = NULL;
+    if (ok && curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+        curl_free(user);
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+        curl_free(path);
+        curl_url_cleanup(u);
+        snprintf(err, n,
+                 "option \"url\": a user or password in the URL is not sent; remove it "
+                 "(requests are signed with \"secret\")");
+        return KW_ERR_BAD_VALUE;
+    }
     if (ok) {
         size_t plen;
         if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK) query = NULL;
@@ -258,6 +271,7 @@ static void on_outcome(void *owner, void *tag, const wh_http_result_t *r) {
     char reason[1024];
     int result = KW_RESULT_REJECT;
     int64_t delay = -1;
+    int delayed = 0;
     if (r->status >= 200 && r->status < 300) {
         h->counter_add(h, "delivered", 1);
         h->complete((kw_plugin_hold_t *)tag, KW_RESULT_ACK, NULL, -1);
@@ -278,7 +292,7 @@ static void on_outcome(void *owner, void *tag, const wh_http_result_t *r) {
         h->counter_add(h, "retried", 1);
         if ((r->status == 429 || r->status == 503) && ra >= 0) {
             delay = ra > s->retry_after_max_ms ? s->retry_after_max_ms : ra;
-            h->counter_add(h, "retry_after", 1);
+            delayed = 1;
         }
         result = KW_RESULT_RETRY;
     } else {
@@ -288,7 +302,8 @@ static void on_outcome(void *owner, void *tag, const wh_http_result_t *r) {
     }
     /* After the engine stopped the host refuses and frees the hold: the item was given
      * back by stop already. */
-    h->complete((kw_plugin_hold_t *)tag, result, reason, delay);
+    if (h->complete((kw_plugin_hold_t *)tag, result, reason, delay) == KW_OK && delayed)
+        h->counter_add(h, "retry_after", 1);
 }
 
 /* Hands the event to the HTTP thread: copies what the request needs, holds the event and
@@ -306,9 +321,9 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         hold = h->hold(ev);
     }
     if (!hold) {
+        snprintf(err, n, "%s", body && id ? "the engine is stopping" : "out of memory");
         free(body);
         free(id);
-        snprintf(err, n, "%s", body && id ? "the engine is stopping" : "out of memory");
         return KW_RESULT_RETRY;
     }
     if (wh_http_post(s->http, hold, body, len, id) != 0) {

@@ -167,6 +167,9 @@ static int send_job(wh_http_t *h, job_t *j) {
     if (h->client_key) curl_easy_setopt(j->easy, CURLOPT_SSLKEY, h->client_key);
     curl_easy_setopt(j->easy, CURLOPT_PROXY, ""); /* no proxy from the environment */
     curl_easy_setopt(j->easy, CURLOPT_NOSIGNAL, 1L);
+    /* A name lookup that hangs must not hold up this thread when its transfer ends. */
+    curl_easy_setopt(j->easy, CURLOPT_QUICK_EXIT, 1L);
+    curl_easy_setopt(j->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(j->easy, CURLOPT_TIMEOUT_MS, h->timeout_ms);
     curl_easy_setopt(j->easy, CURLOPT_POSTFIELDS, j->body);
     curl_easy_setopt(j->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->len);

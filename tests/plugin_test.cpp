@@ -3,7 +3,9 @@
 // engine still usable after them, the host table (log, counter, routed Redis command), a
 // retry then an ack seeing attempt 2, a C++ plugin's exception, and the built-ins
 // session_index and stream end to end.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,6 +246,8 @@ TEST_F(PluginTest, EachRefusalSaysWhatIsWrongAndWhatToDo) {
             {"plugin instance \"out\"", "option \"stream\"", "slot"});
     refused("webhook", "hook", {{"url", "ftp://example.com/x"}},
             {"plugin instance \"hook\"", "option \"url\"", "http://host[:port]/path"});
+    refused("webhook", "hook", {{"url", "http://u:secret@example.com/x"}},
+            {"option \"url\": a user or password in the URL is not sent", "\"secret\""});
     refused("webhook", "hook", {{"url", "https://example.com/x"}, {"client_key", "/k"}},
             {"plugin instance \"hook\"", "option \"client_key\" needs \"client_cert\""});
     refused("webhook", "hook", {{"url", "https://example.com/x"}, {"ca_file", "/no/such.pem"}},
@@ -848,7 +852,21 @@ TEST_F(PluginTest, WebhookStopWithRequestsOpenGivesTheEventsBack) {
 
 // No response: the reason names what failed (libcurl's words), and the event is retried.
 TEST_F(PluginTest, WebhookConnectionErrorSaysWhatFailedAndRetries) {
-    int port = keywatch::RedisProcess::free_port();
+    // A port bound and never listened on, held for the whole test: a connection to it is
+    // refused, and no other process can take the port meanwhile.
+    int sock = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(sock, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t addr_len = sizeof addr;
+    ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    ASSERT_EQ(getsockname(sock, reinterpret_cast<sockaddr *>(&addr), &addr_len), 0);
+    struct Closer {
+        int fd;
+        ~Closer() { close(fd); }
+    } closer{sock};
+    int port = ntohs(addr.sin_port);
     configure({{"max_attempts", "2"}});
     load_for("down:", "webhook", "down",
              {{"url", "http://127.0.0.1:" + std::to_string(port) + "/x"}});
