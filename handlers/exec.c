@@ -251,6 +251,7 @@ static int finish_if_over(state_t *s, job_t *j, long long now) {
         /* exited (or, -1, reaped by someone else: taken as exit 0, as ever) */
     } else if (now >= j->deadline) {
         kill(-j->pid, SIGKILL);
+        kill(j->pid, SIGKILL); /* also when it left its group */
         waitpid(j->pid, &status, 0);
         timed_out = 1;
     } else {
@@ -359,6 +360,7 @@ static void give_back(state_t *s, job_t *list) {
         list = j->next;
         if (j->pid > 0) {
             kill(-j->pid, SIGKILL);
+            kill(j->pid, SIGKILL); /* also when it left its group */
             waitpid(j->pid, NULL, 0);
         }
         complete(s, j, KW_RESULT_RETRY, "the engine is stopping");

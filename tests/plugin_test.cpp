@@ -982,7 +982,13 @@ class ExecTest : public PluginTest {
     }
     void TearDown() override {
         PluginTest::TearDown();
-        for (pid_t pid : pids()) kill(pid, SIGKILL);
+        // Left over only if the engine failed to end them; a pid since reused by another
+        // process (its command line does not name this test's directory) is left alone.
+        for (pid_t pid : pids()) {
+            std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+            std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+            if (contains(cmdline, dir_)) kill(pid, SIGKILL);
+        }
         std::string rm = "rm -rf " + dir_;
         EXPECT_EQ(system(rm.c_str()), 0);
     }
@@ -1093,7 +1099,6 @@ TEST_F(ExecTest, AProgramStillRunningAtStopIsKilledAtFreeAndItsItemRedelivered) 
     ASSERT_TRUE(wait_until([&] { return pids().size() == 2; }));
     EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
     EXPECT_TRUE(engine_->stat_reaches("items.released", 1));
-    EXPECT_TRUE(engine_->stat_reaches("plugin.x.timed_out", 0));
     engine_.reset();
     for (pid_t pid : pids()) EXPECT_TRUE(wait_until([&] { return !alive(pid); })) << pid;
     configure({});
@@ -1231,7 +1236,7 @@ TEST_F(MaxInFlightTest, TheEventsWaitingForRoomAreAGaugeAndAFullGateIsSaidOnce) 
     EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
     size_t said = 0;
     for (const auto &line : logs_.lines())
-        said += line.level == KW_LOG_WARN && contains(line.message,
+        said += line.level == KW_LOG_INFO && contains(line.message,
                                                       "handler h: at its "
                                                       "max_in_flight (2): its next "
                                                       "events wait for room");

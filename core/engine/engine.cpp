@@ -459,11 +459,12 @@ size_t Engine::room(size_t index, size_t want) {
                                .count();
     if (h.gate->note_full(now_ms, 30000)) {
         const std::string name = h.handler->name();
-        log(KW_LOG_WARN,
+        // Information, not a warning: a full gate is the limit doing its work (exec with
+        // more events than max_in_flight); handler.waiting staying up is what to watch.
+        log(KW_LOG_INFO,
             "handler " + name + ": at its max_in_flight (" + std::to_string(h.gate->limit()) +
                 "): its next events wait for room (handler.waiting." + std::to_string(index) +
-                " counts them; said at most every 30 s). A plugin that never completes its "
-                "holds keeps them waiting",
+                " counts them; said at most every 30 s)",
             {{"handler", name}});
     }
     return h.gate->acquire(want);
