@@ -30,6 +30,7 @@
  * Thread-safety: the state is read-only after init; handle runs concurrently on the
  * workers, the outcomes are completed on the HTTP thread; close stops and joins it.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -258,9 +259,15 @@ static int64_t retry_after_ms(const char *v) {
         long long secs = strtoll(v, NULL, 10);
         return secs > 100000000LL ? 100000000LL * 1000 : (int64_t)secs * 1000;
     } else {
-        int64_t when = http_date(v), now = (int64_t)time(NULL);
+        /* In milliseconds of the precise clock: time() reads a coarse clock that can lag
+         * the receiver's by a few ms, and whole seconds on both sides made the delay up to a
+         * second longer than the receiver asked. */
+        struct timespec ts;
+        int64_t when = http_date(v), now_ms;
         if (when < 0) return -1;
-        return when > now ? (when - now) * 1000 : 0;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return when * 1000 > now_ms ? when * 1000 - now_ms : 0;
     }
 }
 
