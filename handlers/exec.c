@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "holding.h"
 #include "keywatch_plugin.h"
 
 #define MAX_ARGS 64
@@ -435,13 +436,8 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     pthread_mutex_init(&s->mu, NULL);
     if (read_options(s, config, err, n) != 0) {
         /* refused */
-    } else if (!KW_PLUGIN_HAS(host->size, kw_plugin_host_t, set_max_in_flight) ||
-               !host->set_max_in_flight || !host->hold || !host->complete) {
-        snprintf(err, n,
-                 "this keywatch host (%s) has no set_max_in_flight (keywatch 0.3.0 or later): "
-                 "use the exec plugin that ships with your keywatch",
-                 host->keywatch_version);
-        rc = KW_ERR_INVALID_ARG;
+    } else if ((rc = kw_host_holds(host, "exec", err, n)) != KW_OK) {
+        /* refused */
     } else if ((rc = host->set_max_in_flight(host, (uint32_t)s->max_in_flight)) != KW_OK) {
         snprintf(err, n, "set_max_in_flight(%ld) failed", s->max_in_flight);
     } else if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "holding.h"
 #include "keywatch_plugin.h"
 #include "webhook_http.h"
 
@@ -49,13 +50,6 @@ typedef struct state {
     wh_http_t *http;
     int curl_ready; /* curl_global_init succeeded: cleaned up in release */
 } state_t;
-
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = (char *)malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 /* Stops the HTTP thread (its open requests are completed with RETRY) and frees s. */
 static void release(void *p) {
@@ -96,7 +90,7 @@ static int parse_url(state_t *s, const char *url, char *err, size_t n) {
         size_t plen;
         if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK) query = NULL;
         plen = strlen(path) + (query ? strlen(query) + 1 : 0) + 1;
-        s->host_name = dup_str(host);
+        s->host_name = strdup(host);
         s->port = atoi(port);
         s->path = (char *)malloc(plen);
         if (s->path) snprintf(s->path, plen, "%s%s%s", path, query ? "?" : "", query ? query : "");
@@ -134,19 +128,6 @@ static int number_option(const kw_plugin_host_t *host, const kw_plugin_config_t 
     return KW_OK;
 }
 
-/* The host members webhook needs (hold/complete, set_max_in_flight, event_json); else
- * KW_ERR_INVALID_ARG with err saying which keywatch to use. */
-static int host_fits(const kw_plugin_host_t *host, char *err, size_t n) {
-    if (KW_PLUGIN_HAS(host->size, kw_plugin_host_t, set_max_in_flight) && host->set_max_in_flight &&
-        host->hold && host->complete && host->event_json)
-        return KW_OK;
-    snprintf(err, n,
-             "this keywatch host (%s) has no set_max_in_flight (keywatch 0.3.0 or later): use "
-             "the webhook plugin that ships with your keywatch",
-             host->keywatch_version ? host->keywatch_version : "?");
-    return KW_ERR_INVALID_ARG;
-}
-
 /* ca_file, client_cert, client_key into conf: each a readable file; client_key only with
  * client_cert. KW_ERR_BAD_VALUE with err naming the option otherwise. */
 static int tls_options(const kw_plugin_host_t *host, const kw_plugin_config_t *config,
@@ -180,7 +161,7 @@ static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, 
     state_t *s;
     wh_http_conf_t conf;
     long long timeout_ms = 0, max_in_flight = 0, ra_max = 0;
-    int rc = host_fits(host, err, n);
+    int rc = kw_host_holds(host, "webhook", err, n);
     if (rc != KW_OK) return rc;
     if (!(s = (state_t *)calloc(1, sizeof *s))) return KW_ERR_NOMEM;
     s->host = host;
@@ -320,7 +301,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     const kw_plugin_host_t *h = s->host;
     size_t len = 0;
     const char *json = h->event_json(ev, &len);
-    char *body = json ? (char *)malloc(len + 1) : NULL, *id = dup_str(h->event_id(ev));
+    char *body = json ? (char *)malloc(len + 1) : NULL, *id = strdup(h->event_id(ev));
     kw_plugin_hold_t *hold = NULL;
     if (body && id) {
         memcpy(body, json, len);
