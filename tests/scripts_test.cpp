@@ -4,6 +4,8 @@
 #include <hiredis/hiredis.h>
 
 #include <map>
+#include <set>
+#include <thread>
 #include <memory>
 
 #include "core/queue/queue_keys.h"
@@ -417,6 +419,589 @@ TEST_F(ScriptTest, AnAckDropsThePayloadUnlessTheIdIsDueAgain) {
     EXPECT_EQ(c_->command({"HGET", tasks_.data, "p:b"}), "pb2") << "b's next run keeps its payload";
     EXPECT_EQ(c_->command({"HEXISTS", tasks_.data, "m:c"}), "0");
     EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+}
+
+// ---- The batch layout's scripts (scripts::batch) -------------------------------------------
+// The behaviours above, against the batch layout: the same names and the same assertions on
+// behaviour; the internal records they force or read are the batch layout's (a lease runs
+// out by `ZADD leases XX 1 <member>`, not `ZADD inflight XX 1 <id>`). Then what the layout
+// adds: version-1 data read and reclaimed, batch acks, and the rules of lease members.
+
+// One batch a claim opened, as the engine keeps it.
+struct Batch {
+    std::string owner;
+    uint64_t seq = 0;
+    int64_t b = -1;
+    std::string member() const {
+        return owner + ":" + std::to_string(seq) + ":" + std::to_string(b);
+    }
+};
+
+struct BatchClaim {
+    int64_t now = 0, next_due = 0, next_lease = 0, live = 0, untracked = 0, moved = 0;
+    Batch batch;
+    std::vector<Item> items;  // the due part (source S), then the reclaimed (source L)
+    std::map<std::string, std::string> errors, payloads;
+    std::vector<std::string> stale;
+};
+
+class BatchScriptTest : public ScriptTest {
+  protected:
+    Reply evalk(const Script &s, const std::vector<std::string> &keys,
+                const std::vector<std::string> &argv) {
+        std::vector<std::string> args = {"EVAL", s.body, std::to_string(keys.size())};
+        args.insert(args.end(), keys.begin(), keys.end());
+        args.insert(args.end(), argv.begin(), argv.end());
+        std::vector<const char *> v;
+        std::vector<size_t> l;
+        for (auto &a : args) {
+            v.push_back(a.data());
+            l.push_back(a.size());
+        }
+        Reply r(static_cast<redisReply *>(
+            redisCommandArgv(ctx_, static_cast<int>(v.size()), v.data(), l.data())));
+        EXPECT_TRUE(r) << ctx_->errstr;
+        if (r && r->type == REDIS_REPLY_ERROR) ADD_FAILURE() << s.name << ": " << r->str;
+        return r;
+    }
+    static std::string str(const redisReply *r) {
+        return r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : std::string();
+    }
+
+    // claim_due for `owner`, its next batch; the stale members of the last claim declared.
+    BatchClaim bclaim(const QueueKeys &k, const std::string &owner, int limit, bool is_keys = false,
+                      const std::string &prune = "0", const std::vector<std::string> &stale = {}) {
+        uint64_t seq = ++seqs_[owner];
+        std::vector<std::string> keys = {k.due,  k.inflight, k.leases,           k.data,
+                                         k.done, k.seq,      k.batch(owner, seq)};
+        std::vector<std::string> argv = {
+            std::to_string(limit), "30000", owner, std::to_string(seq),
+            is_keys ? "1" : "0",   prune,   "L",   std::to_string(stale.size())};
+        for (auto &m : stale) {
+            keys.push_back(
+                k.batch(m.substr(0, m.find(':')),
+                        std::stoull(m.substr(m.find(':') + 1, m.rfind(':') - m.find(':') - 1))));
+            argv.push_back(m);
+        }
+        Reply r = evalk(keywatch::scripts::batch::kClaimDue, keys, argv);
+        BatchClaim c;
+        keywatch::ClaimReply parsed;
+        std::string err;
+        if (!r || !keywatch::parse_claim_reply(r.get(), &parsed, &err)) {
+            ADD_FAILURE() << "claim_due: " << err;
+            return c;
+        }
+        c.now = parsed.now;
+        c.next_due = parsed.next_due;
+        c.next_lease = parsed.next_lease;
+        c.live = parsed.live;
+        c.batch = {owner, seq, parsed.b};
+        c.untracked = parsed.untracked;
+        c.moved = parsed.moved;
+        c.stale = parsed.stale;
+        for (auto &it : parsed.items) {
+            c.items.push_back({it.id, it.deadline_ms, it.attempt, std::string(1, it.source)});
+            if (!it.last_error.empty() || it.attempt > 1) c.errors[it.id] = it.last_error;
+            if (it.has_payload) c.payloads[it.id] = it.payload;
+        }
+        return c;
+    }
+
+    // A claim that declares what the previous one named stale (the engine's two steps).
+    BatchClaim bclaim2(const QueueKeys &k, const std::string &owner, int limit,
+                       bool is_keys = false) {
+        BatchClaim c = bclaim(k, owner, limit, is_keys);
+        if (c.stale.empty()) return c;
+        BatchClaim d = bclaim(k, owner, limit, is_keys, "0", c.stale);
+        d.items.insert(d.items.begin(), c.items.begin(), c.items.end());
+        return d;
+    }
+
+    // ack of one batch: '*' (ids empty) or the ids.
+    int64_t back(const QueueKeys &k, const Batch &bt, const std::vector<std::string> &ids,
+                 bool is_keys = false, bool all = false) {
+        std::vector<std::string> argv = {bt.owner, is_keys ? "1" : "0", std::to_string(bt.seq),
+                                         std::to_string(bt.b), all ? "*" : "i"};
+        if (!all) {
+            argv.push_back(std::to_string(ids.size()));
+            argv.insert(argv.end(), ids.begin(), ids.end());
+        }
+        Reply r =
+            evalk(keywatch::scripts::batch::kAck,
+                  {k.due, k.inflight, k.leases, k.data, k.done, k.batch(bt.owner, bt.seq)}, argv);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1) return -99;
+        return r->element[0]->integer;
+    }
+
+    int64_t bfail(const QueueKeys &k, const Batch &bt, const std::string &id,
+                  const std::string &err, const std::vector<std::string> &rest,
+                  bool is_keys = false) {
+        std::vector<std::string> argv = {
+            bt.owner, std::to_string(bt.seq), std::to_string(bt.b), is_keys ? "1" : "0", id, err};
+        argv.insert(argv.end(), rest.begin(), rest.end());
+        Reply r = evalk(
+            keywatch::scripts::batch::kFail,
+            {k.due, k.inflight, k.leases, k.data, k.dead, k.done, k.batch(bt.owner, bt.seq)}, argv);
+        return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -99;
+    }
+
+    std::vector<int64_t> brenew(const QueueKeys &k, const std::vector<std::string> &members) {
+        std::vector<std::string> argv = {"30000"};
+        argv.insert(argv.end(), members.begin(), members.end());
+        Reply r = evalk(keywatch::scripts::batch::kRenew, {k.leases}, argv);
+        std::vector<int64_t> out;
+        if (r && r->type == REDIS_REPLY_ARRAY)
+            for (size_t i = 0; i < r->elements; i++) out.push_back(r->element[i]->integer);
+        return out;
+    }
+
+    // The batch's lease runs out (as if its owner hung).
+    void expire(const QueueKeys &k, const Batch &bt) {
+        c_->command({"ZADD", k.leases, "XX", "1", bt.member()});
+    }
+
+    std::map<std::string, uint64_t> seqs_;
+};
+
+TEST_F(BatchScriptTest, ClaimTakesWhatIsDueAndReportsTheNextDeadlineAndLease) {
+    int64_t now = redis_now();
+    std::string later = std::to_string(now + 60000);
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a", std::to_string(now - 50), "b",
+                 later, "c"});
+    BatchClaim c = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.items[0].id, "a");
+    EXPECT_EQ(c.items[0].deadline, now - 100);
+    EXPECT_EQ(c.items[0].attempt, 1);
+    EXPECT_EQ(c.items[0].source, "S");
+    EXPECT_EQ(c.items[1].id, "b");
+    EXPECT_EQ(c.next_due, now + 60000) << "the next deadline is c's";
+    EXPECT_EQ(c.next_lease, c.now + 30000) << "the leases just given";
+    EXPECT_EQ(c.live, 1) << "one batch in flight";
+
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 20), "d", std::to_string(now - 10), "e"});
+    c = bclaim(tasks_, "B", 1);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "d");
+    EXPECT_EQ(c.next_due, now - 10) << "e is due too: the caller must sweep again";
+    EXPECT_EQ(c.live, 2) << "A's batch (a, b) and B's (d)";
+
+    c = bclaim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 1u) << "e";
+    c = bclaim(tasks_, "B", 10);
+    EXPECT_TRUE(c.items.empty());
+    EXPECT_EQ(c.batch.b, -1) << "no batch for nothing";
+    EXPECT_EQ(c.next_due, now + 60000);
+    EXPECT_GT(c.next_lease, now);
+    EXPECT_EQ(c.live, 3);
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "4") << "every item in flight is seen there";
+}
+
+TEST_F(BatchScriptTest, ALeaseThatRanOutIsTakenByTheNextClaimerWithTheAttemptCounted) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a"});
+    BatchClaim first = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(first.items.size(), 1u);
+    expire(tasks_, first.batch);
+    BatchClaim c = bclaim(tasks_, "B", 10);
+    EXPECT_TRUE(c.items.empty()) << "the batch key is not declared yet";
+    ASSERT_EQ(c.stale, std::vector<std::string>{first.batch.member()});
+    c = bclaim(tasks_, "B", 10, false, "0", c.stale);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "a");
+    EXPECT_EQ(c.items[0].source, "L");
+    EXPECT_EQ(c.items[0].attempt, 2);
+    EXPECT_EQ(c.items[0].deadline, now - 100) << "the first deadline is kept";
+    EXPECT_EQ(c.next_lease, c.now + 30000);
+    EXPECT_EQ(c.live, 1) << "A's batch is gone with its last item";
+    EXPECT_EQ(back(tasks_, first.batch, {"a"}), 0) << "A no longer holds a";
+    EXPECT_EQ(back(tasks_, c.batch, {"a"}), 1);
+}
+
+TEST_F(BatchScriptTest, AFailWithADelayIsDueThenAndTheNextClaimCarriesTheLastError) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "r", std::to_string(now - 5), "s"});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(a.items.size(), 2u);
+    EXPECT_EQ(bfail(tasks_, a.batch, "r", "boom", {"0", "5", "50", "50", "0", "250000"}), 1);
+    int64_t due = std::stoll(c_->command({"ZSCORE", tasks_.due, "r"}));
+    EXPECT_GE(due, now + 250000) << "the delay asked for, not retry.base/max (50ms)";
+    EXPECT_LE(due, redis_now() + 250000);
+    EXPECT_EQ(bfail(tasks_, a.batch, "s", "", {"0", "5", "50", "50", "0"}), 1);
+    EXPECT_LE(std::stoll(c_->command({"ZSCORE", tasks_.due, "s"})), redis_now() + 50);
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.leases, a.batch.member()}), "(nil)")
+        << "an empty batch leaves no lease behind";
+    c_->command({"ZADD", tasks_.due, "XX", std::to_string(now - 10), "r"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    BatchClaim c = bclaim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 2u);
+    std::map<std::string, Item> items;
+    for (auto &it : c.items) items[it.id] = it;
+    EXPECT_EQ(items["r"].attempt, 2);
+    EXPECT_EQ(items["r"].deadline, now - 10) << "the first deadline, not the retry time";
+    EXPECT_EQ(c.errors["r"], "boom");
+    EXPECT_EQ(items["s"].attempt, 2);
+    EXPECT_EQ(items["s"].deadline, now - 5);
+    EXPECT_EQ(c.errors["s"], "") << "an empty error reads as none";
+}
+
+TEST_F(BatchScriptTest, AnAckCountsOnlyItemsItsOwnerStillHolds) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 30), "a", std::to_string(now - 20), "b",
+                 std::to_string(now - 10), "c"});
+    BatchClaim a = bclaim(tasks_, "A", 2);
+    BatchClaim a2 = bclaim(tasks_, "A", 2);
+    ASSERT_EQ(a.items.size(), 2u) << "a, b";
+    ASSERT_EQ(a2.items.size(), 1u) << "c";
+    EXPECT_EQ(bfail(tasks_, a.batch, "a", "boom", {"0", "5", "60000", "60000", "0"}), 1) << "retry";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "1:" + std::to_string(now - 30) + ":")
+        << "a waiting for its retry is nobody's";
+    // A's first batch (b) runs out and B takes it.
+    expire(tasks_, a.batch);
+    BatchClaim b = bclaim2(tasks_, "B", 10);
+    ASSERT_EQ(b.items.size(), 1u);
+    EXPECT_EQ(b.items[0].id, "b");
+
+    EXPECT_EQ(back(tasks_, a.batch, {"a", "b", "c"}), 0) << "that batch is no longer A's";
+    EXPECT_EQ(back(tasks_, a2.batch, {"a", "b", "c"}), 1) << "only c is still A's";
+    EXPECT_EQ(back(tasks_, a2.batch, {"c"}), 0) << "acked once";
+    EXPECT_EQ(brenew(tasks_, {a.batch.member(), a2.batch.member()}), (std::vector<int64_t>{0, 0}))
+        << "A renews nothing it does not hold";
+    EXPECT_EQ(back(tasks_, b.batch, {"b"}), 1);
+    EXPECT_GE(std::stoll(c_->command({"ZSCORE", tasks_.due, "a"})), now + 30000)
+        << "a stays due for its retry (backoff 60 s, jitter 0: half of it)";
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.leases}), "0");
+}
+
+TEST_F(BatchScriptTest, ATrackedKeyFiresOnlyWhenItIsGone) {
+    int64_t now = redis_now();
+    std::string due = std::to_string(now - 10);
+    c_->command({"SET", "later", "v", "PXAT", std::to_string(now + 5000)});
+    c_->command({"SET", "forever", "v"});
+    c_->command({"ZADD", keys_.due, due, "gone", due, "later", due, "forever"});
+    BatchClaim c = bclaim(keys_, "A", 10, true);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "gone");
+    EXPECT_EQ(c.moved, 1);
+    EXPECT_EQ(c.untracked, 1);
+    EXPECT_EQ(c.next_due, now + 5000) << "later's new deadline";
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "later"}), std::to_string(now + 5000));
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "forever"}), "(nil)");
+
+    c_->command({"ZADD", keys_.due, due, "x", due, "y"});
+    BatchClaim d = bclaim(keys_, "A", 10, true);
+    EXPECT_EQ(d.items.size(), 2u);
+    EXPECT_EQ(d.next_due, now + 5000);
+    EXPECT_EQ(back(keys_, c.batch, {"gone"}, true), 1);
+    EXPECT_EQ(back(keys_, d.batch, {}, true, true), 2);
+    // Handled keys are remembered: one acked by itself in done, a batch acked whole in
+    // inflight under its done marker.
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "1");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "2");
+    EXPECT_EQ(c_->command({"ZRANGE", keys_.leases, "0", "-1"}), "d:" + std::to_string(d.batch.b));
+}
+
+TEST_F(BatchScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone) {
+    int64_t now = redis_now();
+    std::string hour = std::to_string(now + 3600 * 1000), later = std::to_string(now + 7200 * 1000);
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "due", hour, "shortened", hour,
+                 "tracked-again", hour, "written-again", hour, "persisted", hour, "retrying"});
+    c_->command({"HSET", keys_.data, "p:shortened", hour + "|snap", "m:retrying", "1:123:"});
+    c_->command({"SET", "tracked-again", "v", "PXAT", hour});
+    c_->command({"SET", "written-again", "v", "PXAT", later});
+    c_->command({"SET", "persisted", "v"});
+    Reply r = evalk(keywatch::scripts::batch::kClaimLive,
+                    {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
+                     keys_.batch("A", 1), "due", "shortened", "tracked-again", "written-again",
+                     "persisted", "retrying"},
+                    {"30000", "A", "1", "x"});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    int64_t at = r->element[0]->integer;
+    std::string answers;
+    for (size_t i = 0; i < r->element[1]->elements; i++) answers += str(r->element[1]->element[i]);
+    EXPECT_EQ(answers, "CCRRUR");
+    const redisReply *out = r->element[2];
+    ASSERT_EQ(out->elements, 10u);
+    EXPECT_EQ(str(out->element[0]), "due");
+    EXPECT_EQ(out->element[1]->integer, now - 10) << "the usual case is as before";
+    EXPECT_EQ(str(out->element[5]), "shortened");
+    EXPECT_EQ(out->element[6]->integer, at) << "a key that is gone is due now";
+    EXPECT_EQ(out->element[7]->integer, 1);
+    EXPECT_EQ(str(out->element[9]), "snap") << "its snapshot comes along";
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.batch("A", 1), "shortened"}), std::to_string(at))
+        << "redeliveries keep the deadline (and the event id)";
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "shortened"}), "(nil)");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "tracked-again"}), hour);
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "written-again"}), later);
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "persisted"}), "(nil)");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "retrying"}), hour);
+    EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "2");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.leases}), "1");
+}
+
+TEST_F(BatchScriptTest, TheDoneRecordIsPrunedOnlyWhenTheCallerAsks) {
+    c_->command({"ZADD", keys_.done, "1", "old"});
+    c_->command({"ZADD", keys_.inflight, "4503599627370503", "old-batch-item"});
+    c_->command({"ZADD", keys_.leases, "-1", "d:7"});
+    bclaim(keys_, "A", 10, true, "0");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "1");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "1");
+    bclaim(keys_, "A", 10, true, "10000");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.done}), "0");
+    EXPECT_EQ(c_->command({"ZCARD", keys_.inflight}), "0") << "a batch acked whole, pruned";
+    EXPECT_EQ(c_->command({"ZCARD", keys_.leases}), "0");
+}
+
+TEST_F(BatchScriptTest, DeadlinesAfterYear5138KeepExactEventIdsAcrossRetries) {
+    const std::string late = "123456789012345";
+    // A batch claimed while Redis's clock read past year 5138 (forced).
+    c_->command({"ZADD", tasks_.due, "1", "a"});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(a.items.size(), 1u);
+    c_->command({"ZADD", tasks_.batch("A", a.batch.seq), "XX", late, "a"});
+    EXPECT_EQ(bfail(tasks_, a.batch, "a", "boom", {"0", "5", "50", "50", "0"}), 1) << "retry";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "1:" + late + ":");
+    c_->command({"ZADD", tasks_.due, "XX", "1", "a"});
+    BatchClaim c = bclaim(tasks_, "B", 10);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].attempt, 2);
+    EXPECT_EQ(std::to_string(c.items[0].deadline), late) << "the same event id";
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "2:" + late + ":");
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.batch("B", c.batch.seq), "a"}), late);
+    // And a batch number past 2^52's float precision of Lua's "%.14g" stays exact.
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.inflight, "a"}),
+              std::to_string(4503599627370496LL + c.batch.b));
+}
+
+TEST_F(BatchScriptTest, EachClaimedItemCarriesItsOwnDeadlineAcrossRunsAndTheLimit) {
+    int64_t now = redis_now();
+    std::vector<std::pair<std::string, int64_t>> want;
+    for (int i = 0; i < 120; i++) {
+        int64_t d = now - 1000 + (i < 40 ? 0 : i < 60 ? i : i < 100 ? 100 : i);
+        std::string id = "i" + std::to_string(100 + i);
+        c_->command({"ZADD", tasks_.due, std::to_string(d), id});
+        want.push_back({id, d});
+    }
+    std::map<std::string, int64_t> got;
+    for (int limit : {50, 45, 7, 100}) {
+        BatchClaim c = bclaim(tasks_, "A", limit);
+        for (auto &item : c.items) got[item.id] = item.deadline;
+        if (limit == 50) {
+            ASSERT_EQ(c.items.size(), 50u);
+            EXPECT_EQ(c.next_due, now - 1000 + 50) << "the first one the limit left behind";
+        }
+        for (auto &item : c.items)
+            EXPECT_EQ(c_->command({"ZSCORE", tasks_.batch("A", c.batch.seq), item.id}),
+                      std::to_string(item.deadline));
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (auto &w : want) EXPECT_EQ(got[w.first], w.second) << w.first;
+}
+
+TEST_F(BatchScriptTest, AnAckDropsThePayloadUnlessTheIdIsDueAgain) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 10), "b",
+                 std::to_string(now - 10), "c"});
+    c_->command({"HSET", tasks_.data, "p:a", "pa", "p:b", "pb"});
+    BatchClaim c = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(c.items.size(), 3u);
+    EXPECT_EQ(c.payloads["a"], "pa");
+    c_->command({"ZADD", tasks_.due, std::to_string(now + 60000), "b"});  // scheduled again
+    c_->command({"HSET", tasks_.data, "p:b", "pb2"});
+    EXPECT_EQ(back(tasks_, c.batch, {}, false, true), 3) << "the whole batch";
+    EXPECT_EQ(c_->command({"HEXISTS", tasks_.data, "p:a"}), "0");
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "p:b"}), "pb2") << "b's next run keeps its payload";
+    EXPECT_EQ(c_->command({"HEXISTS", tasks_.data, "m:c"}), "0");
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+}
+
+// -- What the batch layout adds.
+
+// The version-1 claim_due (scripts::kClaimDue, what engines of version 1 run) beside the new.
+TEST_F(BatchScriptTest,
+       V1InFlightItemsAreReclaimedAfterTheirLeaseWithTheAttemptCountedAndTheSameEventId) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a"});
+    c_->command({"HSET", tasks_.data, "p:a", "pa"});
+    ASSERT_EQ(claim(tasks_, "V1", 10).items.size(), 1u);
+    BatchClaim c = bclaim(tasks_, "N", 10);
+    EXPECT_TRUE(c.items.empty()) << "not before its lease";
+    EXPECT_EQ(c.live, 1) << "a version-1 item in flight counts";
+    c_->command({"ZADD", tasks_.inflight, "XX", "1", "a"});
+    c = bclaim(tasks_, "N", 10);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].source, "L");
+    EXPECT_EQ(c.items[0].attempt, 2);
+    EXPECT_EQ(c.items[0].deadline, now - 100) << "the same event id";
+    EXPECT_EQ(c.payloads["a"], "pa");
+    EXPECT_EQ(ack(tasks_, "V1", {"a"}), 0) << "the version-1 owner's late ack is refused";
+    EXPECT_EQ(back(tasks_, c.batch, {"a"}), 1);
+    EXPECT_EQ(c_->command({"HLEN", tasks_.data}), "1") << "only '~' left";
+}
+
+TEST_F(BatchScriptTest, V1RetryRecordsKeepTheirDeadlineAndAttempt) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a"});
+    c_->command({"HSET", tasks_.data, "m:a", "3:777:", "e:a", "v1 error"});
+    BatchClaim c = bclaim(tasks_, "N", 10);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].attempt, 4);
+    EXPECT_EQ(c.items[0].deadline, 777);
+    EXPECT_EQ(c.errors["a"], "v1 error");
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:a"}), "4:777:") << "the version-1 format";
+}
+
+TEST_F(BatchScriptTest, V1DoneRecordsStillSuppressALateNotification) {
+    c_->command({"ZADD", keys_.done, std::to_string(redis_now()), "k"});
+    Reply r = evalk(keywatch::scripts::batch::kClaimLive,
+                    {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
+                     keys_.batch("A", 1), "k"},
+                    {"30000", "A", "1", "x"});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    EXPECT_EQ(str(r->element[1]->element[0]), "D");
+}
+
+TEST_F(BatchScriptTest, AV1EngineNeverTakesOrAcksNewInFlightItems) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k", std::to_string(now - 10), "j"});
+    BatchClaim c = bclaim(keys_, "N", 10, true);
+    ASSERT_EQ(c.items.size(), 2u);
+    Claim v1 = claim(keys_, "V1", 10, true);
+    EXPECT_TRUE(v1.items.empty()) << "a batch's items never look like a run-out lease";
+    EXPECT_EQ(ack(keys_, "V1", {"k"}, true), 0);
+    EXPECT_EQ(ack(keys_, "N", {"k"}, true), 0) << "not even with the new owner's name";
+    Reply f = eval(scripts::kFail, keys_, {"N", "1", "k", "e", "0", "5", "50", "50", "0"});
+    ASSERT_TRUE(f && f->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(f->integer, 0);
+    Reply live = eval(scripts::kClaimLive, keys_, {"30000", "V1", "x", "k"});
+    ASSERT_TRUE(live && live->type == REDIS_REPLY_ARRAY);
+    EXPECT_EQ(str(live->element[1]->element[0]), "T") << "held: suppressed, not untracked";
+    // And once the batch is acked whole, its items still suppress a late notification.
+    EXPECT_EQ(back(keys_, c.batch, {}, true, true), 2);
+    live = eval(scripts::kClaimLive, keys_, {"30000", "V1", "x", "k"});
+    ASSERT_TRUE(live && live->type == REDIS_REPLY_ARRAY);
+    EXPECT_EQ(str(live->element[1]->element[0]), "T");
+}
+
+TEST_F(BatchScriptTest, ABatchAckAfterTheBatchWasReclaimedIsRefusedAndCountedLate) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k", std::to_string(now - 10), "j"});
+    BatchClaim a = bclaim(keys_, "A", 10, true);
+    ASSERT_EQ(a.items.size(), 2u);
+    expire(keys_, a.batch);
+    BatchClaim b = bclaim2(keys_, "B", 10, true);
+    ASSERT_EQ(b.items.size(), 2u);
+    EXPECT_EQ(back(keys_, a.batch, {}, true, true), 0) << "refused: the items are B's now";
+    EXPECT_EQ(c_->command({"ZCARD", keys_.batch("B", b.batch.seq)}), "2");
+    EXPECT_EQ(back(keys_, b.batch, {}, true, true), 2);
+}
+
+TEST_F(BatchScriptTest, AResentAckDoesNotAckALaterClaimOfTheSameIdBySameEngine) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a"});
+    BatchClaim first = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(first.items.size(), 1u);
+    EXPECT_EQ(back(tasks_, first.batch, {"a"}), 1);
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 5), "a"});  // scheduled again
+    BatchClaim second = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(second.items.size(), 1u);
+    EXPECT_EQ(back(tasks_, first.batch, {"a"}), 0) << "the first ack, resent";
+    EXPECT_EQ(back(tasks_, first.batch, {}, false, true), 0);
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.batch("A", second.batch.seq)}), "1") << "still held";
+    EXPECT_EQ(back(tasks_, second.batch, {"a"}), 1);
+}
+
+TEST_F(BatchScriptTest, OneHeldItemKeepsItsBatchLeasedWhileTheOthersAreAckedOneByOne) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 10), "b",
+                 std::to_string(now - 10), "c"});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(a.items.size(), 3u);
+    EXPECT_EQ(back(tasks_, a.batch, {"a"}), 1);
+    EXPECT_EQ(back(tasks_, a.batch, {"b"}), 1);
+    EXPECT_NE(c_->command({"ZSCORE", tasks_.leases, a.batch.member()}), "(nil)") << "c is held";
+    EXPECT_EQ(brenew(tasks_, {a.batch.member()}), std::vector<int64_t>{1});
+    BatchClaim b = bclaim2(tasks_, "B", 10);
+    EXPECT_TRUE(b.items.empty()) << "renewed: nobody else takes c";
+    EXPECT_EQ(back(tasks_, a.batch, {"c"}), 1);
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.leases}), "0") << "the last ack ends the batch";
+    EXPECT_EQ(brenew(tasks_, {a.batch.member()}), std::vector<int64_t>{0});
+}
+
+TEST_F(BatchScriptTest, AReclaimLargerThanTheRoomIsTakenInParts) {
+    int64_t now = redis_now();
+    for (int i = 0; i < 5; i++)
+        c_->command({"ZADD", tasks_.due, std::to_string(now - 10 + i), "i" + std::to_string(i)});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(a.items.size(), 5u);
+    expire(tasks_, a.batch);
+    BatchClaim b = bclaim2(tasks_, "B", 3);
+    ASSERT_EQ(b.items.size(), 3u);
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.batch("A", a.batch.seq)}), "2") << "the rest stays A's";
+    BatchClaim c = bclaim2(tasks_, "B", 3);
+    ASSERT_EQ(c.items.size(), 2u);
+    std::set<std::string> ids;
+    for (auto &it : b.items) ids.insert(it.id);
+    for (auto &it : c.items) ids.insert(it.id);
+    EXPECT_EQ(ids.size(), 5u) << "each exactly once";
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.leases, a.batch.member()}), "(nil)");
+}
+
+TEST_F(BatchScriptTest, AReleasedBatchIsDueAgainAtItsDeadlinesWithTheAttemptGivenBack) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 20), "b"});
+    c_->command({"HSET", tasks_.data, "m:b", "2:55:"});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    ASSERT_EQ(a.items.size(), 2u);
+    Reply r = evalk(
+        keywatch::scripts::batch::kRelease,
+        {tasks_.due, tasks_.inflight, tasks_.leases, tasks_.data, tasks_.batch("A", a.batch.seq)},
+        {"A", std::to_string(a.batch.seq), std::to_string(a.batch.b), "*"});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+    EXPECT_EQ(r->integer, 2);
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.due, "a"}), std::to_string(now - 10));
+    EXPECT_EQ(c_->command({"ZSCORE", tasks_.due, "b"}), "55");
+    EXPECT_EQ(c_->command({"HGET", tasks_.data, "m:b"}), "2:55:") << "attempt 3 given back";
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.inflight}), "0");
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.leases}), "0");
+}
+
+TEST_F(BatchScriptTest, InspectCountsVersion1ItemsAndNamesTheLiveBatches) {
+    int64_t now = redis_now();
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 10), "b"});
+    BatchClaim a = bclaim(tasks_, "A", 10);
+    c_->command({"ZADD", tasks_.inflight, std::to_string(now + 30000), "v1item"});
+    Reply r = evalk(keywatch::scripts::batch::kInspect,
+                    {tasks_.due, tasks_.inflight, tasks_.leases, tasks_.dead}, {});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 7);
+    EXPECT_EQ(r->element[5]->integer, 1) << "the version-1 item";
+    ASSERT_EQ(r->element[6]->elements, 1u);
+    EXPECT_EQ(str(r->element[6]->element[0]), a.batch.member());
+}
+
+TEST_F(BatchScriptTest, ClaimReplyParserRejectsWrongShapes) {
+    keywatch::ClaimReply c;
+    keywatch::LiveClaimReply l;
+    std::string err;
+    auto check = [&](const std::string &lua, bool ok) {
+        Reply r(static_cast<redisReply *>(redisCommand(ctx_, "EVAL %s 0", lua.c_str())));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(keywatch::parse_claim_reply(r.get(), &c, &err), ok) << lua << ": " << err;
+    };
+    // now next_due next_lease live b ids runs reclaimed extras stale untracked moved
+    check("return {1,2,3,4,5,{'a','b'},{7,2},{},{},{},0,0}", true);
+    EXPECT_EQ(c.items.size(), 2u);
+    check("return {1,2,3,4,5,{'a','b'},{7,1},{},{},{},0,0}", false);  // runs short of the ids
+    check("return {1,2,3,4,5,{'a'},{7,2},{},{},{},0,0}", false);      // runs past the ids
+    check("return {1,2,3,4,5,{'a'},{7,1},{},{2,2,7,false,false},{},0,0}", false);  // no item 2
+    check("return {1,2,3,4,5,{'a'},{7,1},{'x',1},{},{},0,0}", false);  // reclaimed not of 5
+    check("return {1,2,3,4,5,{'a'},{7,1},{},{},{3},0,0}", false);      // stale not a string
+    check("return {1,2,3,4,5,{},{},{},{},{}}", false);                 // too short
+    check("return 'x'", false);
+    Reply r(
+        static_cast<redisReply *>(redisCommand(ctx_, "EVAL %s 0", "return {1,{'C','TT'},{},-1}")));
+    EXPECT_FALSE(keywatch::parse_live_claim_reply(r.get(), &l, &err)) << "letters are one byte";
 }
 
 }  // namespace

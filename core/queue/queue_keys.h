@@ -16,6 +16,10 @@ inline constexpr const char *kKeysQueue = "keys";
 // The Redis keys of one queue in one hash-tag slot: <ns>:<queue>:{<tag>}:<part>.
 struct QueueKeys {
     std::string due, inflight, data, dead, done;
+    // The batch layout's keys: lease members per claim batch, the batch number counter.
+    std::string leases, seq;
+    // "<ns>:<queue>:{<tag>}:", the prefix every key of the slot queue shares.
+    std::string base;
 
     static QueueKeys make(const std::string &ns, const std::string &queue, const std::string &tag);
     // make(...).due alone.
@@ -23,6 +27,10 @@ struct QueueKeys {
                                const std::string &tag);
     // KEYS for a script, in the order scripts.h documents (plus the tracked key if any).
     std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
+    // The key of one claim batch: <base>c:<owner>:<seq>.
+    std::string batch(const std::string &owner, uint64_t seq) const {
+        return base + "c:" + owner + ":" + std::to_string(seq);
+    }
 };
 
 // "<ns>:<queue>:{*}:<part>": the glob of one queue's key in every slot (queue and part may
@@ -65,5 +73,28 @@ struct ClaimedItem {
 inline constexpr size_t kClaimedFields = 6;
 // Parses item i of such a flat array. False if the shape is wrong.
 bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out);
+
+// The batch layout's claim_due reply (scripts.h documents its shape), parsed in one place
+// for the sweeper, the tests and the bench.
+struct ClaimReply {
+    int64_t now = 0, next_due = -1;
+    int64_t next_lease = -2;  // -2: leases not looked at
+    int64_t live = -1;        // batches (and version-1 items) in flight; -1: not looked at
+    int64_t b = -1;           // the batch number; -1: no batch opened
+    int64_t untracked = 0, moved = 0;
+    // The due part in order (source 'S'), then the items of run-out leases (source 'L').
+    std::vector<ClaimedItem> items;
+    std::vector<std::string> stale;  // lease members whose batch key the next claim declares
+};
+// False, with *err saying what was wrong, if r is not a claim_due reply.
+bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err);
+
+// claim_live's reply: one letter per event key (C T D R U), the claimed items, the batch.
+struct LiveClaimReply {
+    int64_t now = 0, b = -1;
+    std::string letters;
+    std::vector<ClaimedItem> items;  // source 'N'
+};
+bool parse_live_claim_reply(const redisReply *r, LiveClaimReply *out, std::string *err);
 
 }  // namespace keywatch

@@ -599,6 +599,587 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
 )lua",
                          false};
 
+// ---- The batch layout (issue 23 §2; docs/reliable-delivery.md "Data in Redis") ----------
+// One claim = one batch: its items live in a batch key `c:<owner>:<seq>` (id -> deadline),
+// its owner and lease once, as the member `<owner>:<seq>:<b>` of `leases` (score = lease
+// end). `inflight` keeps id -> BASE + b (BASE = 2^52) for every item of a batch, so that
+// schedule NX, cancel, reschedule and a live claim still see "in flight"; a score below BASE
+// is an item claimed by a version-1 engine (score = its lease end), read and reclaimed here
+// after its lease like version 1 did. `m:<id>` ("attempt:deadline:", the version-1 format
+// with no owner) exists only for items whose attempt is > 1. For `keys`, a batch acked whole
+// leaves its items in `inflight` as done records (the marker `d:<b>` in `leases`, score
+// -(ack time)), pruned with the done window.
+#define KW_LUA_BATCH                                                                            \
+    "local BASE = 4503599627370496\n"                                                           \
+    "local function fmt(x) return string.format('%d', x) end\n"                                 \
+    "local function member_of(owner, seq, b) return owner .. ':' .. seq .. ':' .. fmt(b) end\n" \
+    "-- The new batch: b from seq, every item in inflight at BASE + b, the lease member.\n"     \
+    "local function open_batch(kin, kleases, kseq, ids, owner, seq, lease_end)\n"               \
+    "  local b = redis.call('INCR', kseq)\n"                                                    \
+    "  local s = fmt(BASE + b)\n"                                                               \
+    "  for i = 1, #ids, 2000 do\n"                                                              \
+    "    local z = {}\n"                                                                        \
+    "    for j = i, math.min(i + 1999, #ids) do z[#z + 1] = s; z[#z + 1] = ids[j] end\n"        \
+    "    redis.call('ZADD', kin, unpack(z))\n"                                                  \
+    "  end\n"                                                                                   \
+    "  redis.call('ZADD', kleases, lease_end, member_of(owner, seq, b))\n"                      \
+    "  return b\n"                                                                              \
+    "end\n"                                                                                     \
+    "local function reschedule(id, old, exp)\n"                                                 \
+    "  redis.call('ZADD', KEYS[1], exp, id)\n"                                                  \
+    "  local v = unstamp(redis.call('HGET', KEYS[4], 'p:' .. id), old)\n"                       \
+    "  if v then redis.call('HSET', KEYS[4], 'p:' .. id, fmt(exp) .. '|' .. v) end\n"           \
+    "end\n"                                                                                     \
+    "local function untrack(id)\n"                                                              \
+    "  redis.call('ZREM', KEYS[1], id)\n"                                                       \
+    "  redis.call('HDEL', KEYS[4], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"                       \
+    "end\n"
+
+namespace batch {
+
+const Script kClaimDue = {"claim_due", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local limit, lease, owner, seq = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local is_keys = ARGV[5] == '1'
+local window = tonumber(ARGV[6])
+local look = string.find(ARGV[7], 'L', 1, true) ~= nil
+local nstale = tonumber(ARGV[8])
+local DUE, INF, LEASES, DATA, DONE, SEQ, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local room = limit
+-- Every read comes before the first write: a tracked key (undeclared) in a slot being
+-- migrated fails the script, and a script that failed must have written nothing.
+-- 1. Leases that ran out: batches whose key the caller declared are taken now; the others
+-- are named in the reply, to be declared by the next call. Then version-1 items.
+local rc_ids, rc_dl = {}, {}
+local olds, stale_out, v1 = {}, {}, {}
+if look then
+  local declared = {}
+  for i = 1, nstale do declared[ARGV[8 + i]] = KEYS[7 + i] end
+  local ran_out = redis.call('ZRANGE', LEASES, '(0', '(' .. fmt(now), 'BYSCORE', 'LIMIT', 0, 16)
+  for _, m in ipairs(ran_out) do
+    local key = declared[m]
+    if key and room > 0 then
+      local got = redis.call('ZRANGE', key, 0, room - 1, 'WITHSCORES')
+      local o = {key = key, member = m, ids = {}}
+      for i = 1, #got, 2 do
+        rc_ids[#rc_ids + 1] = got[i]
+        rc_dl[#rc_dl + 1] = tonumber(got[i + 1])
+        o.ids[#o.ids + 1] = got[i]
+      end
+      room = room - #o.ids
+      olds[#olds + 1] = o
+    else
+      stale_out[#stale_out + 1] = m
+    end
+  end
+  if room > 0 then
+    v1 = redis.call('ZRANGE', INF, '-inf', '(' .. fmt(now), 'BYSCORE', 'LIMIT', 0, room)
+    for _, id in ipairs(v1) do
+      rc_ids[#rc_ids + 1] = id
+      rc_dl[#rc_dl + 1] = now
+    end
+    room = room - #v1
+  end
+end
+-- 2. What is due (as stage one did: the first 32 with scores, the rest as ids with their
+-- deadlines read as runs).
+local ids, scores = {}, {}
+if room > 0 then
+  local head = math.min(room, 32)
+  local due = redis.call('ZRANGE', DUE, 0, head - 1, 'WITHSCORES')
+  local full = true
+  for i = 1, #due, 2 do
+    if tonumber(due[i + 1]) >= now then full = false; break end
+    ids[#ids + 1] = due[i]
+    scores[#scores + 1] = due[i + 1]
+  end
+  if full and #ids == head and room > head then
+    local rest = redis.call('ZRANGE', DUE, '-inf', '(' .. fmt(now), 'BYSCORE', 'LIMIT', head,
+                            room - head)
+    for _, id in ipairs(rest) do ids[#ids + 1] = id end
+    local pos, runs = head, 0
+    while pos < #ids do
+      if runs >= 4 and pos - head < runs * 8 then
+        local r = redis.call('ZRANGE', DUE, pos, #ids - 1, 'WITHSCORES')
+        for i = 2, #r, 2 do scores[#scores + 1] = r[i] end
+        break
+      end
+      local s = redis.call('ZRANGE', DUE, pos, pos, 'WITHSCORES')[2]
+      local c = math.min(redis.call('ZCOUNT', DUE, '-inf', s), #ids)
+      for i = pos + 1, c do scores[i] = s end
+      pos, runs = c, runs + 1
+    end
+  end
+end
+-- 3. The keys decide (tracked keys only): gone fires, a later expiry reschedules, no TTL
+-- untracks. One EXISTS answers for all when they are all gone, as they usually are.
+local fire, fscores, later, untracked, moved = ids, scores, {}, 0, 0
+if is_keys and #ids > 0 and redis.call('EXISTS', unpack(ids)) > 0 then
+  fire, fscores = {}, {}
+  for i, id in ipairs(ids) do
+    local exp = redis.call('PEXPIRETIME', id)
+    if exp == -2 then
+      fire[#fire + 1] = id
+      fscores[#fscores + 1] = scores[i]
+    else
+      later[#later + 1] = {id, tonumber(scores[i]), exp}
+    end
+  end
+end
+-- 4. Records (retry metas, payloads, errors): a task queue always looks; `keys` only when
+-- its data hash holds more than the '~' a version-1 claim left there.
+local recs = not is_keys
+local drop_data = false
+if is_keys then
+  local hl = redis.call('HLEN', DATA)
+  if hl == 1 and redis.call('HEXISTS', DATA, '~') == 1 then drop_data = true
+  else recs = hl > 0 end
+end
+local function records(list)
+  if not recs or #list == 0 then return nil end
+  local n, f = #list, {}
+  for i, id in ipairs(list) do f[i], f[n + i], f[2 * n + i] = 'm:' .. id, 'p:' .. id, 'e:' .. id end
+  return redis.call('HMGET', DATA, unpack(f)), n
+end
+local got, gn = records(fire)
+local rgot, rn = records(rc_ids)
+if not recs and #rc_ids > 0 then
+  -- A reclaim always reads the metas: its attempt is counted.
+  local f = {}
+  for i, id in ipairs(rc_ids) do f[i] = 'm:' .. id end
+  rgot, rn = redis.call('HMGET', DATA, unpack(f)), #rc_ids
+end
+-- Writes.
+for _, l in ipairs(later) do
+  if l[3] == -1 then
+    untrack(l[1])
+    untracked = untracked + 1
+  else
+    reschedule(l[1], l[2], l[3])
+    moved = moved + 1
+  end
+end
+if drop_data then redis.call('DEL', DATA) end
+local metas = {}
+local extras, reclaimed, runs = {}, {}, {}
+local all = {}
+if #fire > 0 then
+  redis.call('ZRANGESTORE', B, DUE, 0, #fire - 1)
+  redis.call('ZREMRANGEBYRANK', DUE, 0, #fire - 1)
+  for i = 1, #fire do
+    all[i] = fire[i]
+    local s = fscores[i]
+    if #runs > 0 and runs[#runs - 1] == s then runs[#runs] = runs[#runs] + 1
+    else runs[#runs + 1] = s; runs[#runs + 1] = 1 end
+  end
+  for i = 1, #runs, 2 do runs[i] = tonumber(runs[i]) end
+  if got then
+    for i, id in ipairs(fire) do
+      local a, d = parse_meta(got[i])
+      local p = got[gn + i]
+      if d then
+        a = a + 1
+        redis.call('ZADD', B, 'XX', d, id)
+        metas[#metas + 1] = 'm:' .. id
+        metas[#metas + 1] = fmt(a) .. ':' .. fmt(d) .. ':'
+      else
+        a, d = 1, tonumber(fscores[i])
+      end
+      if a > 1 or p then
+        if is_keys and p then p = unstamp(p, d) end
+        extras[#extras + 1] = i
+        extras[#extras + 1] = a
+        extras[#extras + 1] = d
+        extras[#extras + 1] = got[2 * gn + i] or false
+        extras[#extras + 1] = p or false
+      end
+    end
+  end
+end
+if #rc_ids > 0 then
+  local z = {}
+  for i, id in ipairs(rc_ids) do
+    local a, d = parse_meta(rgot[i])
+    if a < 1 then a = 1 end
+    a = a + 1
+    d = d or rc_dl[i]
+    z[#z + 1] = d
+    z[#z + 1] = id
+    all[#all + 1] = id
+    metas[#metas + 1] = 'm:' .. id
+    metas[#metas + 1] = fmt(a) .. ':' .. fmt(d) .. ':'
+    local p = recs and rgot[rn + i] or false
+    if is_keys and p then p = unstamp(p, d) end
+    reclaimed[#reclaimed + 1] = id
+    reclaimed[#reclaimed + 1] = d
+    reclaimed[#reclaimed + 1] = a
+    reclaimed[#reclaimed + 1] = recs and rgot[2 * rn + i] or false
+    reclaimed[#reclaimed + 1] = p
+  end
+  redis.call('ZADD', B, unpack(z))
+  for _, o in ipairs(olds) do
+    if #o.ids > 0 then redis.call('ZREM', o.key, unpack(o.ids)) end
+    if redis.call('EXISTS', o.key) == 0 then redis.call('ZREM', LEASES, o.member) end
+  end
+end
+if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
+local b = -1
+if #all > 0 then b = open_batch(INF, LEASES, SEQ, all, owner, seq, now + lease) end
+-- The done window: done records and the items of batches acked whole.
+if is_keys and window > 0 then
+  redis.call('ZREMRANGEBYSCORE', DONE, '-inf', '(' .. fmt(now - window))
+  local old = redis.call('ZRANGE', LEASES, '(' .. fmt(window - now), '(0', 'BYSCORE', 'LIMIT', 0, 64)
+  for _, m in ipairs(old) do
+    local db = tonumber(string.sub(m, 3))
+    if string.sub(m, 1, 2) == 'd:' and db then
+      redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + db), fmt(BASE + db))
+    end
+    redis.call('ZREM', LEASES, m)
+  end
+end
+local nd = redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES')
+local next_due = nd[2] and tonumber(nd[2]) or -1
+local next_lease, live = -2, -1
+if look then
+  local nl = redis.call('ZRANGE', LEASES, '(0', '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  next_lease = nl[2] and tonumber(nl[2]) or -1
+  local f1 = redis.call('ZRANGE', INF, 0, 0, 'WITHSCORES')
+  if f1[2] and tonumber(f1[2]) < BASE and (next_lease < 0 or tonumber(f1[2]) < next_lease) then
+    next_lease = tonumber(f1[2])
+  end
+  live = redis.call('ZCOUNT', LEASES, '(0', '+inf') + redis.call('ZCOUNT', INF, '-inf', '(' .. fmt(BASE))
+end
+return {now, next_due, next_lease, live, b, fire, runs, reclaimed, extras, stale_out, untracked, moved}
+)lua",
+                          false};
+
+// Live events of one slot queue (the event keys declared from KEYS[8]). One answer per
+// id: 'C' claimed (its item follows in `items`), 'T' held or finished by an engine, 'D'
+// done recently, 'R' not expired after all, 'U' not tracked; version 1's rules, unchanged.
+const Script kClaimLive = {"claim_live", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local lease, owner, seq = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local expired_events = ARGV[4] == 'x'
+local DUE, INF, LEASES, DATA, DONE, SEQ, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local ids = {}
+for i = 8, #KEYS do ids[#ids + 1] = KEYS[i] end
+local res = {}
+if #ids == 0 then return {now, res, {}, -1} end
+local scores = redis.call('ZMSCORE', DUE, unpack(ids))
+local missing = {}
+for i = 1, #ids do
+  if not scores[i] then missing[#missing + 1] = ids[i] end
+end
+local held, done = {}, {}
+if #missing > 0 then
+  local h = redis.call('ZMSCORE', INF, unpack(missing))
+  local d = redis.call('ZMSCORE', DONE, unpack(missing))
+  for j, id in ipairs(missing) do
+    held[id] = h[j]
+    done[id] = d[j]
+  end
+end
+local fire, fscores = {}, {}
+for i, id in ipairs(ids) do
+  if scores[i] then
+    local score = tonumber(scores[i])
+    local exp = -2
+    local fscore = score
+    if not expired_events then
+      exp = redis.call('PEXPIRETIME', id)
+    elseif score >= now then
+      local mp = redis.call('HMGET', DATA, 'm:' .. id, 'p:' .. id)
+      if mp[1] then
+        exp = score  -- a retry waiting for its backoff
+      else
+        exp = redis.call('PEXPIRETIME', id)
+        if exp == -2 then
+          -- Its TTL was shortened outside keywatch: due now, whatever its score says.
+          fscore = now
+          local v = unstamp(mp[2], score)
+          if v then redis.call('HSET', DATA, 'p:' .. id, fmt(now) .. '|' .. v) end
+        end
+      end
+    end
+    if exp == -1 then
+      untrack(id)
+      res[i] = 'U'
+    elseif exp >= 0 then
+      if exp ~= score then reschedule(id, score, exp) end
+      res[i] = 'R'
+    else
+      fire[#fire + 1] = id
+      fscores[#fscores + 1] = fscore
+      res[i] = 'C'
+    end
+  elseif held[id] then
+    res[i] = 'T'
+  elseif done[id] then
+    res[i] = 'D'
+  else
+    res[i] = 'U'
+  end
+end
+local items, b = {}, -1
+if #fire > 0 then
+  redis.call('ZREM', DUE, unpack(fire))
+  local n, f = #fire, {}
+  for i, id in ipairs(fire) do f[i], f[n + i], f[2 * n + i] = 'm:' .. id, 'p:' .. id, 'e:' .. id end
+  local got = redis.call('HMGET', DATA, unpack(f))
+  local z, metas = {}, {}
+  for i, id in ipairs(fire) do
+    local a, d = parse_meta(got[i])
+    if d then
+      a = a + 1
+      metas[#metas + 1] = 'm:' .. id
+      metas[#metas + 1] = fmt(a) .. ':' .. fmt(d) .. ':'
+    else
+      a, d = 1, fscores[i]
+    end
+    z[#z + 1] = d
+    z[#z + 1] = id
+    items[#items + 1] = id
+    items[#items + 1] = d
+    items[#items + 1] = a
+    items[#items + 1] = got[2 * n + i] or false
+    items[#items + 1] = unstamp(got[n + i], d)
+  end
+  redis.call('ZADD', B, unpack(z))
+  if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
+  b = open_batch(INF, LEASES, SEQ, fire, owner, seq, now + lease)
+end
+return {now, res, items, b}
+)lua",
+                           false};
+
+// Acks of any number of batches of one queue. ARGV: owner is_keys, then per batch
+// seq b kind, kind '*' (every item still in the batch) or 'i' followed by n and n ids; the
+// batch keys are KEYS[6..], one per batch in order. A batch whose lease member is gone was
+// reclaimed: its acks are refused (0). Replies the acked count per batch.
+const Script kAck = {"ack", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local DUE, INF, LEASES, DATA, DONE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, is_keys = ARGV[1], ARGV[2] == '1'
+local recs = redis.call('EXISTS', DATA) == 1
+local res = {}
+local at, g = 3, 0
+while at <= #ARGV do
+  g = g + 1
+  local seq, b, kind = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2]
+  at = at + 3
+  local ids
+  if kind == 'i' then
+    local n = tonumber(ARGV[at])
+    ids = {}
+    for j = 1, n do ids[j] = ARGV[at + j] end
+    at = at + n + 1
+  end
+  local B = KEYS[5 + g]
+  local member = member_of(owner, seq, b)
+  local acked = 0
+  if redis.call('ZSCORE', LEASES, member) then
+    if not ids and not recs then
+      -- The whole batch, nothing per item.
+      acked = redis.call('ZCARD', B)
+      redis.call('DEL', B)
+      redis.call('ZREM', LEASES, member)
+      if b >= 0 and is_keys then
+        redis.call('ZADD', LEASES, -now, 'd:' .. fmt(b))
+      elseif b >= 0 then
+        redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + b), fmt(BASE + b))
+      end
+    else
+      if not ids then ids = redis.call('ZRANGE', B, 0, -1) end
+      local mine = {}
+      if #ids > 0 then
+        local sc = redis.call('ZMSCORE', B, unpack(ids))
+        for j, id in ipairs(ids) do
+          if sc[j] then mine[#mine + 1] = id end
+        end
+      end
+      if #mine > 0 then
+        redis.call('ZREM', B, unpack(mine))
+        if b >= 0 then redis.call('ZREM', INF, unpack(mine)) end
+        if is_keys then
+          local z = {}
+          for _, id in ipairs(mine) do z[#z + 1] = now; z[#z + 1] = id end
+          redis.call('ZADD', DONE, unpack(z))
+        end
+        if recs then
+          local again = redis.call('ZMSCORE', DUE, unpack(mine))
+          local gone = {}
+          for j, id in ipairs(mine) do
+            gone[#gone + 1] = 'm:' .. id
+            gone[#gone + 1] = 'e:' .. id
+            if not again[j] then gone[#gone + 1] = 'p:' .. id end
+          end
+          redis.call('HDEL', DATA, unpack(gone))
+        end
+      end
+      if redis.call('EXISTS', B) == 0 then redis.call('ZREM', LEASES, member) end
+      acked = #mine
+    end
+  end
+  res[g] = acked
+end
+return res
+)lua",
+                     false};
+
+// One item failed. KEYS: due inflight leases data dead done batch. ARGV: owner seq b is_keys
+// id error reject max_attempts retry_base_ms retry_max_ms jitter [retry_delay_ms].
+// 0 refused (not this batch's, or the batch was reclaimed), 1 retry, 2 dead letter.
+const Script kFail = {"fail", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local DUE, INF, LEASES, DATA, DEAD, DONE, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local b = tonumber(ARGV[3])
+local member = member_of(ARGV[1], ARGV[2], b)
+local is_keys, id, err = ARGV[4] == '1', ARGV[5], ARGV[6]
+local reject, max_attempts = ARGV[7] == '1', tonumber(ARGV[8])
+local base, cap, jitter = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+if not redis.call('ZSCORE', LEASES, member) then return 0 end
+local ds = redis.call('ZSCORE', B, id)
+if not ds then return 0 end
+local a, d = parse_meta(redis.call('HGET', DATA, 'm:' .. id))
+if a < 1 then a = 1 end
+d = d or tonumber(ds)
+local function leave()
+  redis.call('ZREM', B, id)
+  if b >= 0 then redis.call('ZREM', INF, id) end
+  if redis.call('EXISTS', B) == 0 then redis.call('ZREM', LEASES, member) end
+end
+if reject or a >= max_attempts then
+  -- Dead letter first, then out of flight: one script, so never one without the other.
+  local p = redis.call('HGET', DATA, 'p:' .. id)
+  if is_keys then p = unstamp(p, d) end
+  local fields = {'id', id, 'attempts', a, 'deadline', d, 'error', err, 'failed_ms', now}
+  if p then fields[#fields + 1] = 'payload'; fields[#fields + 1] = p end
+  redis.call('XADD', DEAD, '*', unpack(fields))
+  leave()
+  redis.call('HDEL', DATA, 'm:' .. id, 'e:' .. id)
+  if not redis.call('ZSCORE', DUE, id) then redis.call('HDEL', DATA, 'p:' .. id) end
+  if is_keys then redis.call('ZADD', DONE, now, id) end
+  return 2
+end
+local delay = tonumber(ARGV[12] or '-1')
+if not delay or delay < 0 then
+  delay = base
+  for _ = 2, a do
+    delay = delay * 2
+    if delay >= cap then break end
+  end
+  if delay > cap then delay = cap end
+  delay = math.floor(delay / 2 + delay / 2 * jitter)
+end
+leave()
+redis.call('ZADD', DUE, now + delay, id)
+redis.call('HSET', DATA, 'e:' .. id, err, 'm:' .. id, fmt(a) .. ':' .. fmt(d) .. ':')
+return 1
+)lua",
+                      false};
+
+// Items claimed but not handled (stop, hold freed or timed out): due again at their
+// deadline, the attempt given back. KEYS: due inflight leases data, then one batch key per
+// batch. ARGV: owner, then per batch seq b kind('*' | 'i' n ids...). Returns the count.
+const Script kRelease = {"release", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local DUE, INF, LEASES, DATA = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner = ARGV[1]
+local total = 0
+local at, g = 2, 0
+while at <= #ARGV do
+  g = g + 1
+  local seq, b, kind = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2]
+  at = at + 3
+  local B = KEYS[4 + g]
+  local ids, dls = {}, {}
+  if kind == 'i' then
+    local n = tonumber(ARGV[at])
+    for j = 1, n do ids[j] = ARGV[at + j] end
+    at = at + n + 1
+  end
+  local member = member_of(owner, seq, b)
+  if redis.call('ZSCORE', LEASES, member) then
+    local found = {}
+    if kind == 'i' then
+      if #ids > 0 then
+        local sc = redis.call('ZMSCORE', B, unpack(ids))
+        for j, id in ipairs(ids) do
+          if sc[j] then found[#found + 1] = id; dls[#found] = tonumber(sc[j]) end
+        end
+      end
+    else
+      local r = redis.call('ZRANGE', B, 0, -1, 'WITHSCORES')
+      for j = 1, #r, 2 do found[#found + 1] = r[j]; dls[#found] = tonumber(r[j + 1]) end
+    end
+    if #found > 0 then
+      local mf = {}
+      for j, id in ipairs(found) do mf[j] = 'm:' .. id end
+      local metas = redis.call('HMGET', DATA, unpack(mf))
+      local z, back, gone = {}, {}, {}
+      for j, id in ipairs(found) do
+        local a, d = parse_meta(metas[j])
+        d = d or dls[j]
+        z[#z + 1] = d
+        z[#z + 1] = id
+        if a - 1 >= 2 then
+          back[#back + 1] = mf[j]
+          back[#back + 1] = fmt(a - 1) .. ':' .. fmt(d) .. ':'
+        elseif metas[j] then
+          gone[#gone + 1] = mf[j]
+        end
+      end
+      redis.call('ZREM', B, unpack(found))
+      if b >= 0 then redis.call('ZREM', INF, unpack(found)) end
+      redis.call('ZADD', DUE, unpack(z))
+      if #back > 0 then redis.call('HSET', DATA, unpack(back)) end
+      if #gone > 0 then redis.call('HDEL', DATA, unpack(gone)) end
+      total = total + #found
+    end
+    if redis.call('EXISTS', B) == 0 then redis.call('ZREM', LEASES, member) end
+  end
+end
+return total
+)lua",
+                         false};
+
+// Renews the leases of batches still held. KEYS: leases. ARGV: lease_ms member...
+// Replies 1 per member renewed, 0 per member gone (reclaimed: its items are not ours).
+const Script kRenew = {"renew", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+local lease = tonumber(ARGV[1])
+local members = {}
+for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
+if #members == 0 then return {} end
+local sc = redis.call('ZMSCORE', KEYS[1], unpack(members))
+local z, res = {}, {}
+for i, m in ipairs(members) do
+  if sc[i] and tonumber(sc[i]) > 0 then
+    z[#z + 1] = now + lease
+    z[#z + 1] = m
+    res[i] = 1
+  else
+    res[i] = 0
+  end
+end
+if #z > 0 then redis.call('ZADD', KEYS[1], 'XX', unpack(z)) end
+return res
+)lua",
+                       false};
+
+// The queue's figures. KEYS: due inflight leases dead. Replies {now, due, due_now, dead,
+// oldest, v1_inflight, live members...}; the caller adds the ZCARD of each live member's
+// batch key to v1_inflight for the number in flight.
+const Script kInspect = {"inspect", KW_LUA_BATCH R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local oldest = -1
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] and tonumber(first[2]) < now then oldest = now - tonumber(first[2]) end
+local dead = 0
+if redis.call('EXISTS', KEYS[4]) == 1 then dead = redis.call('XLEN', KEYS[4]) end
+return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. fmt(now)),
+        dead, oldest, redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. fmt(BASE)),
+        redis.call('ZRANGE', KEYS[3], '(0', '+inf', 'BYSCORE')}
+)lua",
+                         false};
+
+}  // namespace batch
+
 const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kReschedule, &kCancel,
                               &kClaimDue, &kClaimLive, &kForget, &kAck,      &kFail,       &kRenew,
                               &kRelease,  &kReplay,    &kPurge,  &kInspect};

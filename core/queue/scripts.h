@@ -58,6 +58,30 @@ extern const Script kReplay;      // ARGV entry_id('' = oldest first) limit
 extern const Script kPurge;       // ARGV entry_id('' = all)
 extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, dead, oldest}
 
+// The batch layout's scripts (scripts.cpp explains the layout). Their KEYS, in order:
+//   claim_due   due inflight leases data done seq batch [stale batch keys...]
+//               ARGV limit lease_ms owner seq is_keys done_window_ms flags('L': look at
+//               leases) n_stale stale_member...
+//               -> {now, next_due, next_lease|-2, live|-1, b, ids, runs(deadline count...),
+//                   reclaimed(id deadline attempt error|false payload|false ...),
+//                   extras(index attempt deadline error|false payload|false ...),
+//                   stale members, untracked, moved}
+//   claim_live  due inflight leases data done seq batch event_key...
+//               ARGV lease_ms owner seq mode(x|e) -> {now, letters, items (as reclaimed), b}
+//   ack         due inflight leases data done batch... ARGV owner is_keys
+//               {seq b '*' | seq b 'i' n id...}... -> acked count per batch
+//   fail        due inflight leases data dead done batch ARGV owner seq b is_keys id error
+//               reject max_attempts retry_base_ms retry_max_ms jitter [retry_delay_ms]
+//   release     due inflight leases data batch... ARGV owner {seq b '*' | seq b 'i' n id...}...
+//   renew       leases ARGV lease_ms member... -> 1|0 per member
+//   inspect     due inflight leases dead -> {now, due, due_now, dead, oldest, v1_inflight,
+//               live members}
+// Not yet served by the engine (it still runs the version-1 scripts above); they are
+// called with EVAL, not EVALSHA, until then.
+namespace batch {
+extern const Script kClaimDue, kClaimLive, kAck, kFail, kRelease, kRenew, kInspect;
+}  // namespace batch
+
 // What track, adopt, schedule and reschedule return, having written nothing, for a
 // deadline later than kMaxTimeMs (core/base/time_limit.h).
 constexpr long long kPastMax = -9;
