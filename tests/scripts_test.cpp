@@ -972,8 +972,9 @@ TEST_F(BatchScriptTest, InspectCountsVersion1ItemsAndNamesTheLiveBatches) {
     c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 10), "b"});
     BatchClaim a = bclaim(tasks_, "A", 10);
     c_->command({"ZADD", tasks_.inflight, std::to_string(now + 30000), "v1item"});
-    Reply r = evalk(keywatch::scripts::batch::kInspect,
-                    {tasks_.due, tasks_.inflight, tasks_.leases, tasks_.dead}, {});
+    Reply r = evalk(
+        keywatch::scripts::batch::kInspect,
+        {tasks_.due, tasks_.inflight, tasks_.data, tasks_.dead, tasks_.done, tasks_.leases}, {});
     ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 7);
     EXPECT_EQ(r->element[5]->integer, 1) << "the version-1 item";
     ASSERT_EQ(r->element[6]->elements, 1u);

@@ -617,7 +617,11 @@ int Client::read_figures(const std::vector<QueueRef> &refs,
     for (const QueueRef &ref : refs) {
         const std::string endpoint = ref.node.str();
         if (unreachable->count(endpoint)) continue;
-        Call c = queue_call(scripts::kInspect, ref, {});
+        Call c = queue_call(scripts::batch::kInspect, ref, {});
+        // inspect's KEYS: the five queue keys, then leases.
+        const QueueKeys &keys = queue_keys(ref.name, ref.tag);
+        c.args[2] = "6";
+        c.args.push_back(keys.leases);
         // Its keys may stay on a node after their slot was deleted (DELSLOTS): no master
         // serves it, nothing can read it, and unread_nodes counts it with the unassigned.
         if (router_.cluster() && !router_.master_for_slot(c.slot)) continue;
@@ -630,16 +634,30 @@ int Client::read_figures(const std::vector<QueueRef> &refs,
             (*unreachable)[c.node ? c.node->str() : endpoint] = error_;
             continue;
         }
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 ||
+            r->element[6]->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS,
                         "inspect failed on " + endpoint + ": " + reply_to_string(r.get()));
         *now = r->element[0]->integer;
-        QueueFigures f{ref.name,
-                       r->element[1]->integer,
-                       r->element[2]->integer,
-                       r->element[3]->integer,
-                       r->element[4]->integer,
-                       r->element[5]->integer};
+        // In flight: version-1 items, and the items of each live batch (its key's ZCARD).
+        int64_t inflight = r->element[5]->integer;
+        for (size_t i = 0; i < r->element[6]->elements; i++) {
+            const std::string batch =
+                keys.batch_of_member(reply_to_string(r->element[6]->element[i]));
+            if (batch.empty()) continue;
+            Call z = c;
+            z.script = nullptr;
+            z.args = {"ZCARD", batch};
+            ReplyPtr n = exec(z);
+            if (!n) {
+                (*unreachable)[c.node ? c.node->str() : endpoint] = error_;
+                break;
+            }
+            if (n->type == REDIS_REPLY_INTEGER) inflight += n->integer;
+        }
+        if (unreachable->count(c.node ? c.node->str() : endpoint)) continue;
+        QueueFigures f{ref.name, r->element[1]->integer, r->element[2]->integer,
+                       inflight, r->element[3]->integer, r->element[4]->integer};
         (*per_node)[endpoint][ref.name].add(f);
     }
     return KW_OK;

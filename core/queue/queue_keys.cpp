@@ -15,6 +15,14 @@ QueueKeys QueueKeys::make(const std::string &ns, const std::string &queue, const
             base + "done", base + "leases",   base + "seq",  base};
 }
 
+std::string QueueKeys::batch_of_member(const std::string &member) const {
+    const size_t last = member.rfind(':');
+    if (last == std::string::npos || last == 0) return "";
+    const size_t mid = member.rfind(':', last - 1);
+    if (mid == std::string::npos || mid == 0 || mid + 1 == last) return "";
+    return base + "c:" + member.substr(0, last);
+}
+
 std::string QueueKeys::due_key(const std::string &ns, const std::string &queue,
                                const std::string &tag) {
     return queue_base(ns, queue, tag) + "due";

@@ -31,6 +31,8 @@ struct QueueKeys {
     std::string batch(const std::string &owner, uint64_t seq) const {
         return base + "c:" + owner + ":" + std::to_string(seq);
     }
+    // The batch key of a lease member "<owner>:<seq>:<b>" ("" if it is not one).
+    std::string batch_of_member(const std::string &member) const;
 };
 
 // "<ns>:<queue>:{*}:<part>": the glob of one queue's key in every slot (queue and part may

@@ -1161,7 +1161,7 @@ return res
 )lua",
                        false};
 
-// The queue's figures. KEYS: due inflight leases dead. Replies {now, due, due_now, dead,
+// The queue's figures. KEYS: the five queue keys, then leases. Replies {now, due, due_now, dead,
 // oldest, v1_inflight, live members...}; the caller adds the ZCARD of each live member's
 // batch key to v1_inflight for the number in flight.
 const Script kInspect = {"inspect", KW_LUA_BATCH R"lua(
@@ -1174,15 +1174,35 @@ local dead = 0
 if redis.call('EXISTS', KEYS[4]) == 1 then dead = redis.call('XLEN', KEYS[4]) end
 return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. fmt(now)),
         dead, oldest, redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. fmt(BASE)),
-        redis.call('ZRANGE', KEYS[3], '(0', '+inf', 'BYSCORE')}
+        redis.call('ZRANGE', KEYS[6], '(0', '+inf', 'BYSCORE')}
 )lua",
                          false};
 
 }  // namespace batch
 
-const Script *const kAll[] = {&kTrack,    &kUntrack,   &kAdopt,  &kSchedule, &kReschedule, &kCancel,
-                              &kClaimDue, &kClaimLive, &kForget, &kAck,      &kFail,       &kRenew,
-                              &kRelease,  &kReplay,    &kPurge,  &kInspect};
+const Script *const kAll[] = {&kTrack,
+                              &kUntrack,
+                              &kAdopt,
+                              &kSchedule,
+                              &kReschedule,
+                              &kCancel,
+                              &kClaimDue,
+                              &kClaimLive,
+                              &kForget,
+                              &kAck,
+                              &kFail,
+                              &kRenew,
+                              &kRelease,
+                              &kReplay,
+                              &kPurge,
+                              &kInspect,
+                              &batch::kClaimDue,
+                              &batch::kClaimLive,
+                              &batch::kAck,
+                              &batch::kFail,
+                              &batch::kRelease,
+                              &batch::kRenew,
+                              &batch::kInspect};
 const size_t kAllCount = sizeof kAll / sizeof kAll[0];
 
 std::vector<std::string> commands() {

@@ -74,10 +74,10 @@ extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, 
 //               reject max_attempts retry_base_ms retry_max_ms jitter [retry_delay_ms]
 //   release     due inflight leases data batch... ARGV owner {seq b '*' | seq b 'i' n id...}...
 //   renew       leases ARGV lease_ms member... -> 1|0 per member
-//   inspect     due inflight leases dead -> {now, due, due_now, dead, oldest, v1_inflight,
-//               live members}
-// Not yet served by the engine (it still runs the version-1 scripts above); they are
-// called with EVAL, not EVALSHA, until then.
+//   inspect     due inflight data dead done leases -> {now, due, due_now, dead, oldest,
+//               v1_inflight, live members}
+// Not yet served by the engine (it still runs the version-1 scripts above), but in kAll:
+// their commands are granted and probed already.
 namespace batch {
 extern const Script kClaimDue, kClaimLive, kAck, kFail, kRelease, kRenew, kInspect;
 }  // namespace batch

@@ -126,11 +126,16 @@ bool NodeLink::command(const std::vector<std::string> &args, ReplyFn fn) {
 
 bool NodeLink::eval(const Script &s, const QueueKeys &k, std::vector<std::string> argv,
                     ReplyFn fn) {
-    // Kept for the rare NOSCRIPT retry, shared rather than copied into the callback. The
-    // five KEYS, in QueueKeys::keys() order.
-    auto args = std::make_shared<std::vector<std::string>>(std::initializer_list<std::string>{
-        "EVALSHA", s.sha(), "5", k.due, k.inflight, k.data, k.dead, k.done});
-    args->reserve(args->size() + argv.size());
+    return eval(s, k.keys(), std::move(argv), std::move(fn));
+}
+
+bool NodeLink::eval(const Script &s, const std::vector<std::string> &keys,
+                    std::vector<std::string> argv, ReplyFn fn) {
+    // Kept for the rare NOSCRIPT retry, shared rather than copied into the callback.
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->reserve(3 + keys.size() + argv.size());
+    args->insert(args->end(), {"EVALSHA", s.sha(), std::to_string(keys.size())});
+    args->insert(args->end(), keys.begin(), keys.end());
     for (auto &a : argv) args->push_back(std::move(a));
     const Script *script = &s;
     return command(*args, [this, script, args, fn = std::move(fn)](redisReply *r) {

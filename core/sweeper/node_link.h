@@ -67,6 +67,9 @@ class NodeLink {
     bool command(const std::vector<std::string> &args, ReplyFn fn);
     // A queue script on the queue's five keys (EVALSHA, EVAL after NOSCRIPT); as command().
     bool eval(const Script &s, const QueueKeys &keys, std::vector<std::string> argv, ReplyFn fn);
+    // A script on the KEYS given (the batch layout's scripts each take their own list).
+    bool eval(const Script &s, const std::vector<std::string> &keys, std::vector<std::string> argv,
+              ReplyFn fn);
 
     // A reply said the whole server cannot serve for now: `why` is Loading (its data set is
     // loading) or ClusterDown (whole_cluster_down(); `key` is one of ours to ask about).
