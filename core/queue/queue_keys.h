@@ -27,6 +27,10 @@ struct QueueKeys {
                                const std::string &tag);
     // KEYS for a script, in the order scripts.h documents (plus the tracked key if any).
     std::vector<std::string> keys() const { return {due, inflight, data, dead, done}; }
+    // The KEYS of a claim (claim_due, claim_live) opening batch `seq` of `owner`.
+    std::vector<std::string> claim_keys(const std::string &owner, uint64_t seq) const {
+        return {due, inflight, leases, data, done, this->seq, batch(owner, seq)};
+    }
     // The key of one claim batch: <base>c:<owner>:<seq>.
     std::string batch(const std::string &owner, uint64_t seq) const {
         return base + "c:" + owner + ":" + std::to_string(seq);
@@ -75,6 +79,11 @@ struct ClaimedItem {
 inline constexpr size_t kClaimedFields = 6;
 // Parses item i of such a flat array. False if the shape is wrong.
 bool parse_claimed(const redisReply *flat, size_t i, ClaimedItem *out);
+
+// A claim batch's member of `leases`: "<owner>:<seq>:<b>".
+inline std::string lease_member(const std::string &owner, uint64_t seq, int64_t b) {
+    return owner + ":" + std::to_string(seq) + ":" + std::to_string(b);
+}
 
 // The batch layout's claim_due reply (scripts.h documents its shape), parsed in one place
 // for the sweeper, the tests and the bench.

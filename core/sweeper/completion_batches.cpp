@@ -78,6 +78,11 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     SlotQueue &q = *qp;
     auto h = q.held.find(c.id);
     if (h == q.held.end()) return;
+    // Its acks, fails and releases name its batch.
+    c.batch_seq = h->second.batch_seq;
+    auto batch = q.batches.find(c.batch_seq);
+    if (batch != q.batches.end()) c.batch_b = batch->second.b;
+    q.batch_done(c.batch_seq);
     // A handled key is remembered for a while, so that its late `expired` notification is
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
@@ -127,15 +132,24 @@ void CompletionBatches::send() {
         else
             send_fail(*qp, std::move(c));
     }
-    for (auto &kv : releases) send_ids(scripts::kRelease, *kv.first, std::move(kv.second));
-    for (auto &kv : acks) send_ids(scripts::kAck, *kv.first, std::move(kv.second));
+    for (auto &kv : releases) send_ids(scripts::batch::kRelease, *kv.first, std::move(kv.second));
+    for (auto &kv : acks) send_ids(scripts::batch::kAck, *kv.first, std::move(kv.second));
 }
 
 void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
     bool reject = c.result != KW_RESULT_RETRY;
     std::uniform_real_distribution<double> jitter(0.0, 1.0);
+    std::vector<std::string> keys = {q.keys.due,
+                                     q.keys.inflight,
+                                     q.keys.leases,
+                                     q.keys.data,
+                                     q.keys.dead,
+                                     q.keys.done,
+                                     q.keys.batch(opts_.owner, c.batch_seq)};
     std::vector<std::string> argv = {
         opts_.owner,
+        std::to_string(c.batch_seq),
+        std::to_string(c.batch_b),
         q.is_keys ? "1" : "0",
         c.id,
         c.error.empty() ? (reject ? "rejected by the handler" : "the handler asked for a retry")
@@ -150,86 +164,108 @@ void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
     batch.push_back(std::move(c));
     // Queues are never erased: &q outlives the reply.
     const SlotQueue *qp = &q;
-    send_batch(scripts::kFail, q, std::move(argv), std::move(batch), [this, qp](redisReply *r) {
-        if (r->type != REDIS_REPLY_INTEGER) {
-            log_(KW_LOG_ERROR,
-                 "fail script: " + reply_to_string(r) +
-                     "; the item will come back when its lease ends",
-                 qp);
-            return;
-        }
-        if (r->integer == 1) {
-            counters_.retried.fetch_add(1);
-        } else if (r->integer == 2) {
-            counters_.dead.fetch_add(1);
-            if (qp->stats) qp->stats->dead.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            counters_.late_acks.fetch_add(1);
-        }
-    });
+    send_batch(scripts::batch::kFail, q, std::move(keys), std::move(argv), std::move(batch),
+               [this, qp](redisReply *r) {
+                   if (r->type != REDIS_REPLY_INTEGER) {
+                       log_(KW_LOG_ERROR,
+                            "fail script: " + reply_to_string(r) +
+                                "; the item will come back when its lease ends",
+                            qp);
+                       return;
+                   }
+                   if (r->integer == 1) {
+                       counters_.retried.fetch_add(1);
+                   } else if (r->integer == 2) {
+                       counters_.dead.fetch_add(1);
+                       if (qp->stats) qp->stats->dead.fetch_add(1, std::memory_order_relaxed);
+                   } else {
+                       counters_.late_acks.fetch_add(1);
+                   }
+               });
 }
 
 void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all) {
-    const bool ack = &s == &scripts::kAck;
-    for (size_t i = 0; i < all.size(); i += kChunk) {
-        size_t end = std::min(all.size(), i + kChunk);
-        std::vector<std::string> argv = {opts_.owner};
-        if (ack) argv.push_back(q.is_keys ? "1" : "0");
-        std::vector<Completion> batch;
-        for (size_t j = i; j < end; j++) {
-            argv.push_back(all[j].id);
-            batch.push_back(std::move(all[j]));
-        }
-        int64_t sent = static_cast<int64_t>(end - i);
+    const bool ack = &s == &scripts::batch::kAck;
+    // One call per claim batch (and per kChunk ids of it), naming the batch.
+    std::map<std::pair<uint64_t, int64_t>, std::vector<Completion>> by_batch;
+    for (auto &c : all) by_batch[{c.batch_seq, c.batch_b}].push_back(std::move(c));
+    for (auto &group : by_batch)
+        for (size_t i = 0; i < group.second.size(); i += kChunk)
+            send_group(s, q, group.first.first, group.first.second, group.second, i,
+                       std::min(group.second.size(), i + kChunk));
+    (void)ack;
+}
+
+void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, int64_t b,
+                                   std::vector<Completion> &all, size_t from, size_t end) {
+    const bool ack = &s == &scripts::batch::kAck;
+    std::vector<std::string> keys = {q.keys.due, q.keys.inflight, q.keys.leases, q.keys.data};
+    if (ack) keys.push_back(q.keys.done);
+    keys.push_back(q.keys.batch(opts_.owner, seq));
+    std::vector<std::string> argv = {opts_.owner};
+    if (ack) argv.push_back(q.is_keys ? "1" : "0");
+    argv.insert(argv.end(),
+                {std::to_string(seq), std::to_string(b), "i", std::to_string(end - from)});
+    std::vector<Completion> batch;
+    for (size_t j = from; j < end; j++) {
+        argv.push_back(all[j].id);
+        batch.push_back(std::move(all[j]));
+    }
+    {
+        int64_t sent = static_cast<int64_t>(end - from);
         const SlotQueue *qp = &q;
-        send_batch(s, q, std::move(argv), std::move(batch), [this, ack, sent, qp](redisReply *r) {
-            if (r->type != REDIS_REPLY_INTEGER) {
-                log_(KW_LOG_ERROR,
-                     std::string(ack ? "ack" : "release") + " failed: " + reply_to_string(r) +
-                         "; the items will be redelivered after their lease",
-                     qp);
-                return;
-            }
-            if (!ack) {
-                counters_.released.fetch_add(r->integer);
-                return;
-            }
-            counters_.acked.fetch_add(r->integer);
-            // An ack for an item whose lease passed to another holder is refused.
-            counters_.late_acks.fetch_add(sent - r->integer);
-        });
+        send_batch(s, q, std::move(keys), std::move(argv), std::move(batch),
+                   [this, ack, sent, qp](redisReply *r) {
+                       // ack: the count per batch (one here); release: the count.
+                       if (ack && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                           r->element[0]->type == REDIS_REPLY_INTEGER) {
+                           counters_.acked.fetch_add(r->element[0]->integer);
+                           // An ack for an item whose lease passed to another holder is refused.
+                           counters_.late_acks.fetch_add(sent - r->element[0]->integer);
+                           return;
+                       }
+                       if (ack || r->type != REDIS_REPLY_INTEGER) {
+                           log_(KW_LOG_ERROR,
+                                std::string(ack ? "ack" : "release") +
+                                    " failed: " + reply_to_string(r) +
+                                    "; the items will be redelivered after their lease",
+                                qp);
+                           return;
+                       }
+                       counters_.released.fetch_add(r->integer);
+                   });
     }
 }
 
-void CompletionBatches::send_batch(const Script &s, SlotQueue &q, std::vector<std::string> argv,
-                                   std::vector<Completion> &&batch, ReplyFn on_done) {
+void CompletionBatches::send_batch(const Script &s, SlotQueue &q, std::vector<std::string> keys,
+                                   std::vector<std::string> argv, std::vector<Completion> &&batch,
+                                   ReplyFn on_done) {
     CompletionStore::Ticket ticket = store_.sent(std::move(batch));
     const std::string &key = q.keys.due;  // queues are never erased
-    bool sent =
-        link_.eval(s, q.keys, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
-            const ReplyError kind = classify(r);
-            if (kind == ReplyError::Loading || whole_cluster_down(r)) {
-                // Redis did nothing: sent again as soon as it serves.
-                store_.retry_later(ticket);
-                link_.server_waits(kind, key);
-                return;
-            }
-            if (is_transient(kind) || kind == ReplyError::Ask ||
-                (kind == ReplyError::Moved && !opts_.on_redirect)) {
-                // Loading, busy, a slot on the move: Redis did nothing; send it again.
-                store_.retry_later(ticket);
-                completions_wait(reply_to_string(r));
-                return;
-            }
-            if (kind == ReplyError::Moved) {
-                // The slot is served by another master now: route them there.
-                opts_.on_redirect(store_.take(ticket));
-                return;
-            }
-            store_.confirmed(ticket);
-            completion_backoff_ms_.reset();
-            on_done(r);
-        });
+    bool sent = link_.eval(s, keys, std::move(argv), [this, ticket, on_done, &key](redisReply *r) {
+        const ReplyError kind = classify(r);
+        if (kind == ReplyError::Loading || whole_cluster_down(r)) {
+            // Redis did nothing: sent again as soon as it serves.
+            store_.retry_later(ticket);
+            link_.server_waits(kind, key);
+            return;
+        }
+        if (is_transient(kind) || kind == ReplyError::Ask ||
+            (kind == ReplyError::Moved && !opts_.on_redirect)) {
+            // Loading, busy, a slot on the move: Redis did nothing; send it again.
+            store_.retry_later(ticket);
+            completions_wait(reply_to_string(r));
+            return;
+        }
+        if (kind == ReplyError::Moved) {
+            // The slot is served by another master now: route them there.
+            opts_.on_redirect(store_.take(ticket));
+            return;
+        }
+        store_.confirmed(ticket);
+        completion_backoff_ms_.reset();
+        on_done(r);
+    });
     if (!sent) store_.retry_later(ticket);  // the connection is down: on_ready sends them
 }
 

@@ -70,10 +70,14 @@ class CompletionBatches {
                    Completion &&c);  // retry or reject: one call per item
     // Acks or releases (s) of one queue, in calls of at most kChunk ids.
     void send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all);
+    // all[from, end), of batch (seq, b), in one call of s.
+    void send_group(const Script &s, SlotQueue &q, uint64_t seq, int64_t b,
+                    std::vector<Completion> &all, size_t from, size_t end);
     // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
     // `on_done` gets the reply when it is not an error to retry or route elsewhere.
-    void send_batch(const Script &s, SlotQueue &q, std::vector<std::string> argv,
-                    std::vector<Completion> &&batch, ReplyFn on_done);
+    void send_batch(const Script &s, SlotQueue &q, std::vector<std::string> keys,
+                    std::vector<std::string> argv, std::vector<Completion> &&batch,
+                    ReplyFn on_done);
     // A completion call met a transient error (or could not be sent): try again later,
     // backing off; logged once per backoff step.
     void completions_wait(const std::string &why);

@@ -31,6 +31,10 @@ struct Completion {
     // until leased_ms + lease.
     int64_t leased_ms = 0;
     int64_t retry_delay_ms = -1;  // RETRY: when due again (<0: the usual backoff)
+    // The claim batch the item came in (set on intake from the queue's record; carried when
+    // rerouted): its acks, fails and releases name it. 0/-1: unknown (Redis refuses them).
+    uint64_t batch_seq = 0;
+    int64_t batch_b = -1;
 };
 // A claimed item this engine will not handle (it is stopping): due again for anyone.
 inline constexpr int kRelease = -2;

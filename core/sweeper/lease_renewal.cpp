@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 
 #include "core/base/clock.h"
 
@@ -33,11 +34,12 @@ void LeaseRenewal::renew_leases() {
     int64_t now = wall_ms();
     std::vector<Completion> overdue;
     queues_.for_each([&](SlotQueue &q) {
-        std::vector<std::string> ids;
+        // The lease members of the batches holding items within hold.timeout.
+        std::set<uint64_t> seqs;
         for (auto &held : q.held) {
             int64_t claimed = held.second.claimed_ms;
             if (now - claimed < opts_.hold_timeout_ms) {
-                ids.push_back(held.first);
+                seqs.insert(held.second.batch_seq);
                 continue;
             }
             q.timed_out[held.first] = claimed;
@@ -47,7 +49,13 @@ void LeaseRenewal::renew_leases() {
         // (Redis refuses it then anyway: the item is no longer ours).
         for (auto it = q.timed_out.begin(); it != q.timed_out.end();)
             it = now - it->second > 4 * opts_.hold_timeout_ms ? q.timed_out.erase(it) : ++it;
-        if (!ids.empty()) renew_queue(q, std::move(ids));
+        std::vector<std::string> members;
+        for (uint64_t seq : seqs) {
+            auto b = q.batches.find(seq);
+            if (b != q.batches.end())
+                members.push_back(lease_member(opts_.owner, seq, b->second.b));
+        }
+        if (!members.empty()) renew_queue(q, std::move(members));
     });
     if (overdue.empty()) return;
     log_(KW_LOG_WARN,
@@ -59,19 +67,22 @@ void LeaseRenewal::renew_leases() {
     release_(std::move(overdue));
 }
 
-void LeaseRenewal::renew_queue(SlotQueue &q, std::vector<std::string> &&ids) {
+void LeaseRenewal::renew_queue(SlotQueue &q, std::vector<std::string> &&members) {
     if (!link_.serving()) return;
     const int64_t sent = wall_ms();
     SlotQueue *qp = &q;  // queues are never erased
-    for (size_t i = 0; i < ids.size(); i += kChunk) {
-        std::vector<std::string> argv = {opts_.owner, std::to_string(opts_.lease_ms)};
-        auto begin = ids.begin() + static_cast<long>(i);
-        auto end = ids.begin() + static_cast<long>(std::min(ids.size(), i + kChunk));
+    for (size_t i = 0; i < members.size(); i += kChunk) {
+        std::vector<std::string> argv = {std::to_string(opts_.lease_ms)};
+        auto begin = members.begin() + static_cast<long>(i);
+        auto end = members.begin() + static_cast<long>(std::min(members.size(), i + kChunk));
         argv.insert(argv.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
-        link_.eval(scripts::kRenew, q.keys, std::move(argv), [qp, sent](redisReply *r) {
-            // Their leases run at least a lease from when it went out (completions use it).
-            if (r->type == REDIS_REPLY_INTEGER) qp->renewed_ms = std::max(qp->renewed_ms, sent);
-        });
+        link_.eval(scripts::batch::kRenew, std::vector<std::string>{q.keys.leases}, std::move(argv),
+                   [qp, sent](redisReply *r) {
+                       // Their leases run at least a lease from when it went out (completions
+                       // use it).
+                       if (r->type == REDIS_REPLY_ARRAY)
+                           qp->renewed_ms = std::max(qp->renewed_ms, sent);
+                   });
     }
 }
 

@@ -40,7 +40,7 @@ class LeaseRenewal {
 
   private:
     void renew_leases();
-    void renew_queue(SlotQueue &q, std::vector<std::string> &&ids);
+    void renew_queue(SlotQueue &q, std::vector<std::string> &&members);
 
     Options opts_;
     NodeLink &link_;

@@ -82,9 +82,9 @@ void NodeLink::serve_again() {
     // EVALSHAs at once that all fail with NOSCRIPT and come back as EVALs, each carrying
     // and hashing the whole body. The EVAL fallback stays for a cache emptied later
     // (SCRIPT FLUSH).
-    for (const Script *s :
-         {&scripts::kClaimDue, &scripts::kClaimLive, &scripts::kAck, &scripts::kFail,
-          &scripts::kRelease, &scripts::kRenew, &scripts::kForget})
+    for (const Script *s : {&scripts::batch::kClaimDue, &scripts::batch::kClaimLive,
+                            &scripts::batch::kAck, &scripts::batch::kFail,
+                            &scripts::batch::kRelease, &scripts::batch::kRenew, &scripts::kForget})
         conn_.command({"SCRIPT", "LOAD", s->body}, [](redisReply *) {});
     hooks_.ready();
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,7 @@ struct SlotQueue {
     // moves from one to the other without copying its id.
     struct Mark {
         Held held = Held::Claimed;  // in `held`
+        uint64_t batch_seq = 0;     // the claim batch it came in (see `batches`)
         int64_t claimed_ms = 0;     // in `held`: when claimed (its Event::ts_ms), for
                                     // hold.timeout
         int64_t handled_ms = 0;     // in `handled`: when it was handled
@@ -74,6 +76,25 @@ struct SlotQueue {
     // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
     // late notification is recognised without asking Redis.
     std::unordered_map<std::string, Mark> handled;
+    // The claim batches of ours with items still held, by seq (the engine-wide counter
+    // that names their batch key, QueueKeys::batch): b is the batch number the claim
+    // returned (its lease member is "<owner>:<seq>:<b>"), held how many of its items are
+    // not completed yet. A batch leaves when its last held item is completed.
+    struct Batch {
+        int64_t b = -1;
+        size_t held = 0;
+    };
+    std::map<uint64_t, Batch> batches;
+    // One held item of batch `seq` was completed (or left): the batch goes with its last.
+    void batch_done(uint64_t seq) {
+        auto it = batches.find(seq);
+        if (it != batches.end() && (it->second.held <= 1 ? (batches.erase(it), true) : false))
+            return;
+        if (it != batches.end()) it->second.held--;
+    }
+    // Lease members the last claim named as run out, whose batch keys the next claim
+    // declares (and takes).
+    std::vector<std::string> stale;
     // When Redis last confirmed a renewal of the leases of the items held here (the renew
     // call's send time, local clock; 0: never): each such lease runs at least lease from it.
     int64_t renewed_ms = 0;

@@ -179,10 +179,12 @@ class Sweeper {
     // --- sweeper_due.cpp: due-claim scheduling ---
     void sweep(Queue &q);
     // The reply of a claim_due call: the items claimed, and when to sweep next.
-    void on_swept(Queue &q, redisReply *r, int64_t limit);
-    void on_claimed(Queue &q, redisReply *items);
-    // A claimed item becomes ours (held) and an event.
-    Event hold(Queue &q, const ClaimedItem &item, const Event *live);
+    void on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq);
+    void on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64_t seq);
+    // A claimed item of batch `seq` becomes ours (held) and an event.
+    Event hold(Queue &q, const ClaimedItem &item, const Event *live, uint64_t seq);
+    // The next claim batch's seq: unique in this process, so unique per owner.
+    static uint64_t next_batch_seq();
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
@@ -203,7 +205,7 @@ class Sweeper {
 
     // --- sweeper_live.cpp: live claims ---
     void send_live(Queue &q, std::vector<Event> &&events);
-    void on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r);
+    void on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r, uint64_t seq);
     // Drops (and counts, see SweeperSink::shed_live) the live events the workers have no
     // room for.
     void shed_beyond_room(std::map<SlotQueue *, std::vector<Event>> &ask);

@@ -5,6 +5,7 @@
 #include "core/sweeper/sweeper.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/redis/reply_error.h"
 #include "core/redis/url.h"
@@ -42,19 +43,44 @@ void Sweeper::sweep(Queue &q) {
         prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10;
         if (prune) q.done_pruned_ms = t;
     }
-    bool sent = link_.eval(
-        scripts::kClaimDue, q.keys,
-        {std::to_string(limit), std::to_string(opts_.lease_ms), opts_.owner, q.is_keys ? "1" : "0",
-         prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0"},
-        [this, &q, limit](redisReply *r) { on_swept(q, r, limit); });
+    // Every claim looks at leases ('L'), and declares the batch keys of the run-out leases
+    // the last one named.
+    const uint64_t seq = next_batch_seq();
+    std::vector<std::string> keys = q.keys.claim_keys(opts_.owner, seq);
+    std::vector<std::string> argv = {
+        std::to_string(limit),
+        std::to_string(opts_.lease_ms),
+        opts_.owner,
+        std::to_string(seq),
+        q.is_keys ? "1" : "0",
+        prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0",
+        "L",
+        "0"};
+    size_t stale = 0;
+    for (auto &m : q.stale) {
+        std::string key = q.keys.batch_of_member(m);
+        if (key.empty()) continue;
+        keys.push_back(std::move(key));
+        argv.push_back(std::move(m));
+        stale++;
+    }
+    argv[7] = std::to_string(stale);
+    q.stale.clear();
+    bool sent = link_.eval(scripts::batch::kClaimDue, keys, std::move(argv),
+                           [this, &q, limit, seq](redisReply *r) { on_swept(q, r, limit, seq); });
     if (sent)
         claim_sent();
     else
         q.sweeping = false;
 }
 
-// The reply of claim_due: [now, next due, -, -, claimed items, next lease end, in flight].
-void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
+uint64_t Sweeper::next_batch_seq() {
+    static std::atomic<uint64_t> seq{0};
+    return ++seq;
+}
+
+// The reply of claim_due (ClaimReply): the items claimed, the next deadline and lease end.
+void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
     q.sweeping = false;
     claim_answered();
     // Live events that came in while this claim was on its way: those about items
@@ -74,47 +100,47 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit) {
     }
     if (arrivals_.redirected(q, r)) return;
     q.where = Where::Here;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+    ClaimReply c;
+    std::string err;
+    if (!parse_claim_reply(r, &c, &err)) {
         claims_failing(q, r);
         return;
     }
     claims_work(q);
-    int64_t now = r->element[0]->integer, next_due = r->element[1]->integer;
-    int64_t next_lease = r->element[5]->integer, inflight = r->element[6]->integer;
-    size_t claimed = r->element[4]->elements / kClaimedFields;
+    int64_t now = c.now, next_due = c.next_due, next_lease = c.next_lease;
+    size_t claimed = c.items.size();
     if (next_due >= 0)
         q.next_due = next_due;
     else
         q.next_due.reset();  // nothing in `due`
-    on_claimed(q, r->element[4]);
+    q.stale = std::move(c.stale);
+    if (c.b >= 0) q.batches[seq].b = c.b;
+    on_claimed(q, c.items, seq);
     // Leases matter only if someone else holds items: ours are acked (or, if we
     // die, found by the others' scans).
-    bool others_hold = inflight > static_cast<int64_t>(q.held.size());
+    bool others_hold = c.live > static_cast<int64_t>(q.batches.size());
     int64_t next = next_due;
     if (next_lease >= 0 && (others_hold || !opts_.cluster) && (next < 0 || next_lease < next))
         next = next_lease;
     // An item is due once now is past its deadline: wake 1 ms after it.
     int64_t delay =
         next < 0 ? opts_.interval_ms : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
-    if (q.again || static_cast<int64_t>(claimed) >= limit) delay = 0;
+    // Run-out leases named: the next claim declares their batch keys and takes them.
+    const bool more = q.again || static_cast<int64_t>(claimed) >= limit || !q.stale.empty();
+    if (more) delay = 0;
     // Cluster: an idle slot queue waits for a notification or the next scan; one
     // with items waits for its next deadline (new earlier items notify us).
-    if (opts_.cluster && !q.again && static_cast<int64_t>(claimed) < limit) {
+    if (opts_.cluster && !more) {
         if (next < 0) return;
         delay = std::max<int64_t>(next - now + 1, 0);
     }
     q.timer->arm(delay);
 }
 
-void Sweeper::on_claimed(Queue &q, redisReply *items) {
+void Sweeper::on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64_t seq) {
     std::vector<Event> batch;
-    size_t n = items->elements / kClaimedFields;
-    batch.reserve(n);
-    ClaimedItem item;
-    for (size_t i = 0; i < n; i++) {
-        if (!parse_claimed(items, i, &item)) continue;
-        batch.push_back(hold(q, item, nullptr));
-    }
+    batch.reserve(items.size());
+    for (const ClaimedItem &item : items) batch.push_back(hold(q, item, nullptr, seq));
     counters_->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
     if (q.stats)
         q.stats->claimed.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
@@ -125,16 +151,18 @@ void Sweeper::on_claimed(Queue &q, redisReply *items) {
     if (!batch.empty()) sink_->deliver_tracked(batch);
 }
 
-Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live) {
+Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live, uint64_t seq) {
     Queue::Held state = live ? Queue::Held::Notified : Queue::Held::Claimed;
     Event ev = make_event(q, item, live);
+    q.batches[seq].held++;
     if (auto again = q.handled.extract(item.id)) {  // remembered as handled: ours again
-        again.mapped() = {state, ev.ts_ms, 0};
+        again.mapped() = {state, seq, ev.ts_ms, 0};
         q.held.insert(std::move(again));
     } else {
-        auto &mark = q.held[item.id];
-        mark.held = state;
-        mark.claimed_ms = ev.ts_ms;
+        auto [it, added] = q.held.try_emplace(item.id);
+        // Held already (a batch of ours whose lease ran out, reclaimed by us): it moved.
+        if (!added) q.batch_done(it->second.batch_seq);
+        it->second = {state, seq, ev.ts_ms, 0};
     }
     return ev;
 }

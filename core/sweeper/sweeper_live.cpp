@@ -118,23 +118,26 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     // key by key.
     bool all_expired = std::all_of(events.begin(), events.end(),
                                    [](const Event &ev) { return ev.name == "expired"; });
+    // The event keys are declared (after the claim's own keys).
+    const uint64_t seq = next_batch_seq();
+    std::vector<std::string> keys = q.keys.claim_keys(opts_.owner, seq);
+    for (auto &ev : events) keys.push_back(ev.key);
     std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner,
-                                     all_expired ? "x" : "e"};
-    for (auto &ev : events) argv.push_back(ev.key);
+                                     std::to_string(seq), all_expired ? "x" : "e"};
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
-    bool sent = link_.eval(scripts::kClaimLive, q.keys, std::move(argv),
-                           [this, evs, qp, asking](redisReply *r) {
+    bool sent = link_.eval(scripts::batch::kClaimLive, keys, std::move(argv),
+                           [this, evs, qp, asking, seq](redisReply *r) {
                                claim_answered();
-                               on_live_claimed(*qp, *evs, r);
+                               on_live_claimed(*qp, *evs, r, seq);
                            });
     if (sent) claim_sent();
 }
 
 // The reply of claim_live: per event C (claimed: ours now), U (untracked) or anything
 // else (someone else's, or handled a moment ago: suppressed).
-void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r) {
+void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *r, uint64_t seq) {
     if (classify(r) == ReplyError::Loading) {
         // Asked again once the server has loaded (resume() claims the backlog).
         for (auto &ev : events) keep_for_later(std::move(ev));
@@ -148,25 +151,23 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
         if (opts_.on_unrouted_live) opts_.on_unrouted_live(std::move(events));
         return;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        r->element[1]->elements != events.size()) {
+    LiveClaimReply c;
+    std::string err;
+    if (!parse_live_claim_reply(r, &c, &err) || c.letters.size() != events.size()) {
         log(KW_LOG_ERROR,
             "claim_live failed: " + reply_to_string(r) +
                 "; tracked keys among these events will be swept",
             &q);
         return;
     }
+    if (c.b >= 0) q.batches[seq].b = c.b;
     std::vector<Event> tracked, plain;
-    ClaimedItem item;
-    size_t next = 0;  // the next claimed item in the flat list
+    size_t next = 0;  // the next claimed item
     for (size_t i = 0; i < events.size(); i++) {
-        redisReply *res = r->element[1]->element[i];
         Event &live = events[i];
-        bool one = res->type == REDIS_REPLY_STRING && res->len == 1;
-        if (one && res->str[0] == 'C') {
-            if (!parse_claimed(r->element[2], next++, &item)) continue;
-            tracked.push_back(hold(q, item, &live));
-        } else if (one && res->str[0] == 'U') {
+        if (c.letters[i] == 'C') {
+            if (next < c.items.size()) tracked.push_back(hold(q, c.items[next++], &live, seq));
+        } else if (c.letters[i] == 'U') {
             plain.push_back(std::move(live));
         } else {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
