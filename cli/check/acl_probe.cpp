@@ -52,7 +52,8 @@ std::string lower(std::string s) {
 bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out) {
     struct Shape {
         const char *cmd;
-        char key;  // z: due zset, h: data hash, s: dead stream, k: any key, 0: none
+        char key;  // z: due zset, h: data hash, s: dead stream, k: any key, r: due twice
+                   // (destination and source), 0: none
         std::vector<std::string> rest;
         bool writes;
     };
@@ -82,7 +83,7 @@ bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out
         {"ZMSCORE", 'z', {"m"}, false},
         {"ZRANGE", 'z', {"0", "0"}, false},
         {"ZRANGEBYSCORE", 'z', {"0", "1"}, false},
-        {"ZRANGESTORE", 'z', {"x", "0", "0"}, true},
+        {"ZRANGESTORE", 'r', {"0", "0"}, true},
         {"ZREM", 'z', {"m"}, true},
         {"ZREMRANGEBYRANK", 'z', {"0", "0"}, true},
         {"ZREMRANGEBYSCORE", 'z', {"0", "1"}, true},
@@ -93,7 +94,8 @@ bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out
         *out = {lower(cmd), {cmd}, s.writes};
         if (s.key == 'h') out->args.push_back(k.data);
         if (s.key == 's') out->args.push_back(k.dead);
-        if (s.key == 'z' || s.key == 'k') out->args.push_back(k.due);
+        if (s.key == 'z' || s.key == 'k' || s.key == 'r') out->args.push_back(k.due);
+        if (s.key == 'r') out->args.push_back(k.due);
         out->args.insert(out->args.end(), s.rest.begin(), s.rest.end());
         return true;
     }
