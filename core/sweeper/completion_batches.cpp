@@ -185,7 +185,6 @@ void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
 }
 
 void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all) {
-    const bool ack = &s == &scripts::batch::kAck;
     // One call per claim batch (and per kChunk ids of it), naming the batch.
     std::map<std::pair<uint64_t, int64_t>, std::vector<Completion>> by_batch;
     for (auto &c : all) by_batch[{c.batch_seq, c.batch_b}].push_back(std::move(c));
@@ -193,7 +192,6 @@ void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Comp
         for (size_t i = 0; i < group.second.size(); i += kChunk)
             send_group(s, q, group.first.first, group.first.second, group.second, i,
                        std::min(group.second.size(), i + kChunk));
-    (void)ack;
 }
 
 void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, int64_t b,
