@@ -495,6 +495,60 @@ TEST_F(QueueTest, RetriesWithBackoffThenDeadLetterThenReplay) {
     EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
 }
 
+// Tracks n keys that expire and are gone (looked up, so Redis deletes them with nobody
+// listening) before any watcher runs: the first claim then takes them all in one batch.
+void track_gone_keys(Client &c, RedisClient &raw, const std::string &prefix, int n) {
+    std::vector<std::string> exists = {"EXISTS"};
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(c.track(prefix + std::to_string(i), "v", 50), KW_OK) << c.error();
+        exists.push_back(prefix + std::to_string(i));
+    }
+    ASSERT_TRUE(wait_until([&] { return raw.command(exists) == "0"; }, milliseconds(10000)))
+        << "keys left: " << raw.command(exists);
+}
+
+TEST_F(QueueTest, ABatchAckedWholeIsOneMarkerNotARecordPerKey) {
+    // Every item of the claim acked: one '*' ack for the batch, which leaves one done
+    // marker in `leases` instead of a `done` record per key.
+    Client c(redis().url());
+    auto raw = client();
+    track_gone_keys(c, *raw, "whole:", 50);
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(50)) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 50));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:done"}), "0") << "no record per key";
+    EXPECT_EQ(raw->command({"ZCOUNT", "kw:keys:{0}:leases", "-inf", "(0"}), "1")
+        << "one done marker for the batch";
+    EXPECT_EQ(sink.size(), 50u);
+}
+
+TEST_F(QueueTest, ABatchWithARejectedItemIsAckedItemByItem) {
+    // One item of the claim rejected: the others are acked by id (trap T7: '*' would ack
+    // whatever is still in the batch), each with its own `done` record, and the rejected
+    // one is a dead letter with its record.
+    Client c(redis().url());
+    auto raw = client();
+    track_gone_keys(c, *raw, "part:", 20);
+    EventSink sink;
+    sink.decide = [](const Event &ev) {
+        return ev.key == "part:7" ? KW_RESULT_REJECT : KW_RESULT_ACK;
+    };
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(20)) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 19));
+    EXPECT_TRUE(e->stat_reaches("items.dead", 1));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+    EXPECT_EQ(c.inspect("keys", "dead"), 1);
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:done"}), "20") << "a record per key";
+    EXPECT_EQ(raw->command({"ZCOUNT", "kw:keys:{0}:leases", "-inf", "(0"}), "0")
+        << "no done marker";
+    EXPECT_EQ(sink.size(), 20u);
+}
+
 TEST_F(QueueTest, DeadLettersCanBePurged) {
     EventSink sink;
     sink.decide = [](const Event &) { return KW_RESULT_REJECT; };

@@ -20,13 +20,14 @@ constexpr int64_t kAckHoldMs = 1000, kAckPollMs = 5;
 
 CompletionBatches::CompletionBatches(EventLoop &loop, Options opts, NodeLink &link,
                                      SlotQueues &queues, LeaseRenewal &leases,
-                                     SweeperCounters &counters,
+                                     SweeperCounters &counters, std::function<bool()> claiming,
                                      std::function<bool()> claims_on_their_way, QueueLog log)
     : opts_(std::move(opts)),
       link_(link),
       queues_(queues),
       leases_(leases),
       counters_(counters),
+      claiming_(std::move(claiming)),
       claims_on_their_way_(std::move(claims_on_their_way)),
       log_(std::move(log)),
       ack_timer_(loop.base(), [this] { send(); }),
@@ -82,7 +83,7 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     c.batch_seq = h->second.batch_seq;
     auto batch = q.batches.find(c.batch_seq);
     if (batch != q.batches.end()) c.batch_b = batch->second.b;
-    q.batch_done(c.batch_seq);
+    q.batch_left(c.batch_seq, c.result == KW_RESULT_ACK);
     // A handled key is remembered for a while, so that its late `expired` notification is
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
@@ -107,8 +108,9 @@ void CompletionBatches::send() {
     // unknown claim time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
     int64_t t = wall_ms();
-    if (claims_on_their_way_() && t - completions_since_ms_ < hold &&
-        t - oldest_claim_ms_ < opts_.lease_ms / 2) {
+    const bool may_wait =
+        t - completions_since_ms_ < hold && t - oldest_claim_ms_ < opts_.lease_ms / 2;
+    if (claims_on_their_way_() && may_wait) {
         if (!ack_timer_.pending()) ack_timer_.arm(kAckPollMs);
         return;
     }
@@ -121,16 +123,26 @@ void CompletionBatches::send() {
                  "items will be delivered again",
              nullptr);
     }
+    // Within the same bounds, the acks of a batch that may still be acked whole wait for
+    // its other items (the ack of a whole batch writes nothing per item).
+    const bool batches_wait = may_wait && claiming_();
     std::map<SlotQueue *, std::vector<Completion>> acks, releases;
+    std::vector<Completion> kept;
     for (auto &c : store_.take_waiting()) {
         SlotQueue *qp = queues_.queue_of(c.queue, c.id, c.slot);
         if (!qp) continue;
         if (c.result == kRelease)
             releases[qp].push_back(std::move(c));
+        else if (c.result == KW_RESULT_ACK && batches_wait && qp->batch_open(c.batch_seq))
+            kept.push_back(std::move(c));
         else if (c.result == KW_RESULT_ACK)
             acks[qp].push_back(std::move(c));
         else
             send_fail(*qp, std::move(c));
+    }
+    if (!kept.empty()) {
+        for (auto &c : kept) store_.add(std::move(c));
+        ack_timer_.arm(std::max<int64_t>(hold - (t - completions_since_ms_), 1));
     }
     for (auto &kv : releases) send_ids(scripts::batch::kRelease, *kv.first, std::move(kv.second));
     for (auto &kv : acks) send_ids(scripts::batch::kAck, *kv.first, std::move(kv.second));
@@ -185,28 +197,38 @@ void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
 }
 
 void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all) {
-    // One call per claim batch (and per kChunk ids of it), naming the batch.
+    // One call per claim batch (and per kChunk ids of it), naming the batch; the acks of a
+    // whole batch in one call naming none ('*').
+    const bool ack = &s == &scripts::batch::kAck;
     std::map<std::pair<uint64_t, int64_t>, std::vector<Completion>> by_batch;
     for (auto &c : all) by_batch[{c.batch_seq, c.batch_b}].push_back(std::move(c));
-    for (auto &group : by_batch)
-        for (size_t i = 0; i < group.second.size(); i += kChunk)
-            send_group(s, q, group.first.first, group.first.second, group.second, i,
-                       std::min(group.second.size(), i + kChunk));
+    for (auto &group : by_batch) {
+        const uint64_t seq = group.first.first;
+        const int64_t b = group.first.second;
+        std::vector<Completion> &items = group.second;
+        if (ack && q.acks_sent(seq, items.size())) {
+            send_group(s, q, seq, b, items, 0, items.size(), true);
+            continue;
+        }
+        for (size_t i = 0; i < items.size(); i += kChunk)
+            send_group(s, q, seq, b, items, i, std::min(items.size(), i + kChunk), false);
+    }
 }
 
 void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, int64_t b,
-                                   std::vector<Completion> &all, size_t from, size_t end) {
+                                   std::vector<Completion> &all, size_t from, size_t end,
+                                   bool whole) {
     const bool ack = &s == &scripts::batch::kAck;
     std::vector<std::string> keys = {q.keys.due, q.keys.inflight, q.keys.leases, q.keys.data};
     if (ack) keys.push_back(q.keys.done);
     keys.push_back(q.keys.batch(opts_.owner, seq));
     std::vector<std::string> argv = {opts_.owner};
     if (ack) argv.push_back(q.is_keys ? "1" : "0");
-    argv.insert(argv.end(),
-                {std::to_string(seq), std::to_string(b), "i", std::to_string(end - from)});
+    argv.insert(argv.end(), {std::to_string(seq), std::to_string(b), whole ? "*" : "i"});
+    if (!whole) argv.push_back(std::to_string(end - from));
     std::vector<Completion> batch;
     for (size_t j = from; j < end; j++) {
-        argv.push_back(all[j].id);
+        if (!whole) argv.push_back(all[j].id);
         batch.push_back(std::move(all[j]));
     }
     {
@@ -219,7 +241,8 @@ void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, 
                            r->element[0]->type == REDIS_REPLY_INTEGER) {
                            counters_.acked.fetch_add(r->element[0]->integer);
                            // An ack for an item whose lease passed to another holder is refused.
-                           counters_.late_acks.fetch_add(sent - r->element[0]->integer);
+                           counters_.late_acks.fetch_add(
+                               std::max<int64_t>(sent - r->element[0]->integer, 0));
                            return;
                        }
                        if (ack || r->type != REDIS_REPLY_INTEGER) {

@@ -2,10 +2,11 @@
 // completion comes in through complete() (the item is no longer held; a handled key is
 // remembered for track.done_window) and waits in the CompletionStore until Redis confirms
 // it: acks and releases go out in batches per slot queue (held back briefly while claims
-// are on their way), retries and rejects one by one; transient errors back off and send
-// again (within the leases left: within_leases()), MOVED routes them to the slot's new
-// master (Options::on_redirect), a server that cannot serve makes the link wait.
-// Loop thread only (owned by a Sweeper).
+// are on their way, and acks while the rest of their claim batch may still be acked, to
+// go out as one whole-batch ack), retries and rejects one by one; transient errors back
+// off and send again (within the leases left: within_leases()), MOVED routes them to the
+// slot's new master (Options::on_redirect), a server that cannot serve makes the link
+// wait. Loop thread only (owned by a Sweeper).
 #pragma once
 
 #include <cstddef>
@@ -36,11 +37,13 @@ class CompletionBatches {
         // retried here).
         std::function<void(std::vector<Completion> &&)> on_redirect;
     };
+    // `claiming`: whether the sweeper claims (acks may wait for the rest of their batch);
     // `claims_on_their_way`: whether acks should wait for claims on their way (the sweeper
-    // claims, and some claim of the engine's is unanswered); asked once per send.
+    // claims, and some claim of the engine's is unanswered); each asked once per send.
     CompletionBatches(EventLoop &loop, Options opts, NodeLink &link, SlotQueues &queues,
                       LeaseRenewal &leases, SweeperCounters &counters,
-                      std::function<bool()> claims_on_their_way, QueueLog log);
+                      std::function<bool()> claiming, std::function<bool()> claims_on_their_way,
+                      QueueLog log);
     CompletionBatches(const CompletionBatches &) = delete;
     CompletionBatches &operator=(const CompletionBatches &) = delete;
 
@@ -70,9 +73,10 @@ class CompletionBatches {
                    Completion &&c);  // retry or reject: one call per item
     // Acks or releases (s) of one queue, in calls of at most kChunk ids.
     void send_ids(const Script &s, SlotQueue &q, std::vector<Completion> &&all);
-    // all[from, end), of batch (seq, b), in one call of s.
+    // all[from, end), of batch (seq, b), in one call of s; `whole`: they are the whole
+    // batch, acked as '*' (no ids sent).
     void send_group(const Script &s, SlotQueue &q, uint64_t seq, int64_t b,
-                    std::vector<Completion> &all, size_t from, size_t end);
+                    std::vector<Completion> &all, size_t from, size_t end, bool whole);
     // Sends one script call carrying `batch`, kept in the store until Redis confirms it;
     // `on_done` gets the reply when it is not an error to retry or route elsewhere.
     void send_batch(const Script &s, SlotQueue &q, std::vector<std::string> keys,
@@ -89,7 +93,7 @@ class CompletionBatches {
     SlotQueues &queues_;
     LeaseRenewal &leases_;
     SweeperCounters &counters_;
-    std::function<bool()> claims_on_their_way_;
+    std::function<bool()> claiming_, claims_on_their_way_;
     QueueLog log_;
     CompletionStore store_;                         // completions until Redis confirms them
     std::optional<int64_t> completion_backoff_ms_;  // set after transient errors

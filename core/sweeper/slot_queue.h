@@ -76,21 +76,50 @@ struct SlotQueue {
     // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
     // late notification is recognised without asking Redis.
     std::unordered_map<std::string, Mark> handled;
-    // The claim batches of ours with items still held, by seq (the engine-wide counter
-    // that names their batch key, QueueKeys::batch): b is the batch number the claim
-    // returned (its lease member is "<owner>:<seq>:<b>"), held how many of its items are
-    // not completed yet. A batch leaves when its last held item is completed.
+    // The claim batches of ours with items still held or acks not sent yet, by seq (the
+    // engine-wide counter that names their batch key, QueueKeys::batch): b is the batch
+    // number the claim returned (its lease member is "<owner>:<seq>:<b>"), held how many of
+    // its items are not completed yet, acks how many were acked and wait to be sent, whole
+    // whether the batch can still be acked whole ('*', which acks every item still in the
+    // batch key): no item came with records (a payload, a retry's attempt, a reclaim), left
+    // any other way than by ACK (retry, reject, release, moved to another batch), and no ack
+    // of it went out before (trap T7: an unconfirmed retry must never be acked by '*'). A
+    // batch leaves when nothing of it is held or waits.
     struct Batch {
         int64_t b = -1;
-        size_t held = 0;
+        size_t held = 0, acks = 0;
+        bool whole = true;
     };
     std::map<uint64_t, Batch> batches;
-    // One held item of batch `seq` was completed (or left): the batch goes with its last.
-    void batch_done(uint64_t seq) {
+    // A held item of batch `seq` left: acked (its ack waits to be sent), or otherwise.
+    void batch_left(uint64_t seq, bool acked) {
         auto it = batches.find(seq);
-        if (it != batches.end() && (it->second.held <= 1 ? (batches.erase(it), true) : false))
-            return;
-        if (it != batches.end()) it->second.held--;
+        if (it == batches.end()) return;
+        Batch &b = it->second;
+        if (b.held > 0) b.held--;
+        if (acked)
+            b.acks++;
+        else
+            b.whole = false;
+        if (b.held == 0 && b.acks == 0) batches.erase(it);
+    }
+    // Whether the acks of batch `seq` may wait for its other items, to go out as one.
+    bool batch_open(uint64_t seq) const {
+        auto it = batches.find(seq);
+        return it != batches.end() && it->second.whole && it->second.held > 0;
+    }
+    // `n` acks of batch `seq` go out in one call: whether they are the whole batch (every
+    // item acked, all of them in this call, nothing of the batch sent before). An ack sent
+    // again (after a transient error) finds its batch gone or no longer whole.
+    bool acks_sent(uint64_t seq, size_t n) {
+        auto it = batches.find(seq);
+        if (it == batches.end()) return false;
+        Batch &b = it->second;
+        const bool whole = b.whole && b.held == 0 && b.acks == n;
+        b.acks = b.acks > n ? b.acks - n : 0;
+        b.whole = false;
+        if (b.held == 0 && b.acks == 0) batches.erase(it);
+        return whole;
     }
     // Lease members the last claim named as run out, whose batch keys the next claim
     // declares (and takes).

@@ -154,14 +154,18 @@ void Sweeper::on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64
 Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live, uint64_t seq) {
     Queue::Held state = live ? Queue::Held::Notified : Queue::Held::Claimed;
     Event ev = make_event(q, item, live);
-    q.batches[seq].held++;
+    Queue::Batch &batch = q.batches[seq];
+    batch.held++;
+    // An item with records (a payload, a later attempt, a reclaim): its batch is acked item
+    // by item, so that its records go with it.
+    if (item.has_payload || item.attempt > 1 || item.source == 'L') batch.whole = false;
     if (auto again = q.handled.extract(item.id)) {  // remembered as handled: ours again
         again.mapped() = {state, seq, ev.ts_ms, 0};
         q.held.insert(std::move(again));
     } else {
         auto [it, added] = q.held.try_emplace(item.id);
         // Held already (a batch of ours whose lease ran out, reclaimed by us): it moved.
-        if (!added) q.batch_done(it->second.batch_seq);
+        if (!added) q.batch_left(it->second.batch_seq, false);
         it->second = {state, seq, ev.ts_ms, 0};
     }
     return ev;
