@@ -549,6 +549,31 @@ TEST_F(QueueTest, ABatchWithARejectedItemIsAckedItemByItem) {
     EXPECT_EQ(sink.size(), 20u);
 }
 
+// The calls of `command` Redis counted (scripts' calls included), from INFO commandstats.
+int64_t command_calls(RedisClient &raw, const std::string &command) {
+    const std::string info = raw.command({"INFO", "commandstats"});
+    const std::string field = "cmdstat_" + command + ":calls=";
+    size_t at = info.find(field);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+}
+
+TEST_F(QueueTest, ClaimsLookAtLeasesOnlyAboutOnceASecondWhenNoLeaseRunsOut) {
+    // An idle queue swept every 20 ms: a claim looks at leases ('L': two ZCOUNTs among its
+    // calls) only once a second, not on every sweep.
+    auto raw = client();
+    EventSink sink;
+    auto e = engine(&sink);
+    e->set("sweep.interval", "20ms");
+    const auto started = std::chrono::steady_clock::now();
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(e->stat_reaches("sweep.calls", at_least(60)));
+    const int64_t zcounts = command_calls(*raw, "zcount");
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::steady_clock::now() - started)
+                             .count();
+    EXPECT_LE(zcounts, 2 * (seconds + 2)) << "looks at leases in " << seconds << "s";
+}
+
 TEST_F(QueueTest, DeadLettersCanBePurged) {
     EventSink sink;
     sink.decide = [](const Event &) { return KW_RESULT_REJECT; };

@@ -58,6 +58,11 @@ struct SlotQueue {
     bool sweeping = false, again = false, peeking = false;
     std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
     std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
+    // What the last claim that looked at leases ('L') saw, local clock: when it looked, the
+    // earliest lease end then (none: no lease), and whether others held batches. A claim
+    // looks again once that lease end has passed, and at least once a second.
+    std::optional<int64_t> looked_ms, lease_end_ms;
+    bool others_hold = false;
     // Set while its claims fail (CLUSTERDOWN, NOPERM, BUSY, ...): the current back-off.
     std::optional<int64_t> claim_retry_ms;
     std::vector<Event> deferred;  // live events awaiting the claim in flight

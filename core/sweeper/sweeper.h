@@ -185,6 +185,9 @@ class Sweeper {
     Event hold(Queue &q, const ClaimedItem &item, const Event *live, uint64_t seq);
     // The next claim batch's seq: unique in this process, so unique per owner.
     static uint64_t next_batch_seq();
+    // Whether the next claim of q looks at leases ('L'): a run-out lease is named, one it
+    // knows of may have run out, or it has not looked for kLookAtLeasesMs.
+    static bool must_look(const Queue &q, int64_t now);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);

@@ -15,6 +15,9 @@ namespace {
 
 // Failing claims are reported at most this often per sweeper.
 constexpr int64_t kClaimWarningMs = 10000;
+// A claim looks at leases at least this often (and once the earliest lease end it knows has
+// passed): a lease opened since the last look is found at worst this long after it ran out.
+constexpr int64_t kLookAtLeasesMs = 1000;
 
 }  // namespace
 
@@ -43,8 +46,9 @@ void Sweeper::sweep(Queue &q) {
         prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10;
         if (prune) q.done_pruned_ms = t;
     }
-    // Every claim looks at leases ('L'), and declares the batch keys of the run-out leases
-    // the last one named.
+    // A claim looks at leases ('L') when one may have run out, and declares the batch keys
+    // of the run-out leases the last look named.
+    const bool look = must_look(q, wall_ms());
     const uint64_t seq = next_batch_seq();
     std::vector<std::string> keys = q.keys.claim_keys(opts_.owner, seq);
     std::vector<std::string> argv = {
@@ -54,7 +58,7 @@ void Sweeper::sweep(Queue &q) {
         std::to_string(seq),
         q.is_keys ? "1" : "0",
         prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0",
-        "L",
+        look ? "L" : "",
         "0"};
     size_t stale = 0;
     for (auto &m : q.stale) {
@@ -72,6 +76,11 @@ void Sweeper::sweep(Queue &q) {
         claim_sent();
     else
         q.sweeping = false;
+}
+
+bool Sweeper::must_look(const Queue &q, int64_t now) {
+    return !q.stale.empty() || !q.looked_ms || now - *q.looked_ms >= kLookAtLeasesMs ||
+           (q.lease_end_ms && now >= *q.lease_end_ms);
 }
 
 uint64_t Sweeper::next_batch_seq() {
@@ -107,7 +116,7 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
         return;
     }
     claims_work(q);
-    int64_t now = c.now, next_due = c.next_due, next_lease = c.next_lease;
+    int64_t now = c.now, next_due = c.next_due;
     size_t claimed = c.items.size();
     if (next_due >= 0)
         q.next_due = next_due;
@@ -116,12 +125,20 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
     q.stale = std::move(c.stale);
     if (c.b >= 0) q.batches[seq].b = c.b;
     on_claimed(q, c.items, seq);
-    // Leases matter only if someone else holds items: ours are acked (or, if we
-    // die, found by the others' scans).
-    bool others_hold = c.live > static_cast<int64_t>(q.batches.size());
+    const int64_t local = wall_ms();
+    if (c.next_lease != -2) {  // it looked at leases
+        q.looked_ms = local;
+        q.lease_end_ms.reset();
+        if (c.next_lease >= 0) q.lease_end_ms = local + (c.next_lease - now);
+        // Leases matter only if someone else holds items: ours are acked (or, if we
+        // die, found by the others' scans).
+        q.others_hold = c.live > static_cast<int64_t>(q.batches.size());
+    }
     int64_t next = next_due;
-    if (next_lease >= 0 && (others_hold || !opts_.cluster) && (next < 0 || next_lease < next))
-        next = next_lease;
+    if (q.lease_end_ms && (q.others_hold || !opts_.cluster)) {
+        const int64_t next_lease = now + std::max<int64_t>(*q.lease_end_ms - local, 0);
+        if (next < 0 || next_lease < next) next = next_lease;
+    }
     // An item is due once now is past its deadline: wake 1 ms after it.
     int64_t delay =
         next < 0 ? opts_.interval_ms : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
