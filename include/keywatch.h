@@ -130,6 +130,12 @@ KW_API const char *kw_err_name(int status);
  *  track.done_window      how long a handled tracked key is remembered, so that its late
  *                         `expired` notification is not delivered again as an untracked
  *                         key (default 10s)
+ *  queue.done_mode        auto or always (default auto): with auto, a claim of tracked keys
+ *                         that no other engine can hear (at most one subscriber, this
+ *                         engine, on the node's engines channel, counted by PUBSUB NUMSUB
+ *                         in the claim) writes no in-flight entries and no done records;
+ *                         always keeps them for every claim. A user that may not run
+ *                         PUBSUB gets always
  *  queues                 comma-separated task queues the engine serves besides those
  *                         named by handler filters (default none)
  *  lease                  how long a claimed item belongs to this engine before another may

@@ -97,14 +97,18 @@ class QueueTest : public RedisTest {
     }
     std::string out_file(const std::string &name) { return dir_ + "/" + name; }
 
-    // An engine with short leases and backoff so faults resolve quickly in tests.
-    std::unique_ptr<Engine> engine(EventSink *sink, const std::string &events = "expired") {
+    // An engine with short leases and backoff so faults resolve quickly in tests; `conf`
+    // is set last (options set once the handler is added no longer apply).
+    std::unique_ptr<Engine> engine(
+        EventSink *sink, const std::string &events = "expired",
+        const std::vector<std::pair<std::string, std::string>> &conf = {}) {
         auto e = std::make_unique<Engine>(redis().url());
         e->set("lease", "2s");
         e->set("retry.base", "50ms");
         e->set("retry.max", "200ms");
         e->set("max_attempts", "3");
         e->set("sweep.interval", "50ms");
+        for (auto &nv : conf) e->set(nv.first, nv.second);
         e->add(sink, {{"events", events}});
         return e;
     }
@@ -509,12 +513,12 @@ void track_gone_keys(Client &c, RedisClient &raw, const std::string &prefix, int
 
 TEST_F(QueueTest, ABatchAckedWholeIsOneMarkerNotARecordPerKey) {
     // Every item of the claim acked: one '*' ack for the batch, which leaves one done
-    // marker in `leases` instead of a `done` record per key.
+    // marker in `leases` instead of a `done` record per key (claims kept shared).
     Client c(redis().url());
     auto raw = client();
     track_gone_keys(c, *raw, "whole:", 50);
     EventSink sink;
-    auto e = engine(&sink);
+    auto e = engine(&sink, "expired", {{"queue.done_mode", "always"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ASSERT_TRUE(sink.wait_count(50)) << sink.describe();
     EXPECT_TRUE(e->stat_reaches("items.acked", 50));
@@ -536,7 +540,7 @@ TEST_F(QueueTest, ABatchWithARejectedItemIsAckedItemByItem) {
     sink.decide = [](const Event &ev) {
         return ev.key == "part:7" ? KW_RESULT_REJECT : KW_RESULT_ACK;
     };
-    auto e = engine(&sink);
+    auto e = engine(&sink, "expired", {{"queue.done_mode", "always"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ASSERT_TRUE(sink.wait_count(20)) << sink.describe();
     EXPECT_TRUE(e->stat_reaches("items.acked", 19));
@@ -562,8 +566,7 @@ TEST_F(QueueTest, ClaimsLookAtLeasesOnlyAboutOnceASecondWhenNoLeaseRunsOut) {
     // calls) only once a second, not on every sweep.
     auto raw = client();
     EventSink sink;
-    auto e = engine(&sink);
-    e->set("sweep.interval", "20ms");
+    auto e = engine(&sink, "expired", {{"sweep.interval", "20ms"}});
     const auto started = std::chrono::steady_clock::now();
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ASSERT_TRUE(e->stat_reaches("sweep.calls", at_least(60)));
@@ -572,6 +575,81 @@ TEST_F(QueueTest, ClaimsLookAtLeasesOnlyAboutOnceASecondWhenNoLeaseRunsOut) {
                              std::chrono::steady_clock::now() - started)
                              .count();
     EXPECT_LE(zcounts, 2 * (seconds + 2)) << "looks at leases in " << seconds << "s";
+}
+
+// Subscribers of the engines channel of namespace kw (what a claim counts).
+std::string engines_listening(RedisClient &raw) {
+    const std::string t = raw.command({"PUBSUB", "NUMSUB", "__keywatch:heartbeat:engines:kw"});
+    return t.substr(t.rfind('\n') + 1);
+}
+
+TEST_F(QueueTest, AloneClaimsTurnSharedWhenASecondEngineListens) {
+    // One engine: its claims are alone (no inflight entries, no done records: nobody else
+    // can hear a notification of the keys it takes). A second engine subscribes: claims
+    // are shared again, and each key is still delivered once across the two.
+    Client c(redis().url());
+    auto raw = client();
+    track_gone_keys(c, *raw, "alone:", 10);
+    Gate first;
+    EventSink a_sink;
+    a_sink.hook = [&](const Event &) { first.wait(); };
+    auto a = engine(&a_sink);
+    ASSERT_EQ(a->start(), KW_OK) << a->last_error();
+    ASSERT_TRUE(wait_until([&] { return a_sink.in_handler() > 0; }));
+    EXPECT_EQ(engines_listening(*raw), "1");
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:inflight"}), "0") << "alone: no entries";
+    const std::string member = raw->command({"ZRANGE", "kw:keys:{0}:leases", "0", "-1"});
+    EXPECT_EQ(member.substr(member.size() - 3), ":-1") << member;
+    first.open();
+    ASSERT_TRUE(a->stat_reaches("items.acked", 10));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:done"}), "0");
+    EXPECT_EQ(raw->command({"EXISTS", "kw:keys:{0}:leases"}), "0") << "no done marker";
+
+    EventSink b_sink;
+    auto b = engine(&b_sink);
+    ASSERT_EQ(b->start(), KW_OK) << b->last_error();
+    ASSERT_TRUE(wait_until([&] { return engines_listening(*raw) == "2"; }));
+    Gate second;
+    a_sink.hook = [&](const Event &) { second.wait(); };
+    b_sink.hook = [&](const Event &) { second.wait(); };
+    track_gone_keys(c, *raw, "shared:", 10);
+    ASSERT_TRUE(wait_until([&] { return a_sink.in_handler() + b_sink.in_handler() > 0; }));
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 10; }));
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:inflight"}), "10") << "shared: entries";
+    second.open();
+    ASSERT_TRUE(wait_until([&] { return a_sink.size() + b_sink.size() >= 20; }));
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 0; }));
+    std::this_thread::sleep_for(milliseconds(300));  // a duplicate would come by now
+    EXPECT_EQ(a_sink.size() + b_sink.size(), 20u) << a_sink.describe() << b_sink.describe();
+    EXPECT_NE(raw->command({"ZCARD", "kw:keys:{0}:done"}) + "/" +
+                  raw->command({"ZCOUNT", "kw:keys:{0}:leases", "-inf", "(0"}),
+              "0/0")
+        << "shared batches leave done records";
+}
+
+TEST_F(QueueTest, ClaimsWorkWithoutPubsubPermission) {
+    // A user that may not run PUBSUB: claims count no listeners, so they are shared, and
+    // delivery goes on as usual.
+    auto admin = client();
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "nopubsub", "on", ">pw", "~*", "&*", "+@all",
+                              "-pubsub"}),
+              "OK");
+    Client c(redis().url());
+    track_gone_keys(c, *admin, "np:", 10);
+    EventSink sink;
+    auto e = std::make_unique<Engine>("redis://nopubsub:pw@127.0.0.1:" +
+                                      std::to_string(redis().port()));
+    e->set("sweep.interval", "50ms");
+    e->add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(10)) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 10));
+    EXPECT_NE(admin->command({"ZCARD", "kw:keys:{0}:done"}) + "/" +
+                  admin->command({"ZCOUNT", "kw:keys:{0}:leases", "-inf", "(0"}),
+              "0/0")
+        << "shared: done records kept";
+    EXPECT_EQ(sink.size(), 10u);
 }
 
 TEST_F(QueueTest, DeadLettersCanBePurged) {

@@ -702,6 +702,50 @@ TEST_F(BatchScriptTest, ATrackedKeyFiresOnlyWhenItIsGone) {
     EXPECT_EQ(c_->command({"ZRANGE", keys_.leases, "0", "-1"}), "d:" + std::to_string(d.batch.b));
 }
 
+TEST_F(BatchScriptTest, AClaimOfTrackedKeysNobodyElseHearsIsAloneAndItsItemsStillCountAsTaken) {
+    // No second subscriber on the engines channel: the claim writes no inflight entry and
+    // no batch number, its ack no done record. A live claim sent after it by the same
+    // engine (its notification came before the claim's answer) declares its batch key and
+    // answers "taken", not "untracked".
+    const std::string channel = "__keywatch:heartbeat:engines:kw";
+    int64_t now = redis_now();
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k1", std::to_string(now - 5),
+                 "k2"});
+    Reply r = evalk(keywatch::scripts::batch::kClaimDue,
+                    {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
+                     keys_.batch("A", 1)},
+                    {"10", "30000", "A", "1", "1", "0", "L", "0", channel});
+    keywatch::ClaimReply c;
+    std::string err;
+    ASSERT_TRUE(r && keywatch::parse_claim_reply(r.get(), &c, &err)) << err;
+    EXPECT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.b, -1) << "alone";
+    EXPECT_EQ(c.listeners, 0);
+    EXPECT_EQ(c_->command({"EXISTS", keys_.inflight, keys_.seq}), "0");
+    EXPECT_EQ(c_->command({"ZRANGE", keys_.leases, "0", "-1"}), "A:1:-1");
+    // claim_live's answers for `ids`, the batch keys of claims on their way declared first.
+    auto live_answers = [&](const std::vector<std::string> &pending,
+                            const std::vector<std::string> &ids) {
+        std::vector<std::string> keys = {keys_.due,  keys_.inflight, keys_.leases,
+                                         keys_.data, keys_.done,     keys_.seq,
+                                         keys_.batch("B", 9)};
+        keys.insert(keys.end(), pending.begin(), pending.end());
+        keys.insert(keys.end(), ids.begin(), ids.end());
+        Reply l = evalk(keywatch::scripts::batch::kClaimLive, keys,
+                        {"30000", "B", "9", "x", "", "", std::to_string(pending.size())});
+        std::string out;
+        if (!l || l->type != REDIS_REPLY_ARRAY || l->elements < 2) return std::string("?");
+        for (size_t i = 0; i < l->element[1]->elements; i++) out += str(l->element[1]->element[i]);
+        return out;
+    };
+    EXPECT_EQ(live_answers({keys_.batch("A", 1)}, {"k1", "other"}), "TU");
+    EXPECT_EQ(live_answers({}, {"k1"}), "U") << "what the pending key says";
+    EXPECT_EQ(back(keys_, {"A", 1, -1}, {"k1"}, true), 1);
+    EXPECT_EQ(back(keys_, {"A", 1, -1}, {}, true, true), 1);
+    EXPECT_EQ(c_->command({"EXISTS", keys_.done, keys_.leases, keys_.batch("A", 1)}), "0")
+        << "no done record, no marker";
+}
+
 TEST_F(BatchScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone) {
     int64_t now = redis_now();
     std::string hour = std::to_string(now + 3600 * 1000), later = std::to_string(now + 7200 * 1000);
@@ -716,7 +760,7 @@ TEST_F(BatchScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyI
                      keys_.batch("A", 1), "due", "shortened", "tracked-again", "written-again",
                      "persisted", "retrying"},
                     {"30000", "A", "1", "x"});
-    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 5);
     int64_t at = r->element[0]->integer;
     std::string answers;
     for (size_t i = 0; i < r->element[1]->elements; i++) answers += str(r->element[1]->element[i]);
@@ -858,7 +902,7 @@ TEST_F(BatchScriptTest, V1DoneRecordsStillSuppressALateNotification) {
                     {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
                      keys_.batch("A", 1), "k"},
                     {"30000", "A", "1", "x"});
-    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 5);
     EXPECT_EQ(str(r->element[1]->element[0]), "D");
 }
 

@@ -567,7 +567,8 @@ int Client::inspect(Inspection *out) {
     // master that cannot be read is named below instead of silently left out.
     std::map<std::string, std::string> unreachable;  // endpoint -> why
     std::map<std::string, QueueRef> found;
-    for (const char *part : {"due", "inflight", "dead"})
+    // (`leases`: a batch claimed alone has no in-flight entries.)
+    for (const char *part : {"due", "inflight", "leases", "dead"})
         for (auto &ref : find_queues(part, "", &unreachable))
             found.emplace(ref.node.str() + "/" + ref.name + "/" + ref.tag, ref);
     std::vector<QueueRef> refs;

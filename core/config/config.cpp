@@ -252,6 +252,16 @@ const std::map<std::string, Option> &options() {
           }}},
         {"track.enable", bool_opt(&Config::track_enable, "track.enable")},
         {"track.done_window", duration_opt(&Config::done_window_ms, 0, "track.done_window")},
+        {"queue.done_mode",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (v != "auto" && v != "always") {
+                  *err = "queue.done_mode: '" + v + "' is not a mode: use auto or always";
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              c.done_mode = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.done_mode; }}},
         {"lease", duration_opt(&Config::lease_ms, 100, "lease")},
         {"hold.timeout", duration_opt(&Config::hold_timeout_ms, 100, "hold.timeout")},
         {"retry.base", duration_opt(&Config::retry_base_ms, 1, "retry.base")},

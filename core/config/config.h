@@ -49,6 +49,9 @@ struct Config {
     int64_t sweep_interval_ms = 100;
     int64_t scan_interval_ms = 30000;
     int64_t done_window_ms = 10000;
+    // queue.done_mode: auto (a claim no other engine can hear is alone: no done records) |
+    // always (every claim keeps done records)
+    std::string done_mode = "auto";
     bool dedupe_enable = false;
     int64_t dedupe_ttl_ms = 60000;
     int64_t key_limit = 1 << 20;     // bytes

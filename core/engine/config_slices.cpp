@@ -1,5 +1,7 @@
 #include "core/engine/config_slices.h"
 
+#include "core/redis/channel.h"
+
 namespace keywatch {
 
 Subscriber::Options subscriber_options(const Config &c) {
@@ -10,6 +12,7 @@ Subscriber::Options subscriber_options(const Config &c) {
     o.health_timeout_ms = c.health_timeout_ms;
     o.notify_enable = c.notify_enable;
     o.ns = c.ns;
+    if (c.track_enable) o.engines_channel = engines_channel(c.ns);
     return o;
 }
 
@@ -34,6 +37,7 @@ Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     o.batch = c.sweep_batch;
     o.interval_ms = c.sweep_interval_ms;
     o.done_window_ms = c.done_window_ms;
+    if (c.done_mode == "auto") o.engines_channel = engines_channel(c.ns);
     o.dedupe = c.dedupe_enable;
     o.dedupe_ttl_ms = c.dedupe_ttl_ms;
     o.connect_timeout_ms = c.connect_timeout_ms;

@@ -49,6 +49,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] { refresh_soon(50); };
         sw.on_connected = [this, name] { node_back(*name); };
+        // The subscriber outlives the sweeper (Node's member order).
+        sw.subscribed = [sub = n.sub.get()] { return sub->state() == KW_CONN_READY; };
         if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };

@@ -215,8 +215,15 @@ void Subscriber::subscribe() {
     for (auto &e : opts_.events) patterns.push_back(keyevent_pattern(e));
     patterns.insert(patterns.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
     confirmations_ = patterns.size();  // one per pattern, plus the heartbeat channel
+    // The engines channel first, in the same write (trap T9): a claim that counts one
+    // listener there (this engine) knows no other engine can hear its keys' notifications.
+    bool engines_sent = true;
+    if (!opts_.engines_channel.empty()) {
+        confirmations_++;
+        engines_sent = sub_.subscribe({"SUBSCRIBE", opts_.engines_channel});
+    }
     // An engine serving only task queues needs no keyevent channel, only the heartbeat.
-    bool patterns_sent = patterns.size() == 1 || sub_.subscribe(patterns);
+    bool patterns_sent = engines_sent && (patterns.size() == 1 || sub_.subscribe(patterns));
     if (!patterns_sent || !sub_.subscribe({"SUBSCRIBE", hb_channel_}))
         lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
 }

@@ -70,6 +70,9 @@ class Subscriber {
         bool retry_from_start = false;
         // Keyspace channel patterns to hear too (the sweeper's due keys in a cluster).
         std::vector<std::string> keyspace_patterns;
+        // The engines channel (engines_channel(), channel.h) to subscribe to before the
+        // patterns, in the same write (an engine serving tracked keys); empty: none.
+        std::string engines_channel;
         // From the engine's plan (core/engine/plan.h): the notify-keyspace-events flags the
         // events and patterns need, the events the event table lacks (said once, as their
         // flags are unknown) and the channel rules that grant the subscriptions.

@@ -191,8 +191,8 @@ bool parse_due_part(const redisReply *ids, const redisReply *runs, const redisRe
 
 bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err) {
     *out = ClaimReply{};
-    if (!is_array(r) || r->elements != 12) {
-        *err = "not an array of 12";
+    if (!is_array(r) || (r->elements != 12 && r->elements != 13)) {
+        *err = "not an array of 12 or 13";
         return false;
     }
     redisReply *const *e = r->element;
@@ -208,6 +208,13 @@ bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err) {
     out->b = e[4]->integer;
     out->untracked = e[10]->integer;
     out->moved = e[11]->integer;
+    if (r->elements == 13) {
+        if (!is_int(e[12])) {
+            *err = "field 13 is not an integer";
+            return false;
+        }
+        out->listeners = e[12]->integer;
+    }
     if (!parse_due_part(e[5], e[6], e[8], &out->items, err)) return false;
     if (!parse_items(e[7], 'L', &out->items)) {
         *err = "the reclaimed items are malformed";
@@ -229,13 +236,15 @@ bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err) {
 
 bool parse_live_claim_reply(const redisReply *r, LiveClaimReply *out, std::string *err) {
     *out = LiveClaimReply{};
-    if (!is_array(r) || r->elements != 4 || !is_int(r->element[0]) || !is_array(r->element[1]) ||
-        !is_int(r->element[3])) {
-        *err = "not {now, letters, items, b}";
+    if (!is_array(r) || (r->elements != 4 && r->elements != 5) || !is_int(r->element[0]) ||
+        !is_array(r->element[1]) || !is_int(r->element[3]) ||
+        (r->elements == 5 && !is_int(r->element[4]))) {
+        *err = "not {now, letters, items, b[, listeners]}";
         return false;
     }
     out->now = r->element[0]->integer;
     out->b = r->element[3]->integer;
+    if (r->elements == 5) out->listeners = r->element[4]->integer;
     for (size_t i = 0; i < r->element[1]->elements; i++) {
         const redisReply *l = r->element[1]->element[i];
         if (l->type != REDIS_REPLY_STRING || l->len != 1) {

@@ -93,6 +93,8 @@ struct ClaimReply {
     int64_t live = -1;        // batches (and version-1 items) in flight; -1: not looked at
     int64_t b = -1;           // the batch number; -1: no batch opened
     int64_t untracked = 0, moved = 0;
+    // Subscribers of the engines channel the claim saw (PUBSUB NUMSUB); -1: not asked.
+    int64_t listeners = -1;
     // The due part in order (source 'S'), then the items of run-out leases (source 'L').
     std::vector<ClaimedItem> items;
     std::vector<std::string> stale;  // lease members whose batch key the next claim declares
@@ -103,6 +105,7 @@ bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err);
 // claim_live's reply: one letter per event key (C T D R U), the claimed items, the batch.
 struct LiveClaimReply {
     int64_t now = 0, b = -1;
+    int64_t listeners = -1;  // as in ClaimReply
     std::string letters;
     std::vector<ClaimedItem> items;  // source 'N'
 };

@@ -625,6 +625,18 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "  redis.call('ZADD', kleases, lease_end, member_of(owner, seq, b))\n"                      \
     "  return b\n"                                                                              \
     "end\n"                                                                                     \
+    "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n"  \
+    "-- listens on the engines channel of this node, so no other engine can hold a late\n"      \
+    "-- notification of what this claim takes. No channel, 'S' or an error (no PUBSUB\n"        \
+    "-- permission) mean shared. Returns shared, listeners (-1: not asked).\n"                  \
+    "local function sharing(is_keys, chan, flags)\n"                                            \
+    "  if not is_keys then return true, -1 end\n"                                               \
+    "  if not chan or chan == '' then return true, -1 end\n"                                    \
+    "  local r = redis.pcall('PUBSUB', 'NUMSUB', chan)\n"                                       \
+    "  if type(r) ~= 'table' or r.err or not r[2] then return true, -1 end\n"                   \
+    "  local n = tonumber(r[2])\n"                                                              \
+    "  return n > 1 or string.find(flags or '', 'S', 1, true) ~= nil, n\n"                      \
+    "end\n"                                                                                     \
     "local function reschedule(id, old, exp)\n"                                                 \
     "  redis.call('ZADD', KEYS[1], exp, id)\n"                                                  \
     "  local v = unstamp(redis.call('HGET', KEYS[4], 'p:' .. id), old)\n"                       \
@@ -742,6 +754,8 @@ local function records(list)
 end
 local got, gn = records(fire)
 local rgot, rn = records(rc_ids)
+local shared, listeners = true, -1
+if #fire + #rc_ids > 0 then shared, listeners = sharing(is_keys, ARGV[9 + nstale], ARGV[7]) end
 if not recs and #rc_ids > 0 then
   -- A reclaim always reads the metas: its attempt is counted.
   local f = {}
@@ -823,7 +837,13 @@ if #rc_ids > 0 then
 end
 if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
 local b = -1
-if #all > 0 then b = open_batch(INF, LEASES, SEQ, all, owner, seq, now + lease) end
+if #all > 0 and shared then
+  b = open_batch(INF, LEASES, SEQ, all, owner, seq, now + lease)
+elseif #all > 0 then
+  -- Alone: no inflight entries (reclaimed items leave theirs, if any) and no batch number.
+  if #rc_ids > 0 then redis.call('ZREM', INF, unpack(rc_ids)) end
+  redis.call('ZADD', LEASES, now + lease, member_of(owner, seq, -1))
+end
 -- The done window: done records and the items of batches acked whole.
 if is_keys and window > 0 then
   redis.call('ZREMRANGEBYSCORE', DONE, '-inf', '(' .. fmt(now - window))
@@ -848,7 +868,8 @@ if look then
   end
   live = redis.call('ZCOUNT', LEASES, '(0', '+inf') + redis.call('ZCOUNT', INF, '-inf', '(' .. fmt(BASE))
 end
-return {now, next_due, next_lease, live, b, fire, runs, reclaimed, extras, stale_out, untracked, moved}
+return {now, next_due, next_lease, live, b, fire, runs, reclaimed, extras, stale_out, untracked, moved,
+        listeners}
 )lua",
                           false};
 
@@ -859,10 +880,13 @@ const Script kClaimLive = {"claim_live", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
 local lease, owner, seq = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local expired_events = ARGV[4] == 'x'
 local DUE, INF, LEASES, DATA, DONE, SEQ, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+-- The batch keys of the caller's claims on their way before this call (KEYS[8..]): an item
+-- one of them took alone has no inflight entry, yet is taken.
+local npend = tonumber(ARGV[7] or '0')
 local ids = {}
-for i = 8, #KEYS do ids[#ids + 1] = KEYS[i] end
+for i = 8 + npend, #KEYS do ids[#ids + 1] = KEYS[i] end
 local res = {}
-if #ids == 0 then return {now, res, {}, -1} end
+if #ids == 0 then return {now, res, {}, -1, -1} end
 local scores = redis.call('ZMSCORE', DUE, unpack(ids))
 local missing = {}
 for i = 1, #ids do
@@ -876,8 +900,16 @@ if #missing > 0 then
     held[id] = h[j]
     done[id] = d[j]
   end
+  for k = 8, 7 + npend do
+    local p = redis.call('ZMSCORE', KEYS[k], unpack(missing))
+    for j, id in ipairs(missing) do held[id] = held[id] or p[j] end
+  end
 end
 local fire, fscores = {}, {}
+local live_fire = false
+for i = 1, #ids do live_fire = live_fire or scores[i] ~= false end
+local shared, listeners = true, -1
+if live_fire then shared, listeners = sharing(true, ARGV[5], ARGV[6]) end
 for i, id in ipairs(ids) do
   if scores[i] then
     local score = tonumber(scores[i])
@@ -944,9 +976,13 @@ if #fire > 0 then
   end
   redis.call('ZADD', B, unpack(z))
   if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
-  b = open_batch(INF, LEASES, SEQ, fire, owner, seq, now + lease)
+  if shared then
+    b = open_batch(INF, LEASES, SEQ, fire, owner, seq, now + lease)
+  else
+    redis.call('ZADD', LEASES, now + lease, member_of(owner, seq, -1))
+  end
 end
-return {now, res, items, b}
+return {now, res, items, b, listeners}
 )lua",
                            false};
 
@@ -997,7 +1033,7 @@ while at <= #ARGV do
       if #mine > 0 then
         redis.call('ZREM', B, unpack(mine))
         if b >= 0 then redis.call('ZREM', INF, unpack(mine)) end
-        if is_keys then
+        if is_keys and b >= 0 then
           local z = {}
           for _, id in ipairs(mine) do z[#z + 1] = now; z[#z + 1] = id end
           redis.call('ZADD', DONE, unpack(z))
@@ -1054,7 +1090,7 @@ if reject or a >= max_attempts then
   leave()
   redis.call('HDEL', DATA, 'm:' .. id, 'e:' .. id)
   if not redis.call('ZSCORE', DUE, id) then redis.call('HDEL', DATA, 'p:' .. id) end
-  if is_keys then redis.call('ZADD', DONE, now, id) end
+  if is_keys and b >= 0 then redis.call('ZADD', DONE, now, id) end
   return 2
 end
 local delay = tonumber(ARGV[12] or '-1')

@@ -33,6 +33,13 @@ std::string keyspace_pattern(int db, std::string_view key_glob);
 // The prefix of the channel each subscriber publishes its heartbeats on (then its id).
 inline constexpr const char *kHeartbeatChannelPrefix = "__keywatch:heartbeat:";
 
+// The channel every engine serving tracked keys of namespace ns subscribes to on each
+// master, before its keyevent patterns: a claim counts its subscribers (PUBSUB NUMSUB) to
+// know whether another engine may hear a notification of what it takes (queue.done_mode).
+inline std::string engines_channel(const std::string &ns) {
+    return std::string(kHeartbeatChannelPrefix) + "engines:" + ns;
+}
+
 // The channel rules (after an ACL user's "resetchannels") that allow what a subscriber
 // does: "&<pattern>" for each keyevent pattern of events, each keyspace pattern, and the
 // heartbeat channels. Redis 7.0 compares a PSUBSCRIBE pattern literally with these rules,

@@ -176,8 +176,9 @@ void ClusterArrivals::scan(const std::string &cursor) {
         if (scanning_) return;
         scanning_ = true;
     }
-    // Due and in-flight sets: a slot whose items are all in flight (their holder may have
-    // died) must be found too, or its leases would never be checked.
+    // Due, in-flight and lease sets: a slot whose items are all in flight (their holder may
+    // have died) must be found too, or its leases would never be checked; a batch claimed
+    // alone has no in-flight entries, only its lease member.
     std::string match = queue_key_glob(opts_.ns, "*", "*");
     bool sent = link_.command(
         {"SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "zset"}, [this](redisReply *r) {
@@ -200,7 +201,8 @@ void ClusterArrivals::scan(const std::string &cursor) {
                 const redisReply *k = r->element[1]->element[i];
                 std::string name, tag, key(k->str, k->len);
                 if (!parse_due_key(opts_.ns, key, &name, &tag) &&
-                    !parse_queue_key(opts_.ns, key, "inflight", &name, &tag))
+                    !parse_queue_key(opts_.ns, key, "inflight", &name, &tag) &&
+                    !parse_queue_key(opts_.ns, key, "leases", &name, &tag))
                     continue;
                 if (SlotQueue *q = queues_.queue(name, tag)) {
                     // Found on this node: here, or on its way here (a migration).

@@ -56,6 +56,7 @@ struct SlotQueue {
     // On their way: a claim_due call (and whether to sweep again at once after it), a
     // cluster peek (ZRANGE).
     bool sweeping = false, again = false, peeking = false;
+    uint64_t sweeping_seq = 0;  // the batch of the claim_due on its way (sweeping)
     std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
     std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
     // What the last claim that looked at leases ('L') saw, local clock: when it looked, the

@@ -98,6 +98,12 @@ class Sweeper {
         int64_t lease_ms, retry_base_ms, retry_max_ms;
         int64_t hold_timeout_ms;  // hold.timeout: lease renewals end this long after the claim
         int64_t max_attempts, batch, interval_ms, done_window_ms;
+        // The engines channel its claims count listeners on (queue.done_mode=auto); empty:
+        // every claim is shared (keeps done records).
+        std::string engines_channel;
+        // Whether this node's subscriber is subscribed now, so that the one listener a
+        // claim may count is this engine (null or false: claims are shared).
+        std::function<bool()> subscribed;
         bool dedupe;
         int64_t dedupe_ttl_ms;
         int64_t connect_timeout_ms;
@@ -188,6 +194,11 @@ class Sweeper {
     // Whether the next claim of q looks at leases ('L'): a run-out lease is named, one it
     // knows of may have run out, or it has not looked for kLookAtLeasesMs.
     static bool must_look(const Queue &q, int64_t now);
+    // The claim flag 'S' when claims must be shared now (our subscriber is away, or
+    // another engine listened within track.done_window), else "".
+    std::string shared_flag() const;
+    // A claim saw `listeners` on the engines channel.
+    void saw_listeners(int64_t listeners);
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
@@ -236,6 +247,9 @@ class Sweeper {
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection
     int claims_out_ = 0;               // this sweeper's claims on their way
+    // Until when (local clock) claims are shared whatever the listeners: track.done_window
+    // after a claim saw another engine listening (one that reconnects is not counted).
+    int64_t shared_until_ms_ = 0;
     // Live events in claim_live calls on their way: what they may add to the dispatch
     // queue (see claim_live). Kept by LiveAsk's lifetime, whatever becomes of the call.
     std::shared_ptr<size_t> live_asking_ = std::make_shared<size_t>(0);

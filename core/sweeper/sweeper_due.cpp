@@ -58,7 +58,7 @@ void Sweeper::sweep(Queue &q) {
         std::to_string(seq),
         q.is_keys ? "1" : "0",
         prune ? std::to_string(std::max<int64_t>(opts_.done_window_ms, 1)) : "0",
-        look ? "L" : "",
+        (look ? "L" : "") + shared_flag(),
         "0"};
     size_t stale = 0;
     for (auto &m : q.stale) {
@@ -70,8 +70,10 @@ void Sweeper::sweep(Queue &q) {
     }
     argv[7] = std::to_string(stale);
     q.stale.clear();
+    argv.push_back(opts_.engines_channel);
     bool sent = link_.eval(scripts::batch::kClaimDue, keys, std::move(argv),
                            [this, &q, limit, seq](redisReply *r) { on_swept(q, r, limit, seq); });
+    q.sweeping_seq = seq;
     if (sent)
         claim_sent();
     else
@@ -81,6 +83,17 @@ void Sweeper::sweep(Queue &q) {
 bool Sweeper::must_look(const Queue &q, int64_t now) {
     return !q.stale.empty() || !q.looked_ms || now - *q.looked_ms >= kLookAtLeasesMs ||
            (q.lease_end_ms && now >= *q.lease_end_ms);
+}
+
+std::string Sweeper::shared_flag() const {
+    // While our own subscriber is away, the one listener a claim counts may be another
+    // engine; and one that was seen may be reconnecting (uncounted) for a while.
+    const bool ours = opts_.subscribed && opts_.subscribed();
+    return !ours || wall_ms() < shared_until_ms_ ? "S" : "";
+}
+
+void Sweeper::saw_listeners(int64_t listeners) {
+    if (listeners > 1) shared_until_ms_ = wall_ms() + opts_.done_window_ms;
 }
 
 uint64_t Sweeper::next_batch_seq() {
@@ -123,6 +136,7 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
     else
         q.next_due.reset();  // nothing in `due`
     q.stale = std::move(c.stale);
+    saw_listeners(c.listeners);
     if (c.b >= 0) q.batches[seq].b = c.b;
     on_claimed(q, c.items, seq);
     const int64_t local = wall_ms();

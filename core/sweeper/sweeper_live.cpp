@@ -121,9 +121,18 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     // The event keys are declared (after the claim's own keys).
     const uint64_t seq = next_batch_seq();
     std::vector<std::string> keys = q.keys.claim_keys(opts_.owner, seq);
+    // The claim_due on its way (sent before this call, on the same connection): what it
+    // takes alone has no inflight entry, and its notifications may come before its answer.
+    const bool pending = q.sweeping && q.sweeping_seq != 0;
+    if (pending) keys.push_back(q.keys.batch(opts_.owner, q.sweeping_seq));
     for (auto &ev : events) keys.push_back(ev.key);
-    std::vector<std::string> argv = {std::to_string(opts_.lease_ms), opts_.owner,
-                                     std::to_string(seq), all_expired ? "x" : "e"};
+    std::vector<std::string> argv = {std::to_string(opts_.lease_ms),
+                                     opts_.owner,
+                                     std::to_string(seq),
+                                     all_expired ? "x" : "e",
+                                     opts_.engines_channel,
+                                     shared_flag(),
+                                     pending ? "1" : "0"};
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
@@ -161,6 +170,7 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
         return;
     }
     if (c.b >= 0) q.batches[seq].b = c.b;
+    saw_listeners(c.listeners);
     std::vector<Event> tracked, plain;
     size_t next = 0;  // the next claimed item
     for (size_t i = 0; i < events.size(); i++) {
