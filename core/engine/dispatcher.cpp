@@ -71,20 +71,53 @@ size_t Dispatcher::queued() const {
     return count_;
 }
 
+void Dispatcher::post(std::function<void()> task) {
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        tasks_.push_back(std::move(task));
+        wake = sleepers_ > 0 && !wake_pending_;
+        if (wake) wake_pending_ = true;
+    }
+    if (wake) not_empty_.notify_one();
+}
+
 void Dispatcher::work(Take &take) {
     std::vector<Event> &mine = take.events;
     mine.reserve(kTakeBatch);
     std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        if (count_ == 0 && !stopping_) {
-            sleepers_++;
-            not_empty_.wait(lock, [this] { return count_ > 0 || stopping_; });
-            sleepers_--;
+    std::function<void()> task;
+    while (next(lock, mine, &task)) {
+        busy_++;
+        lock.unlock();
+        if (task) {
+            task();
+            task = nullptr;  // destroyed here, unlocked
+        } else {
+            handle_(mine.data(), mine.size());
         }
-        if (count_ == 0) return;  // stopping and drained
-        // Whoever takes work answers any wake-up in flight: the notified worker may find
-        // nothing left and sleep again, and the next push must be free to wake someone.
-        wake_pending_ = false;
+        lock.lock();
+        mine.clear();
+        busy_--;
+        if (idle()) idle_.notify_all();
+    }
+}
+
+bool Dispatcher::next(std::unique_lock<std::mutex> &lock, std::vector<Event> &mine,
+                      std::function<void()> *task) {
+    if (count_ == 0 && tasks_.empty() && !stopping_) {
+        sleepers_++;
+        not_empty_.wait(lock, [this] { return count_ > 0 || !tasks_.empty() || stopping_; });
+        sleepers_--;
+    }
+    if (stopping_ && count_ == 0) return false;  // stopping and drained (tasks: dropped)
+    // Whoever takes work answers any wake-up in flight: the notified worker may find
+    // nothing left and sleep again, and the next push must be free to wake someone.
+    wake_pending_ = false;
+    if (!tasks_.empty()) {
+        *task = std::move(tasks_.front());
+        tasks_.pop_front();
+    } else {
         // A fair share, so that one slow handler holds up as few other events as possible,
         // in order, from as many pushed batches as it takes (on a cluster each claim reply
         // is pushed on its own, and handlers that batch want the whole share).
@@ -104,19 +137,13 @@ void Dispatcher::work(Take &take) {
                 front_taken_ = 0;
             }
         }
-        // More left: let a sleeping worker help.
-        if (count_ > 0 && sleepers_ > 0 && !wake_pending_) {
-            wake_pending_ = true;
-            not_empty_.notify_one();
-        }
-        busy_++;
-        lock.unlock();
-        handle_(mine.data(), mine.size());
-        lock.lock();
-        mine.clear();
-        busy_--;
-        if (count_ == 0 && busy_ == 0) idle_.notify_all();
     }
+    // More left: let a sleeping worker help.
+    if ((count_ > 0 || !tasks_.empty()) && sleepers_ > 0 && !wake_pending_) {
+        wake_pending_ = true;
+        not_empty_.notify_one();
+    }
+    return true;
 }
 
 bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
@@ -128,15 +155,16 @@ bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
 bool Dispatcher::wait_idle(int64_t deadline_ms) {
     if (threads_.empty()) return true;
     std::unique_lock<std::mutex> lock(mu_);
-    return idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
-                          [this] { return count_ == 0 && busy_ == 0; });
+    return idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms), [this] { return idle(); });
 }
 
 void Dispatcher::shutdown(std::vector<Event> *abandoned) {
     abandoned->clear();
+    std::deque<std::function<void()>> dropped;  // destroyed unlocked, after the join
     if (threads_.empty()) return;
     {
         std::lock_guard<std::mutex> lock(mu_);
+        dropped.swap(tasks_);
         for (auto &b : batches_) {
             for (size_t i = front_taken_; i < b.size(); i++) abandoned->push_back(std::move(b[i]));
             front_taken_ = 0;
