@@ -38,8 +38,9 @@ size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
             batch.clear();
             return dropped;
         }
-        if (!force && count_ + batch.size() > capacity_) {
-            size_t fits = count_ >= capacity_ ? 0 : capacity_ - count_;
+        const size_t waiting = count_ + parked_;
+        if (!force && waiting + batch.size() > capacity_) {
+            size_t fits = waiting >= capacity_ ? 0 : capacity_ - waiting;
             dropped = batch.size() - fits;
             batch.resize(fits);
         }
@@ -63,7 +64,14 @@ size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
 
 size_t Dispatcher::room() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return count_ >= capacity_ ? 0 : capacity_ - count_;
+    const size_t waiting = count_ + parked_;
+    return waiting >= capacity_ ? 0 : capacity_ - waiting;
+}
+
+void Dispatcher::parked(int64_t delta) {
+    std::lock_guard<std::mutex> lock(mu_);
+    parked_ = delta < 0 ? parked_ - std::min(parked_, static_cast<size_t>(-delta))
+                        : parked_ + static_cast<size_t>(delta);
 }
 
 size_t Dispatcher::queued() const {

@@ -41,8 +41,13 @@ class Dispatcher {
     // task's destructor takes: a task is destroyed on a worker once run, or by shutdown()
     // or the destructor (not run) if the dispatcher stops first.
     void post(std::function<void()> task);
-    // Free places in the queue (0 when full or over). Any thread.
+    // Free places in the queue (0 when full or over), the events parked outside it
+    // counted in (see parked). Any thread.
     size_t room() const;
+    // delta events more (fewer) wait outside the queue, parked at a handler's
+    // max_in_flight: they take places as queued events do, so that claims and live events
+    // stop at the same bound. Any thread.
+    void parked(int64_t delta);
     // Let queued and running handlers finish until deadline_ms from now, then take what is
     // still queued out (into *abandoned, in order) and join the workers (a handler still
     // running is waited for). Returns true if everything finished in time. Owner thread.
@@ -76,6 +81,7 @@ class Dispatcher {
     std::deque<std::vector<Event>> batches_;   // FIFO of batches; the front one is partly taken
     size_t front_taken_ = 0;                   // events already taken from batches_.front()
     size_t count_ = 0;                         // events queued in all
+    size_t parked_ = 0;                        // events parked outside (parked())
     std::deque<std::function<void()>> tasks_;  // posted, not run yet
     std::vector<std::vector<Event>> spare_;    // emptied batch vectors, for the loop to reuse
     int busy_ = 0;                             // workers running handlers

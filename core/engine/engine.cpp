@@ -213,8 +213,11 @@ int Engine::wait_started(std::string *message) {
 
 void Engine::abort_gates() {
     // The parked events are released here (their Holds end: back to their queues).
-    for (auto &h : handlers_)
-        if (h.gate) h.gate->abort();
+    for (auto &h : handlers_) {
+        if (!h.gate) continue;
+        std::vector<InFlightGate::Parked> parked = h.gate->abort();
+        dispatcher_->parked(-static_cast<int64_t>(parked.size()));
+    }
 }
 
 void Engine::teardown() {
@@ -468,7 +471,9 @@ void Engine::free_place(size_t index) {
     if (!gate) return;
     // Any thread, maybe inside a plugin's host->complete or under the hub's lock: the
     // parked events that now have a place are called on a worker.
-    for (auto &p : gate->release(1)) {
+    std::vector<InFlightGate::Parked> ready = gate->release(1);
+    if (!ready.empty()) dispatcher_->parked(-static_cast<int64_t>(ready.size()));
+    for (auto &p : ready) {
         std::shared_ptr<Hold> hold = std::move(p.hold);
         dispatcher_->post([this, index, hold]() mutable { run_parked(index, std::move(hold)); });
     }
@@ -530,9 +535,11 @@ int Engine::park(size_t index, Event &ev, Delivery &delivery) {
     const int64_t expires = ev.tracked() ? ev.ts_ms + config_.hold_timeout_ms : 0;
     InFlightGate::Parked run;
     std::vector<InFlightGate::Parked> expired;
-    if (gate.park({std::move(hold), expires}, wall_ms(), &run, &expired) ==
-        InFlightGate::ENTERED)
-        run_parked(index, std::move(run.hold));  // room came meanwhile
+    const InFlightGate::Entry entry =
+        gate.park({std::move(hold), expires}, wall_ms(), &run, &expired);
+    dispatcher_->parked((entry == InFlightGate::FULL ? 1 : 0) -
+                        static_cast<int64_t>(expired.size()));
+    if (entry == InFlightGate::ENTERED) run_parked(index, std::move(run.hold));  // room came
     return kParked;  // expired, and run.hold when ABORTED, are released here
 }
 
