@@ -498,6 +498,21 @@ TEST_F(PluginBatchTest, SerialBatchCallsNeverOverlap) {
     EXPECT_TRUE(engine_->stat_reaches("plugin.s.overlap", 0));
 }
 
+// With max_in_flight, a batch gets no more events than the room left; the rest are parked
+// and called as places free up: never more than 3 events in calls at once, each once.
+TEST_F(PluginBatchTest, ABatchGetsTheRoomLeftAndTheRestIsParked) {
+    configure({{"workers", "2"}});
+    start_with_due("batcher", "b", {{"record", "calls"}, {"max_in_flight", "3"}, {"sleep_ms", "5"}},
+                   numbered("ack:", 60));
+    ASSERT_TRUE(engine_->stat_reaches("handler.acked.0", 60)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.events", 60));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.over_limit", 0));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 60));
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 60));
+    EXPECT_EQ(recorded("calls").size(), 60u);
+}
+
 TEST_F(PluginTest, SeveralInstancesOfOnePluginWithTheirOwnConfiguration) {
     load(test_plugin("probe"), "a", {{"record", "list-a"}});
     load(test_plugin("probe"), "b", {{"record", "list-b"}});
