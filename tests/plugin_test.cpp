@@ -1347,6 +1347,25 @@ TEST_F(ParkingTest, AParkedEventPastHoldTimeoutIsReleasedAndCalledOnceWhenRedeli
     EXPECT_EQ(count_lines(all, "long:1:"), 2u) << all;
 }
 
+// Parked events take places in the dispatch queue: with 40 items due and room for 16, the
+// engine claims long:1 (held) and 16 more (parked), then no more until they move on.
+TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}, {"dispatch.queue_size", "16"}});
+    load_holder({{"max_in_flight", "1"}});
+    for (int i = 1; i <= 40; i++) track("long:" + std::to_string(i), "v");
+    ASSERT_TRUE(wait_until([&] { return redis_cmd({"EXISTS", "long:40"}) == "0"; }));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
+    for (int sample = 0; sample < 20; sample++) {  // a bound at every moment, sampled
+        ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_most(17), nullptr, milliseconds(0)));
+        std::this_thread::sleep_for(milliseconds(25));
+    }
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("items.acked", 40)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 40));
+}
+
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {
     // The holder keeps "long:1" for 3s: five 600ms leases. A second engine with the probe
     // would take the item over after one lease were it not renewed.
