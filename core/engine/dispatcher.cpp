@@ -64,7 +64,9 @@ size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
 
 size_t Dispatcher::room() const {
     std::lock_guard<std::mutex> lock(mu_);
-    const size_t waiting = count_ + parked_;
+    // The events of the takes being handled too: those a handler at its max_in_flight will
+    // park, before they are counted as parked.
+    const size_t waiting = count_ + parked_ + taken_;
     return waiting >= capacity_ ? 0 : capacity_ - waiting;
 }
 
@@ -105,6 +107,7 @@ void Dispatcher::work(Take &take) {
             handle_(mine.data(), mine.size());
         }
         lock.lock();
+        taken_ -= mine.size();
         mine.clear();
         busy_--;
         if (idle()) idle_.notify_all();
@@ -138,6 +141,7 @@ bool Dispatcher::next(std::unique_lock<std::mutex> &lock, std::vector<Event> &mi
             for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
             front_taken_ += n;
             count_ -= n;
+            taken_ += n;
             if (front_taken_ == front.size()) {
                 front.clear();
                 if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));

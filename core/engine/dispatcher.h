@@ -41,8 +41,8 @@ class Dispatcher {
     // task's destructor takes: a task is destroyed on a worker once run, or by shutdown()
     // or the destructor (not run) if the dispatcher stops first.
     void post(std::function<void()> task);
-    // Free places in the queue (0 when full or over), the events parked outside it
-    // counted in (see parked). Any thread.
+    // Places free for claims (0 when full or over): the queued events, those parked
+    // outside it (see parked) and those in the workers' takes counted in. Any thread.
     size_t room() const;
     // delta events more (fewer) wait outside the queue, parked at a handler's
     // max_in_flight: they take places as queued events do, so that claims and live events
@@ -82,6 +82,7 @@ class Dispatcher {
     size_t front_taken_ = 0;                   // events already taken from batches_.front()
     size_t count_ = 0;                         // events queued in all
     size_t parked_ = 0;                        // events parked outside (parked())
+    size_t taken_ = 0;                         // events in the workers' takes now
     std::deque<std::function<void()>> tasks_;  // posted, not run yet
     std::vector<std::vector<Event>> spare_;    // emptied batch vectors, for the loop to reuse
     int busy_ = 0;                             // workers running handlers
