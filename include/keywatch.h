@@ -472,10 +472,10 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *                                                     call (a plugin's batch of events), one per
  *                                                     call of a handler that takes one event at a
  *                                                     time; events per call = calls / batches
- *   handler.waiting.<handler>   gauge     events      events of one handler held back by its
- *                                                     max_in_flight (a plugin's set_max_in_flight):
- *                                                     their workers wait for room; 0 without a
- *                                                     limit
+ *   handler.waiting.<handler>   gauge     events      events of one handler parked by its
+ *                                                     max_in_flight (a plugin's set_max_in_flight)
+ *                                                     until room frees up; no worker waits for
+ *                                                     them; 0 without a limit
  *   conn.reconnects             counter   connections successful reconnects after a lost connection
  *   conn.state                  gauge     state       kw_conn_state of the subscriber (worst over
  *                                                     all nodes)

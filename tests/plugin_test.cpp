@@ -30,6 +30,15 @@ std::string test_plugin(const std::string &name) {
     return std::string(KW_TEST_PLUGIN_DIR) + "/" + name + ".so";
 }
 
+// The lines of text (a list read with LRANGE) that start with prefix.
+size_t count_lines(const std::string &text, const std::string &prefix) {
+    std::istringstream in(text);
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);)
+        n += line.compare(0, prefix.size(), prefix) == 0;
+    return n;
+}
+
 // kw_engine_add_plugin with options as pairs; the status, and the message in *err.
 int add_plugin(kw_engine_t *engine, const std::string &plugin, const char *instance,
                const Options &options, std::string *err, const kw_filter_t *filter = nullptr) {
@@ -487,6 +496,21 @@ TEST_F(PluginBatchTest, SerialBatchCallsNeverOverlap) {
     ASSERT_TRUE(engine_->stat_reaches("plugin.s.events", 200)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 200));
     EXPECT_TRUE(engine_->stat_reaches("plugin.s.overlap", 0));
+}
+
+// With max_in_flight, a batch gets no more events than the room left; the rest are parked
+// and called as places free up: never more than 3 events in calls at once, each once.
+TEST_F(PluginBatchTest, ABatchGetsTheRoomLeftAndTheRestIsParked) {
+    configure({{"workers", "2"}});
+    start_with_due("batcher", "b", {{"record", "calls"}, {"max_in_flight", "3"}, {"sleep_ms", "5"}},
+                   numbered("ack:", 60));
+    ASSERT_TRUE(engine_->stat_reaches("handler.acked.0", 60)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.events", 60));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.b.over_limit", 0));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.0", 60));
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 60));
+    EXPECT_EQ(recorded("calls").size(), 60u);
 }
 
 TEST_F(PluginTest, SeveralInstancesOfOnePluginWithTheirOwnConfiguration) {
@@ -1241,6 +1265,111 @@ TEST_F(MaxInFlightTest, TheEventsWaitingForRoomAreAGaugeAndAFullGateIsSaidOnce) 
                                                       "max_in_flight (2): its next "
                                                       "events wait for room");
     EXPECT_EQ(said, 1u) << logs_.describe();
+}
+
+// Parking (issue 23 §1): with max_in_flight 1, long:1 is held and long:2..long:<last> are
+// parked one after the other (in this order: each is parked before the next is tracked):
+// a backlog past 2 x workers, none of it holding a worker. The probe is loaded first
+// (handler 0), the holder second (handler 1), recording its calls in "calls".
+class ParkingTest : public MaxInFlightTest {
+  protected:
+    void park_backlog(int last) {
+        load_for("p:", test_plugin("probe"), "p", {});
+        load_holder({{"max_in_flight", "1"}, {"record", "calls"}});
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+        track("long:1", "v");
+        ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 1)) << logs_.describe();
+        for (int i = 2; i <= last; i++) {
+            track("long:" + std::to_string(i), "v");
+            ASSERT_TRUE(engine_->stat_reaches("items.claimed", i));
+            EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", i - 1)) << "long:" << i;
+        }
+    }
+    // "long:1:1\nlong:2:1..." up to last.
+    static std::string calls(int last) {
+        std::string want;
+        for (int i = 1; i <= last; i++)
+            want += (i > 1 ? "\n" : "") + ("long:" + std::to_string(i)) + ":1";
+        return want;
+    }
+};
+
+TEST_F(ParkingTest, AnInstanceAtItsLimitParksItsBacklogAndTheOtherHandlersGoOn) {
+    park_backlog(6);
+    if (HasFatalFailure()) return;
+    // Five parked events, two workers: the probe's events still go through at once.
+    for (int i = 1; i <= 3; i++) track("p:" + std::to_string(i), "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.p.handled", 3)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 1)) << "only long:1 was called";
+    // Released: the parked ones are called one at a time, oldest first.
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 6)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", 0));
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 9));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.1", 6));
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.1", 6));
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), calls(6));
+}
+
+TEST_F(ParkingTest, StopGivesTheParkedEventsBackAndTheNextEngineDeliversThemFirstTime) {
+    park_backlog(4);
+    if (HasFatalFailure()) return;
+    // long:1's hold never completes (stop gives up on it); long:2..4 were never called.
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 1000), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 4));
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", 0));
+    go();
+    configure({{"hold.timeout", "1m"}});
+    load_holder({{"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 4)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 4));
+    // Released, not failed: each is on its first attempt, long:1 on its second call.
+    std::string all = redis_cmd({"LRANGE", "calls", "0", "-1"});
+    for (int i = 1; i <= 4; i++)
+        EXPECT_EQ(count_lines(all, "long:" + std::to_string(i) + ":1"), i == 1 ? 2u : 1u) << all;
+    EXPECT_EQ(count_lines(all, "long:"), 5u) << all;
+}
+
+TEST_F(ParkingTest, AParkedEventPastHoldTimeoutIsReleasedAndCalledOnceWhenRedelivered) {
+    // long:1 stays held past hold.timeout, long:2 parked behind it: both are released for
+    // redelivery then. The parked long:2 is dropped from the queue, so it is called once.
+    configure({{"workers", "2"}, {"lease", "1s"}, {"hold.timeout", "2s"}});
+    park_backlog(2);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", 4)) << "both claimed again";
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", 2)) << "the redeliveries";
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("items.acked", 2)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", 0));
+    std::string all = redis_cmd({"LRANGE", "calls", "0", "-1"});
+    EXPECT_EQ(count_lines(all, "long:2:"), 1u) << all;
+    EXPECT_EQ(count_lines(all, "long:1:"), 2u) << all;
+}
+
+// Parked events take places in the dispatch queue: with 40 items due and room for 16, the
+// engine claims long:1 (held) and 16 more (parked), then no more until they move on.
+TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
+    configure({{"workers", "2"}, {"hold.timeout", "1m"}, {"dispatch.queue_size", "16"}});
+    load_holder({{"max_in_flight", "1"}});
+    std::vector<std::string> exists = {"EXISTS"};
+    for (int i = 1; i <= 40; i++) {
+        track("long:" + std::to_string(i), "v");
+        exists.push_back("long:" + std::to_string(i));
+    }
+    // Every key gone (EXISTS expires them) before the start: the sweep claims them all,
+    // no live notification does.
+    ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
+    for (int sample = 0; sample < 20; sample++) {  // a bound at every moment, sampled
+        ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_most(17), nullptr, milliseconds(0)));
+        std::this_thread::sleep_for(milliseconds(25));
+    }
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("items.acked", 40)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+    EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 40));
 }
 
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {

@@ -59,8 +59,8 @@
       "calls into one handler: one per handle_batch call (a plugin's batch of events), one per "   \
       "call of a handler that takes one event at a time; events per call = calls / batches")       \
     X(HANDLER_WAITING, "handler.waiting.<handler>", GAUGE, "events",                               \
-      "events of one handler held back by its max_in_flight (a plugin's set_max_in_flight): "      \
-      "their workers wait for room; 0 without a limit")                                            \
+      "events of one handler parked by its max_in_flight (a plugin's set_max_in_flight) until "    \
+      "room frees up; no worker waits for them; 0 without a limit")                                \
     X(CONN_RECONNECTS, "conn.reconnects", COUNTER, "connections",                                  \
       "successful reconnects after a lost connection")                                             \
     X(CONN_STATE, "conn.state", GAUGE, "state",                                                    \

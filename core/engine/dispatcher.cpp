@@ -38,8 +38,9 @@ size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
             batch.clear();
             return dropped;
         }
-        if (!force && count_ + batch.size() > capacity_) {
-            size_t fits = count_ >= capacity_ ? 0 : capacity_ - count_;
+        const size_t waiting = count_ + parked_;
+        if (!force && waiting + batch.size() > capacity_) {
+            size_t fits = waiting >= capacity_ ? 0 : capacity_ - waiting;
             dropped = batch.size() - fits;
             batch.resize(fits);
         }
@@ -63,7 +64,16 @@ size_t Dispatcher::push(std::vector<Event> &batch, bool force) {
 
 size_t Dispatcher::room() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return count_ >= capacity_ ? 0 : capacity_ - count_;
+    // The events of the takes being handled too: those a handler at its max_in_flight will
+    // park, before they are counted as parked.
+    const size_t waiting = count_ + parked_ + taken_;
+    return waiting >= capacity_ ? 0 : capacity_ - waiting;
+}
+
+void Dispatcher::parked(int64_t delta) {
+    std::lock_guard<std::mutex> lock(mu_);
+    parked_ = delta < 0 ? parked_ - std::min(parked_, static_cast<size_t>(-delta))
+                        : parked_ + static_cast<size_t>(delta);
 }
 
 size_t Dispatcher::queued() const {
@@ -71,20 +81,54 @@ size_t Dispatcher::queued() const {
     return count_;
 }
 
+void Dispatcher::post(std::function<void()> task) {
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        tasks_.push_back(std::move(task));
+        wake = sleepers_ > 0 && !wake_pending_;
+        if (wake) wake_pending_ = true;
+    }
+    if (wake) not_empty_.notify_one();
+}
+
 void Dispatcher::work(Take &take) {
     std::vector<Event> &mine = take.events;
     mine.reserve(kTakeBatch);
     std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        if (count_ == 0 && !stopping_) {
-            sleepers_++;
-            not_empty_.wait(lock, [this] { return count_ > 0 || stopping_; });
-            sleepers_--;
+    std::function<void()> task;
+    while (next(lock, mine, &task)) {
+        busy_++;
+        lock.unlock();
+        if (task) {
+            task();
+            task = nullptr;  // destroyed here, unlocked
+        } else {
+            handle_(mine.data(), mine.size());
         }
-        if (count_ == 0) return;  // stopping and drained
-        // Whoever takes work answers any wake-up in flight: the notified worker may find
-        // nothing left and sleep again, and the next push must be free to wake someone.
-        wake_pending_ = false;
+        lock.lock();
+        taken_ -= mine.size();
+        mine.clear();
+        busy_--;
+        if (idle()) idle_.notify_all();
+    }
+}
+
+bool Dispatcher::next(std::unique_lock<std::mutex> &lock, std::vector<Event> &mine,
+                      std::function<void()> *task) {
+    if (count_ == 0 && tasks_.empty() && !stopping_) {
+        sleepers_++;
+        not_empty_.wait(lock, [this] { return count_ > 0 || !tasks_.empty() || stopping_; });
+        sleepers_--;
+    }
+    if (stopping_ && count_ == 0) return false;  // stopping and drained (tasks: dropped)
+    // Whoever takes work answers any wake-up in flight: the notified worker may find
+    // nothing left and sleep again, and the next push must be free to wake someone.
+    wake_pending_ = false;
+    if (!tasks_.empty()) {
+        *task = std::move(tasks_.front());
+        tasks_.pop_front();
+    } else {
         // A fair share, so that one slow handler holds up as few other events as possible,
         // in order, from as many pushed batches as it takes (on a cluster each claim reply
         // is pushed on its own, and handlers that batch want the whole share).
@@ -97,6 +141,7 @@ void Dispatcher::work(Take &take) {
             for (size_t i = 0; i < n; i++) mine.push_back(std::move(front[front_taken_ + i]));
             front_taken_ += n;
             count_ -= n;
+            taken_ += n;
             if (front_taken_ == front.size()) {
                 front.clear();
                 if (spare_.size() < kMaxSpare) spare_.push_back(std::move(front));
@@ -104,19 +149,13 @@ void Dispatcher::work(Take &take) {
                 front_taken_ = 0;
             }
         }
-        // More left: let a sleeping worker help.
-        if (count_ > 0 && sleepers_ > 0 && !wake_pending_) {
-            wake_pending_ = true;
-            not_empty_.notify_one();
-        }
-        busy_++;
-        lock.unlock();
-        handle_(mine.data(), mine.size());
-        lock.lock();
-        mine.clear();
-        busy_--;
-        if (count_ == 0 && busy_ == 0) idle_.notify_all();
     }
+    // More left: let a sleeping worker help.
+    if ((count_ > 0 || !tasks_.empty()) && sleepers_ > 0 && !wake_pending_) {
+        wake_pending_ = true;
+        not_empty_.notify_one();
+    }
+    return true;
 }
 
 bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
@@ -128,15 +167,16 @@ bool Dispatcher::stop(int64_t deadline_ms, std::vector<Event> *abandoned) {
 bool Dispatcher::wait_idle(int64_t deadline_ms) {
     if (threads_.empty()) return true;
     std::unique_lock<std::mutex> lock(mu_);
-    return idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms),
-                          [this] { return count_ == 0 && busy_ == 0; });
+    return idle_.wait_for(lock, std::chrono::milliseconds(deadline_ms), [this] { return idle(); });
 }
 
 void Dispatcher::shutdown(std::vector<Event> *abandoned) {
     abandoned->clear();
+    std::deque<std::function<void()>> dropped;  // destroyed unlocked, after the join
     if (threads_.empty()) return;
     {
         std::lock_guard<std::mutex> lock(mu_);
+        dropped.swap(tasks_);
         for (auto &b : batches_) {
             for (size_t i = front_taken_; i < b.size(); i++) abandoned->push_back(std::move(b[i]));
             front_taken_ = 0;

@@ -212,8 +212,12 @@ int Engine::wait_started(std::string *message) {
 }
 
 void Engine::abort_gates() {
-    for (auto &h : handlers_)
-        if (h.gate) h.gate->abort();
+    // The parked events are released here (their Holds end: back to their queues).
+    for (auto &h : handlers_) {
+        if (!h.gate) continue;
+        std::vector<InFlightGate::Parked> parked = h.gate->abort();
+        dispatcher_->parked(-static_cast<int64_t>(parked.size()));
+    }
 }
 
 void Engine::teardown() {
@@ -370,6 +374,7 @@ void Engine::call_each(Event &ev, Delivery &delivery, bool skip_batching, int *c
             combine(combined, rc);
             continue;
         }
+        if (rc == kParked) continue;  // called later: run_parked
         stats_.handler_done(i, rc, us_since(began));
         if (rc == KW_RESULT_PENDING) continue;  // completes through its Hold
         count_result(rc);
@@ -402,16 +407,18 @@ void Engine::call_batch(size_t index, Event *evs, size_t n, std::deque<Delivery>
         pick.push_back(&ev);
         at.push_back(i);
     }
-    for (size_t done = 0; done < pick.size();) {
-        size_t k = pick.size() - done;
-        k = room(index, k);
-        if (k == 0) {  // the engine stops: the rest go back to their queues
-            for (; done < pick.size(); done++) combine(&combined[at[done]], kRelease);
-            break;
+    size_t k = pick.size();
+    if (h.gate) {
+        // As many as there is room for now; the others are parked, in order.
+        if (h.gate->enter(pick.size(), &k) == InFlightGate::ABORTED) {
+            for (size_t j = 0; j < pick.size(); j++) combine(&combined[at[j]], kRelease);
+            return;
         }
-        batch_call(index, pick.data() + done, at.data() + done, k, deliveries, combined);
-        done += k;
+        for (size_t j = k; j < pick.size(); j++)
+            if (park(index, *pick[j], deliveries[at[j]]) == kRelease)
+                combine(&combined[at[j]], kRelease);
     }
+    if (k > 0) batch_call(index, pick.data(), at.data(), k, deliveries, combined);
 }
 
 void Engine::batch_call(size_t index, Event *const *events, const size_t *at, size_t k,
@@ -451,31 +458,25 @@ void Engine::batch_call(size_t index, Event *const *events, const size_t *at, si
     }
 }
 
-size_t Engine::room(size_t index, size_t want) {
-    Slot &h = handlers_[index];
-    if (!h.gate) return want;
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-    if (h.gate->note_full(now_ms, 30000)) {
-        const std::string name = h.handler->name();
-        // Information, not a warning: a full gate is the limit doing its work (exec with
-        // more events than max_in_flight); handler.waiting staying up is what to watch.
-        log(KW_LOG_INFO,
-            "handler " + name + ": at its max_in_flight (" + std::to_string(h.gate->limit()) +
-                "): its next events wait for room (handler.waiting." + std::to_string(index) +
-                " counts them; said at most every 30 s)",
-            {{"handler", name}});
-    }
-    return h.gate->acquire(want);
-}
-
 void Engine::call_ended(size_t index, bool held) {
-    if (handlers_[index].gate && !held) handlers_[index].gate->release(1);
+    if (!held) free_place(index);
 }
 
 void Engine::hold_ended(size_t handler) {
-    if (handlers_[handler].gate) handlers_[handler].gate->release(1);
+    free_place(handler);
+}
+
+void Engine::free_place(size_t index) {
+    InFlightGate *gate = handlers_[index].gate.get();
+    if (!gate) return;
+    // Any thread, maybe inside a plugin's host->complete or under the hub's lock: the
+    // parked events that now have a place are called on a worker.
+    std::vector<InFlightGate::Parked> ready = gate->release(1);
+    if (!ready.empty()) dispatcher_->parked(-static_cast<int64_t>(ready.size()));
+    for (auto &p : ready) {
+        std::shared_ptr<Hold> hold = std::move(p.hold);
+        dispatcher_->post([this, index, hold]() mutable { run_parked(index, std::move(hold)); });
+    }
 }
 
 void Engine::note_unhandled(const Event &ev) {
@@ -494,8 +495,17 @@ void Engine::note_unhandled(const Event &ev) {
 }
 
 int Engine::call(size_t index, Event &ev, Delivery &delivery) {
+    size_t took = 1;
+    if (handlers_[index].gate) {
+        const InFlightGate::Entry entry = handlers_[index].gate->enter(1, &took);
+        if (entry == InFlightGate::ABORTED) return kRelease;  // the engine stops
+        if (entry == InFlightGate::FULL) return park(index, ev, delivery);
+    }
+    return invoke(index, ev, delivery);
+}
+
+int Engine::invoke(size_t index, Event &ev, Delivery &delivery) {
     Slot &h = handlers_[index];
-    if (room(index, 1) == 0) return kRelease;  // the engine stops
     int rc;
     delivery.begin_call(index);
     try {
@@ -513,6 +523,70 @@ int Engine::call(size_t index, Event &ev, Delivery &delivery) {
     rc = settle(ev, std::move(held), rc);
     call_ended(index, was_held);
     return rc;
+}
+
+int Engine::park(size_t index, Event &ev, Delivery &delivery) {
+    std::shared_ptr<Hold> hold = delivery.park(index);
+    if (!hold) return kRelease;  // the engine stops
+    InFlightGate &gate = *handlers_[index].gate;
+    note_full(index);
+    // A tracked item's lease is renewed up to hold.timeout after its claim: past that the
+    // sweeper released it, so it leaves the queue.
+    const int64_t expires = ev.tracked() ? ev.ts_ms + config_.hold_timeout_ms : 0;
+    InFlightGate::Parked run;
+    std::vector<InFlightGate::Parked> expired;
+    const InFlightGate::Entry entry =
+        gate.park({std::move(hold), expires}, wall_ms(), &run, &expired);
+    dispatcher_->parked((entry == InFlightGate::FULL ? 1 : 0) -
+                        static_cast<int64_t>(expired.size()));
+    if (entry == InFlightGate::ENTERED) run_parked(index, std::move(run.hold));  // room came
+    return kParked;  // expired, and run.hold when ABORTED, are released here
+}
+
+void Engine::run_parked(size_t index, std::shared_ptr<Hold> parked) {
+    Event ev = parked->event();
+    ev.error.clear();
+    if (ev.tracked() && wall_ms() >= ev.ts_ms + config_.hold_timeout_ms) {
+        parked.reset();  // released at hold.timeout: not called
+        call_ended(index, false);
+        return;
+    }
+    int combined = KW_RESULT_ACK;
+    if (handlers_[index].handler->batches()) {
+        std::deque<Delivery> deliveries;
+        deliveries.emplace_back(*holds_, ev, *parked);
+        Event *events[1] = {&ev};
+        const size_t at[1] = {0};
+        batch_call(index, events, at, 1, deliveries, &combined);
+    } else {
+        Delivery delivery(*holds_, ev, *parked);
+        const auto began = std::chrono::steady_clock::now();
+        const int rc = invoke(index, ev, delivery);
+        stats_.handler_done(index, rc, us_since(began));
+        if (rc != KW_RESULT_PENDING) {
+            count_result(rc);
+            combine(&combined, rc);
+        }
+    }
+    // Held again: the new Hold completes the item; else the call's result does.
+    parked->hand_on(combined, combined == KW_RESULT_ACK ? "" : std::move(ev.error));
+}
+
+void Engine::note_full(size_t index) {
+    Slot &h = handlers_[index];
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+    if (!h.gate->note_full(now_ms, 30000)) return;
+    const std::string name = h.handler->name();
+    // Information, not a warning: a full gate is the limit doing its work (exec with more
+    // events than max_in_flight); handler.waiting staying up is what to watch.
+    log(KW_LOG_INFO,
+        "handler " + name + ": at its max_in_flight (" + std::to_string(h.gate->limit()) +
+            "): its next events wait for room, parked while the workers go on "
+            "(handler.waiting." +
+            std::to_string(index) + " counts them; said at most every 30 s)",
+        {{"handler", name}});
 }
 
 int Engine::settle(Event &ev, std::shared_ptr<Hold> held, int rc) {
@@ -545,6 +619,9 @@ void Engine::hold_completed(size_t handler, int result) {
 void Engine::held_item_done(const Event &ev, int result, std::string error,
                             int64_t retry_delay_ms) {
     if (!ev.tracked()) return;
+    // Released past hold.timeout: the sweeper released it then, and it may be claimed
+    // again already (a parked event dropped from its queue).
+    if (result == kRelease && wall_ms() >= ev.ts_ms + config_.hold_timeout_ms) return;
     if (result != kRelease) stats_.queue_done(ev.queue, result);
     Completion c{ev.queue, ev.key, result, std::move(error), ev.slot, ev.ts_ms};
     c.retry_delay_ms = retry_delay_ms;

@@ -108,21 +108,33 @@ class Engine : private SubscriberSink, private HoldOwner {
     void prologue(Event &ev);
     void call_each(Event &ev, Delivery &delivery, bool skip_batching, int *combined, bool *matched);
     void finish(Event &ev, Delivery &delivery, int combined, bool matched);
-    // One handler call; rc as the handler returned it, or its hold's part. Worker thread.
+    // One handler call; rc as the handler returned it, or its hold's part; kParked: the
+    // handler is at its max_in_flight, the event is parked; kRelease: the engine stops.
+    // Worker thread.
     int call(size_t handler, Event &ev, Delivery &delivery);
-    // The take's events a handler that batches matches, in handle_batch calls of as many
-    // as its gate lets in at once (all of them without a gate).
+    static constexpr int kParked = -100;
+    // The call itself, its place in the gate taken.
+    int invoke(size_t handler, Event &ev, Delivery &delivery);
+    // The take's events a handler that batches matches, in one handle_batch call of as
+    // many as its gate has room for now (all of them without a gate); the rest parked.
     void call_batch(size_t handler, Event *evs, size_t n, std::deque<Delivery> &deliveries,
                     int *combined, char *matched);
     // One handle_batch call over events[0..k-1] (at[j]: events[j]'s index in the take).
     void batch_call(size_t handler, Event *const *events, const size_t *at, size_t k,
                     std::deque<Delivery> &deliveries, int *combined);
-    // Up to `want` places in the handler's gate (want without a gate), waiting for one;
-    // 0: the engine stops. A worker that finds the gate full says so (rate-limited).
-    size_t room(size_t handler, size_t want);
+    // The handler is at its max_in_flight: an engine Hold on ev joins its gate's queue
+    // (kParked), or the event is called now if room came meanwhile; kRelease: stopping.
+    int park(size_t handler, Event &ev, Delivery &delivery);
+    // A parked event with its place: the handler's call (worker thread) completes the
+    // parked Hold, or holds the item again. Past hold.timeout it is not called.
+    void run_parked(size_t handler, std::shared_ptr<Hold> parked);
+    void note_full(size_t handler);  // the gate is full: said, rate-limited
     // A call returned: its place in the handler's gate is free unless it held the event
     // (then the Hold's end frees it: hold_ended).
     void call_ended(size_t handler, bool held);
+    // A place in the handler's gate is free: the next parked event, if any, goes to a
+    // worker (the dispatcher). Any thread; never calls a handler.
+    void free_place(size_t handler);
     // After a call: a held event's result completes its Hold (PENDING); PENDING without a
     // hold is RETRY (kPendingWithoutHold). Counts events.delivered.
     int settle(Event &ev, std::shared_ptr<Hold> held, int rc);
@@ -144,7 +156,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     void set_error(const std::string &msg);
     int64_t stat_value(StatId id) const;  // an unlabelled row's value
     void teardown();
-    void abort_gates();  // stopping: every wait for room in a gate ends (kRelease)
+    void abort_gates();  // stopping: the gates' parked events are released
 
     Config config_;
     std::string owner_;  // this engine's name in claims: random per engine

@@ -95,14 +95,18 @@ int Hold::complete(int result, std::string reason, int64_t retry_delay_ms) {
     return finish(result, std::move(reason), retry_delay_ms);
 }
 
-int Hold::finish(int result, std::string reason, int64_t retry_delay_ms) {
+int Hold::hand_on(int result, std::string reason) {
+    return finish(result, std::move(reason), -1, false);
+}
+
+int Hold::finish(int result, std::string reason, int64_t retry_delay_ms, bool holders) {
     HoldHub &hub = *item_->hub;
     std::lock_guard<std::mutex> lock(hub.mu_);
     if (done_ || item_->closed) return KW_ERR_STATE;
     done_ = true;
-    if (result != kRelease && hub.owner_) hub.owner_->hold_completed(handler_, result);
+    if (holders && result != kRelease && hub.owner_) hub.owner_->hold_completed(handler_, result);
     hub.part_done(*item_, result, std::move(reason), retry_delay_ms);
-    if (hub.owner_) hub.owner_->hold_ended(handler_);
+    if (takes_place_ && hub.owner_) hub.owner_->hold_ended(handler_);
     return KW_OK;
 }
 
@@ -110,17 +114,30 @@ const Event &Hold::event() const {
     return item_->event;
 }
 
+Delivery::Delivery(HoldHub &hub, Event &ev, const Hold &parked)
+    : hub_(hub), ev_(ev), item_(parked.item_) {
+    ev.delivery = this;
+}
+
 std::shared_ptr<Hold> Delivery::take() {
-    if (current_) return current_;
+    if (!current_) current_ = open(handler_, true);
+    return current_;
+}
+
+std::shared_ptr<Hold> Delivery::park(size_t handler) {
+    return open(handler, false);
+}
+
+std::shared_ptr<Hold> Delivery::open(size_t handler, bool takes_place) {
     std::lock_guard<std::mutex> lock(hub_.mu_);
     if (!hub_.owner_) return nullptr;  // stopping: nothing may be held any more
+    if (item_ && item_->closed) return nullptr;
     if (!item_) {
         item_ = std::make_shared<Held>(hub_.shared_from_this(), ev_);
         hub_.live_.emplace(item_.get(), item_);
     }
     item_->parts++;
-    current_ = std::make_shared<Hold>(item_, handler_);
-    return current_;
+    return std::make_shared<Hold>(item_, handler, takes_place);
 }
 
 void Delivery::finish(int result, std::string error) {

@@ -17,6 +17,10 @@
 //    queue). Past hold.timeout the item was released for redelivery; a completion then
 //    still returns KW_OK but is not written, and is counted in items.late_acks.
 //  - Untracked live events can be held too: their completion only counts (statistics).
+//  - The engine holds too: an event of a handler at its max_in_flight is parked
+//    (core/engine/in_flight_gate.h) under a Hold of the engine's own, which takes no place
+//    in the gate. The handler's call, later, ends that Hold with its result (hand_on), or
+//    holds again on the same item (Delivery's parked constructor).
 // Thread-safety: Hold's methods from any thread; hold() as above; HoldHub as documented.
 #pragma once
 
@@ -56,7 +60,10 @@ class Held;
 
 class Hold {
   public:
-    Hold(std::shared_ptr<Held> item, size_t handler) : item_(std::move(item)), handler_(handler) {}
+    // takes_place: its end frees a place in the handler's gate (HoldOwner::hold_ended);
+    // false for the engine's own Hold on a parked event.
+    Hold(std::shared_ptr<Held> item, size_t handler, bool takes_place = true)
+        : item_(std::move(item)), handler_(handler), takes_place_(takes_place) {}
     // Never completed: the item is released (see above).
     ~Hold();
     Hold(const Hold &) = delete;
@@ -66,13 +73,19 @@ class Hold {
     // reject (kept with the item, written to the dead letter); retry_delay_ms: when the
     // retry is due (<0: the usual backoff). Any thread.
     int complete(int result, std::string reason, int64_t retry_delay_ms);
+    // The engine's own Hold ends with what the handler's call said: result as complete's,
+    // or kRelease; not counted as a holder's completion. KW_RESULT_ACK with no reason
+    // changes nothing in the item's result. Any thread.
+    int hand_on(int result, std::string reason);
     // The held event (a copy made at hold()). Any thread, while the Hold lives.
     const Event &event() const;
 
   private:
-    int finish(int result, std::string reason, int64_t retry_delay_ms);
+    friend class Delivery;
+    int finish(int result, std::string reason, int64_t retry_delay_ms, bool holders = true);
     std::shared_ptr<Held> item_;
-    size_t handler_;     // the holder's registration index
+    size_t handler_;  // the holder's registration index
+    bool takes_place_;
     bool done_ = false;  // under the hub's lock
 };
 
@@ -105,6 +118,9 @@ class HoldHub : public std::enable_shared_from_this<HoldHub> {
 class Delivery {
   public:
     Delivery(HoldHub &hub, Event &ev) : hub_(hub), ev_(ev) { ev.delivery = this; }
+    // The call of a parked event (ev: a copy of parked's event): a hold() in it holds the
+    // same item as `parked`.
+    Delivery(HoldHub &hub, Event &ev, const Hold &parked);
     ~Delivery() { ev_.delivery = nullptr; }
     Delivery(const Delivery &) = delete;
     Delivery &operator=(const Delivery &) = delete;
@@ -120,6 +136,9 @@ class Delivery {
         return std::move(current_);
     }
     bool held() const { return item_ != nullptr; }
+    // The engine's own Hold on the event for handler `handler` (see above), outside the
+    // handler's calls; null when the engine stops.
+    std::shared_ptr<Hold> park(size_t handler);
     // Every handler returned; result/error: what the handlers that did not hold said.
     // Only when held(): the item completes once every Hold has too.
     void finish(int result, std::string error);
@@ -127,6 +146,7 @@ class Delivery {
   private:
     friend std::shared_ptr<Hold> hold(Event &ev);
     std::shared_ptr<Hold> take();
+    std::shared_ptr<Hold> open(size_t handler, bool takes_place);  // null: closed
 
     HoldHub &hub_;
     Event &ev_;

@@ -1,47 +1,87 @@
 // InFlightGate: at most `limit` events of one handler in flight at once (in a call, or held
-// and not yet completed): a plugin's set_max_in_flight. A worker that has more of the
-// handler's events waits for room while the other workers go on; abort() (the engine
-// stopping) ends every wait with nothing granted. It counts the events waiting (the gauge
-// handler.waiting.<handler>). Thread-safe; calls nothing while locked.
+// and not yet completed): a plugin's set_max_in_flight. An event that finds no room is not
+// waited for: it is parked (the engine's own Hold on it, core/engine/hold.h) in the gate's
+// FIFO, and the worker goes on. When places free up, release() hands the parked events
+// back, oldest first, each with its place taken, to be called on a worker. A parked event
+// past its expiry (hold.timeout: the sweeper released it) is dropped from the queue.
+// abort() (the engine stopping) gives every parked event back and refuses new ones. It
+// counts the parked events (the gauge handler.waiting.<handler>). Thread-safe; calls
+// nothing while locked and never destroys a Hold: what it gives back, the caller disposes
+// of.
 #pragma once
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <iterator>
+#include <memory>
 #include <mutex>
+#include <vector>
+
+#include "core/engine/hold.h"
 
 namespace keywatch {
 
 class InFlightGate {
   public:
+    struct Parked {
+        std::shared_ptr<Hold> hold;
+        int64_t expires_ms;  // wall clock; 0: never
+    };
+    enum Entry { ENTERED, FULL, ABORTED };
+
     explicit InFlightGate(uint32_t limit) : limit_(limit) {}
 
-    // Waits until at least one place is free, then takes up to `want`. 0: aborted.
-    size_t acquire(size_t want) {
-        std::unique_lock<std::mutex> lock(mu_);
-        if (!aborted_ && used_ >= limit_) {
-            waiting_ += want;
-            cv_.wait(lock, [this] { return aborted_ || used_ < limit_; });
-            waiting_ -= want;
+    // Takes up to `want` places now, none if events are parked (they go first). *took: how
+    // many (0 when FULL or ABORTED).
+    Entry enter(size_t want, size_t *took) {
+        std::lock_guard<std::mutex> lock(mu_);
+        *took = 0;
+        if (aborted_) return ABORTED;
+        if (!parked_.empty() || used_ >= limit_) return FULL;
+        *took = std::min<size_t>(want, limit_ - used_);
+        used_ += *took;
+        return ENTERED;
+    }
+    // Parks p behind the others. ENTERED: there was room and nothing parked: p's place is
+    // taken and p is handed back in *run (call it now). ABORTED: p is handed back in *run
+    // (release it). Parked events already past their expiry at now_ms are moved to *expired.
+    Entry park(Parked p, int64_t now_ms, Parked *run, std::vector<Parked> *expired) {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = parked_.begin(); it != parked_.end();) {
+            if (it->expires_ms == 0 || it->expires_ms > now_ms) {
+                ++it;
+                continue;
+            }
+            expired->push_back(std::move(*it));
+            it = parked_.erase(it);
         }
-        if (aborted_) return 0;
-        const size_t k = std::min<size_t>(want, limit_ - used_);
-        used_ += k;
-        return k;
+        if (aborted_ || (parked_.empty() && used_ < limit_)) {
+            if (!aborted_) used_++;
+            *run = std::move(p);
+            return aborted_ ? ABORTED : ENTERED;
+        }
+        parked_.push_back(std::move(p));
+        return FULL;
     }
     // k places are free again: calls that returned without holding, or a Hold that ended.
-    void release(size_t k) {
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            used_ -= std::min<size_t>(k, used_);
+    // Returns the parked events that now have a place, oldest first.
+    std::vector<Parked> release(size_t k) {
+        std::lock_guard<std::mutex> lock(mu_);
+        used_ -= std::min<size_t>(k, used_);
+        std::vector<Parked> ready;
+        while (!aborted_ && used_ < limit_ && !parked_.empty()) {
+            used_++;
+            ready.push_back(std::move(parked_.front()));
+            parked_.pop_front();
         }
-        cv_.notify_all();
+        return ready;
     }
-    // The events of the workers waiting for room now.
+    // The events parked now.
     size_t waiting() const {
         std::lock_guard<std::mutex> lock(mu_);
-        return waiting_;
+        return parked_.size();
     }
     // True when the gate is full now and this was last true at least every_ms before
     // now_ms (or never): for a log line about a full gate, rate-limited.
@@ -54,20 +94,21 @@ class InFlightGate {
         return true;
     }
     size_t limit() const { return limit_; }
-    // Every wait ends with 0, now and later.
-    void abort() {
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            aborted_ = true;
-        }
-        cv_.notify_all();
+    // From now on nothing enters or is parked; returns the parked events (to release).
+    std::vector<Parked> abort() {
+        std::lock_guard<std::mutex> lock(mu_);
+        aborted_ = true;
+        std::vector<Parked> all(std::make_move_iterator(parked_.begin()),
+                                std::make_move_iterator(parked_.end()));
+        parked_.clear();
+        return all;
     }
 
   private:
     mutable std::mutex mu_;
-    std::condition_variable cv_;
     const size_t limit_;
-    size_t used_ = 0, waiting_ = 0;
+    size_t used_ = 0;
+    std::deque<Parked> parked_;
     bool aborted_ = false, noted_ = false;
     int64_t noted_at_ms_ = 0;
 };

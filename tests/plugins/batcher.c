@@ -12,9 +12,11 @@
  * handle (one event, from a host without handle_batch) does the same for its one event;
  * there, minus... returns -1 (a kw_status passed on, which is not a kw_result).
  * Options: record (a list: RPUSH "<key>:<attempt>" per event, all of a call's through one
- * host->redis_pipeline), sleep_ms (sleep in every call).
+ * host->redis_pipeline), sleep_ms (sleep in every call), max_in_flight
+ * (host->set_max_in_flight).
  * Counters: batches (handle_batch calls), events (events in them), multi (calls with more
- * than one event), single (handle calls), overlap (a call began while another ran: with
+ * than one event), single (handle calls), over_limit (events in calls at once went past
+ * max_in_flight: must stay 0), overlap (a call began while another ran: with
  * KW_TEST_SERIAL, the descriptor sets KW_PLUGIN_SERIAL and this must stay 0).
  * Thread-safety: the calls run concurrently (unless KW_TEST_SERIAL); the running count is
  * under a mutex.
@@ -34,19 +36,28 @@ typedef struct state {
     long sleep_ms;
     pthread_mutex_t mu;
     int running;
+    size_t in_flight, max_in_flight; /* events in the calls running; the limit (0: none) */
 } state_t;
 
 static int init(const kw_plugin_host_t *host, const kw_plugin_config_t *config, void **out,
                 char *err, size_t n) {
     const char *record = host->config_get(config, "record");
     const char *sleep_ms = host->config_get(config, "sleep_ms");
+    const char *max_in_flight = host->config_get(config, "max_in_flight");
     state_t *s;
-    (void)err, (void)n;
     s = (state_t *)calloc(1, sizeof *s);
     if (!s) return KW_ERR_NOMEM;
     s->host = host;
     if (record) snprintf(s->record, sizeof s->record, "%s", record);
     s->sleep_ms = sleep_ms ? strtol(sleep_ms, NULL, 10) : 0;
+    s->max_in_flight = max_in_flight ? strtoul(max_in_flight, NULL, 10) : 0;
+    if (s->max_in_flight > 0 &&
+        (!KW_PLUGIN_HAS(host->size, kw_plugin_host_t, set_max_in_flight) ||
+         host->set_max_in_flight(host, (uint32_t)s->max_in_flight) != KW_OK)) {
+        snprintf(err, n, "set_max_in_flight refused");
+        free(s);
+        return KW_ERR_INVALID_ARG;
+    }
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return KW_OK;
@@ -57,10 +68,12 @@ static int starts(const char *key, size_t klen, const char *prefix) {
     return klen >= p && memcmp(key, prefix, p) == 0;
 }
 
-static void enter(state_t *s) {
+static void enter(state_t *s, size_t n) {
     const kw_plugin_host_t *h = s->host;
     pthread_mutex_lock(&s->mu);
     if (s->running++ > 0) h->counter_add(h, "overlap", 1);
+    s->in_flight += n;
+    if (s->max_in_flight > 0 && s->in_flight > s->max_in_flight) h->counter_add(h, "over_limit", 1);
     pthread_mutex_unlock(&s->mu);
     if (s->sleep_ms > 0) {
         struct timespec ts;
@@ -70,9 +83,10 @@ static void enter(state_t *s) {
     }
 }
 
-static void leave(state_t *s) {
+static void leave(state_t *s, size_t n) {
     pthread_mutex_lock(&s->mu);
     s->running--;
+    s->in_flight -= n;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -153,12 +167,12 @@ static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t 
     const kw_plugin_host_t *h = s->host;
     int failed = 0;
     size_t i;
-    enter(s);
+    enter(s, n);
     h->counter_add(h, "batches", 1);
     h->counter_add(h, "events", (int64_t)n);
     if (n > 1) h->counter_add(h, "multi", 1);
     if (s->record[0] && record_all(s, events, n, err, en) != KW_OK) {
-        leave(s);
+        leave(s, n);
         return KW_ERR_REDIS; /* every event retried with err */
     }
     for (i = 0; i < n; i++) {
@@ -167,7 +181,7 @@ static int handle_batch(void *p, const kw_plugin_event_t *const *events, size_t 
         if (starts(key, klen, "fail")) failed = 1;
         results[i] = result_for(s, events[i], err, en);
     }
-    leave(s);
+    leave(s, n);
     if (failed) {
         snprintf(err, en, "batch failed on purpose");
         return KW_ERR_CONNECT;
@@ -179,7 +193,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
     state_t *s = (state_t *)p;
     const kw_plugin_host_t *h = s->host;
     int rc;
-    enter(s);
+    enter(s, 1);
     h->counter_add(h, "single", 1);
     if (s->record[0]) { /* an older host has no redis_pipeline */
         char item[300];
@@ -190,7 +204,7 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         snprintf(item, sizeof item, "%.*s:%d", (int)klen, key, h->event_attempt(ev));
         argv[0] = "RPUSH", argv[1] = s->record, argv[2] = item;
         if (h->redis(h, 3, argv, NULL, &r, err, n) != KW_OK) {
-            leave(s);
+            leave(s, 1);
             return KW_RESULT_RETRY;
         }
         h->reply_free(r);
@@ -199,12 +213,12 @@ static int handle(void *p, const kw_plugin_event_t *ev, char *err, size_t n) {
         size_t klen;
         const char *key = (const char *)h->event_key(ev, &klen);
         if (starts(key, klen, "minus")) {
-            leave(s);
+            leave(s, 1);
             return -1;
         }
     }
     rc = result_for(s, ev, err, n);
-    leave(s);
+    leave(s, 1);
     if (rc == KW_PLUGIN_NO_RESULT) {
         snprintf(err, n, "no result for one event");
         return KW_RESULT_RETRY;
