@@ -11,9 +11,9 @@
 /* ---- Version ---------------------------------------------------------------------- */
 /* See keywatch.h for the compatibility rule while the major version is 0. */
 #define KW_VERSION_MAJOR 0
-#define KW_VERSION_MINOR 2
+#define KW_VERSION_MINOR 3
 #define KW_VERSION_PATCH 0
-#define KW_VERSION_STRING "0.2.0"
+#define KW_VERSION_STRING "0.3.0"
 /* 0xMMmmpp: compare against kw_version() at run time. */
 #define KW_VERSION ((KW_VERSION_MAJOR << 16) | (KW_VERSION_MINOR << 8) | KW_VERSION_PATCH)
 
