@@ -26,10 +26,20 @@ def track(keywatch, url: str, key: str, value: str, ttl: str = "100ms", *flags: 
 
 
 def queue_counts(client, ns: str = "kw", queue: str = "keys") -> tuple[int, int]:
-    """(due, in flight) items of one queue, over every slot tag."""
-    due = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:due"))
-    inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
-    return due, inflight
+    """(due, in flight) items of one queue over every slot tag, as `keywatch inspect` counts
+    them: an item in flight is in a claim batch whatever the queue's layout writes."""
+    kw = client.connection_pool.connection_kwargs
+    url = f"redis://{kw['host']}:{kw['port']}/{kw.get('db', 0)}"
+    task = ["--queues", queue] if queue != "keys" else []  # listed even when empty
+    out = subprocess.run([_env_path("KW_CLI"), "inspect", "--json", "--redis", url,
+                          "--namespace", ns, *task],
+                         capture_output=True, text=True, timeout=60, env=_daemon_env(),
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    for q in json.loads(out.stdout)["queues"]:
+        if q["queue"] == queue:
+            return q["due"], q["inflight"]
+    return 0, 0  # a queue with nothing in Redis is not listed
 
 
 def dead_letters(client, ns: str = "kw", queue: str = "keys") -> int:
