@@ -553,6 +553,42 @@ TEST_F(QueueTest, ABatchWithARejectedItemIsAckedItemByItem) {
     EXPECT_EQ(sink.size(), 20u);
 }
 
+TEST_F(QueueTest, DoneMarkersArePrunedAsFastAsBatchesAreAckedWhole) {
+    // 2500 done markers past the window (another engine's backlog, each with an item in
+    // `inflight`) and an engine acking 600 one-item batches whole: its claims prune them
+    // (up to 1024 a claim, and again after every 256 batches acked whole), not 64 once per
+    // tenth of the (here two-minute) window.
+    auto raw = client();
+    Client c(redis().url());
+    const std::string t = raw->command({"TIME"});
+    const int64_t now = std::stoll(t.substr(0, t.find('\n'))) * 1000;
+    const std::string old_score = std::to_string(600000 - now);  // acked 10 minutes ago
+    const int64_t base = 4503599627370496, first_b = 1000000, n = 2500;
+    std::vector<std::string> leases = {"ZADD", "kw:keys:{0}:leases"};
+    std::vector<std::string> inflight = {"ZADD", "kw:keys:{0}:inflight"};
+    for (int64_t b = first_b; b < first_b + n; b++) {
+        leases.insert(leases.end(), {old_score, "d:" + std::to_string(b)});
+        inflight.insert(inflight.end(), {std::to_string(base + b), "old:" + std::to_string(b)});
+    }
+    ASSERT_EQ(raw->command(leases), std::to_string(n));
+    ASSERT_EQ(raw->command(inflight), std::to_string(n));
+    track_gone_keys(c, *raw, "mark:", 600);
+    EventSink sink;
+    auto e = engine(
+        &sink, "expired",
+        {{"queue.done_mode", "always"}, {"sweep.batch", "1"}, {"track.done_window", "120s"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(600, milliseconds(30000))) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 600));
+    auto old_left = [&] {
+        return raw->command({"ZCOUNT", "kw:keys:{0}:leases", old_score, old_score}) + " markers, " +
+               raw->command({"ZCOUNT", "kw:keys:{0}:inflight", std::to_string(base + first_b),
+                             std::to_string(base + first_b + n)}) +
+               " items";
+    };
+    EXPECT_TRUE(wait_until([&] { return old_left() == "0 markers, 0 items"; })) << old_left();
+}
+
 // The calls of `command` Redis counted (scripts' calls included), from INFO commandstats.
 int64_t command_calls(RedisClient &raw, const std::string &command) {
     const std::string info = raw.command({"INFO", "commandstats"});

@@ -120,13 +120,25 @@ struct SlotQueue {
     bool acks_sent(uint64_t seq, size_t n) {
         auto it = batches.find(seq);
         if (it == batches.end()) return false;
-        Batch &b = it->second;
+        const Batch &b = it->second;
         const bool whole = b.whole && b.held == 0 && b.acks == n;
+        if (whole && b.b >= 0) markers++;
+        acks_left(seq, n);
+        return whole;
+    }
+    // `n` acks of batch `seq` left: sent, or given up (their lease ended first).
+    void acks_left(uint64_t seq, size_t n) {
+        auto it = batches.find(seq);
+        if (it == batches.end()) return;
+        Batch &b = it->second;
         b.acks = b.acks > n ? b.acks - n : 0;
         b.whole = false;
         if (b.held == 0 && b.acks == 0) batches.erase(it);
-        return whole;
     }
+    // Tracked keys: shared batches acked whole (each leaves a done marker in `leases`) since
+    // a claim last pruned; a claim prunes again once there are kPruneAfterMarkers of them.
+    size_t markers = 0;
+    static constexpr size_t kPruneAfterMarkers = 256;
     // Lease members the last claim named as run out, whose batch keys the next claim
     // declares (and takes).
     std::vector<std::string> stale;
