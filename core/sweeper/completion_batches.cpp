@@ -79,6 +79,10 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     SlotQueue &q = *qp;
     auto h = q.held.find(c.id);
     if (h == q.held.end()) return;
+    // Held from a later claim of the same id (tracked or scheduled again): not this one's
+    // batch; this one names none and Redis refuses it (its own batch comes back after its
+    // lease), rather than completing the later claim.
+    if (c.claimed_ms != 0 && h->second.claimed_ms != c.claimed_ms) return;
     // Its acks, fails and releases name its batch.
     c.batch_seq = h->second.batch_seq;
     auto batch = q.batches.find(c.batch_seq);
