@@ -1505,5 +1505,40 @@ TEST_F(QueueNoActiveExpireTest, TtlShortenedBeforeTheWatcherStartsIsDeliveredWhe
     EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }));
 }
 
+// A claim Redis ran whose answer the connection lost (here: its reply is over the output
+// buffer limit, so Redis drops the connection after running it): the keys it deleted were
+// heard by the subscriber, which stays connected. Those notifications are not handed over
+// as untracked; the batch (alone: nothing else knows it) is given back and delivered
+// tracked, each key once.
+TEST_F(QueueNoActiveExpireTest, AClaimWhoseAnswerWasLostIsNotHandedOverAsUntracked) {
+    auto raw = client();
+    ASSERT_EQ(raw->command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    EventSink sink;
+    auto e = engine(&sink, "expired", {{"sweep.batch", "500"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_EQ(raw->command({"CONFIG", "SET", "client-output-buffer-limit", "normal 4096 0 0"}),
+              "OK");
+    Client c(redis().url());
+    const std::string pad(2000, 'k');
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(c.track(pad + std::to_string(i), "v", 200), KW_OK) << c.error();
+    // The claim ran (its reply over the limit) once nothing is due; then replies flow again.
+    const bool claimed = wait_until([&] {
+        return raw->command({"ZCARD", "kw:keys:{0}:due"}) == "0";
+    });
+    ASSERT_EQ(raw->command({"CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"}), "OK");
+    ASSERT_TRUE(claimed);
+    ASSERT_TRUE(sink.wait_count(100)) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 100));
+    EXPECT_TRUE(wait_until([&] {
+        return c.inspect("keys", "inflight") == 0 && c.inspect("keys", "due") == 0 &&
+               raw->command({"ZCARD", "kw:keys:{0}:leases"}) == "0";
+    }));
+    size_t untracked = 0;
+    for (auto &ev : sink.events()) untracked += ev.id.rfind("q:keys:", 0) != 0;
+    EXPECT_EQ(untracked, 0u) << "tracked keys handed over as untracked";
+    EXPECT_EQ(sink.size(), 100u) << "each key once";
+}
+
 }  // namespace
 }  // namespace kwtest

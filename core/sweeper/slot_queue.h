@@ -57,6 +57,20 @@ struct SlotQueue {
     // cluster peek (ZRANGE).
     bool sweeping = false, again = false, peeking = false;
     uint64_t sweeping_seq = 0;  // the batch of the claim_due on its way (sweeping)
+    // claim_due calls whose answer the connection lost (seq -> when, local clock): Redis may
+    // have run them. For a lease, live claims declare their batch keys (what one took alone
+    // has no inflight entry, yet is taken), and the next connection gives them back.
+    std::map<uint64_t, int64_t> unanswered;
+    // The batch seqs a live claim declares as pending: the claim_due on its way and the
+    // unanswered ones of the last lease.
+    std::vector<uint64_t> pending_claims(int64_t now, int64_t lease_ms) {
+        for (auto it = unanswered.begin(); it != unanswered.end();)
+            it = now - it->second > lease_ms ? unanswered.erase(it) : std::next(it);
+        std::vector<uint64_t> out;
+        if (sweeping && sweeping_seq != 0) out.push_back(sweeping_seq);
+        for (auto &u : unanswered) out.push_back(u.first);
+        return out;
+    }
     std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
     std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
     // What the last claim that looked at leases ('L') saw, local clock: when it looked, the

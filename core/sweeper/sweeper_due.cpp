@@ -241,6 +241,19 @@ void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
     if (!back.empty()) complete(std::move(back));
 }
 
+void Sweeper::take_back_unanswered(Queue &q) {
+    Queue *qp = &q;  // queues are never erased
+    for (const auto &u : q.unanswered) {
+        const uint64_t seq = u.first;
+        std::vector<std::string> keys = {q.keys.due, q.keys.inflight, q.keys.leases, q.keys.data,
+                                         q.keys.batch(opts_.owner, seq)};
+        link_.eval(scripts::batch::kRelease, keys, {opts_.owner, std::to_string(seq), "-1", "*"},
+                   [qp, seq](redisReply *r) {
+                       if (r->type == REDIS_REPLY_INTEGER) qp->unanswered.erase(seq);
+                   });
+    }
+}
+
 void Sweeper::claims_failing(Queue &q, const redisReply *r) {
     int64_t now = wall_ms();
     const Backoff claims{opts_.interval_ms, std::max(opts_.interval_ms, opts_.reconnect.max_ms)};
