@@ -343,6 +343,30 @@ int ack_all(kw_event_t *, void *) {
     return KW_RESULT_ACK;
 }
 
+TEST_F(DeferredTest, CompletingAnEarlierClaimOfAnIdLeavesItsLaterClaimAlone) {
+    // "a" scheduled again while its first claim is held, and claimed again: the first
+    // claim's ack must not complete the second claim, whose retry is then applied.
+    Holder holder;
+    auto e = engine(&holder);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    schedule("a");
+    ASSERT_TRUE(holder.wait_holds(1));
+    schedule("a");
+    ASSERT_TRUE(holder.wait_holds(2));
+    kw_hold_t *first = nullptr, *second = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(holder.mu);
+        first = holder.holds[0];
+        second = holder.holds[1];
+    }
+    auto raw = client();
+    ASSERT_EQ(complete_elsewhere(first, KW_RESULT_ACK, nullptr, -1), KW_OK);
+    ASSERT_EQ(complete_elsewhere(second, KW_RESULT_RETRY, "try later", 60000), KW_OK);
+    EXPECT_TRUE(e->stat_reaches("items.retried", 1)) << "the second claim's retry applied";
+    EXPECT_TRUE(scored(*raw, "due", "a"));
+    EXPECT_EQ(raw->command({"HGET", "kw:jobs:{0}:data", "e:a"}), "try later");
+}
+
 TEST_F(DeferredTest, TheOpaqueDestructorRunsOnceWhenTheEngineIsFreed) {
     Freed kept, refused, never_started;
     {

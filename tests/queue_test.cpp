@@ -553,6 +553,42 @@ TEST_F(QueueTest, ABatchWithARejectedItemIsAckedItemByItem) {
     EXPECT_EQ(sink.size(), 20u);
 }
 
+TEST_F(QueueTest, DoneMarkersArePrunedAsFastAsBatchesAreAckedWhole) {
+    // 2500 done markers past the window (another engine's backlog, each with an item in
+    // `inflight`) and an engine acking 600 one-item batches whole: its claims prune them
+    // (up to 1024 a claim, and again after every 256 batches acked whole), not 64 once per
+    // tenth of the (here two-minute) window.
+    auto raw = client();
+    Client c(redis().url());
+    const std::string t = raw->command({"TIME"});
+    const int64_t now = std::stoll(t.substr(0, t.find('\n'))) * 1000;
+    const std::string old_score = std::to_string(600000 - now);  // acked 10 minutes ago
+    const int64_t base = 4503599627370496, first_b = 1000000, n = 2500;
+    std::vector<std::string> leases = {"ZADD", "kw:keys:{0}:leases"};
+    std::vector<std::string> inflight = {"ZADD", "kw:keys:{0}:inflight"};
+    for (int64_t b = first_b; b < first_b + n; b++) {
+        leases.insert(leases.end(), {old_score, "d:" + std::to_string(b)});
+        inflight.insert(inflight.end(), {std::to_string(base + b), "old:" + std::to_string(b)});
+    }
+    ASSERT_EQ(raw->command(leases), std::to_string(n));
+    ASSERT_EQ(raw->command(inflight), std::to_string(n));
+    track_gone_keys(c, *raw, "mark:", 600);
+    EventSink sink;
+    auto e = engine(
+        &sink, "expired",
+        {{"queue.done_mode", "always"}, {"sweep.batch", "1"}, {"track.done_window", "120s"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sink.wait_count(600, milliseconds(30000))) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 600));
+    auto old_left = [&] {
+        return raw->command({"ZCOUNT", "kw:keys:{0}:leases", old_score, old_score}) + " markers, " +
+               raw->command({"ZCOUNT", "kw:keys:{0}:inflight", std::to_string(base + first_b),
+                             std::to_string(base + first_b + n)}) +
+               " items";
+    };
+    EXPECT_TRUE(wait_until([&] { return old_left() == "0 markers, 0 items"; })) << old_left();
+}
+
 // The calls of `command` Redis counted (scripts' calls included), from INFO commandstats.
 int64_t command_calls(RedisClient &raw, const std::string &command) {
     const std::string info = raw.command({"INFO", "commandstats"});
@@ -1467,6 +1503,41 @@ TEST_F(QueueNoActiveExpireTest, TtlShortenedBeforeTheWatcherStartsIsDeliveredWhe
     EXPECT_LT(ev.deadline_ms, expiry + 1800 * 1000) << "not the deadline it was tracked with";
     EXPECT_EQ(ev.id, "q:keys:" + std::to_string(ev.deadline_ms) + ":" + hex("shortened"));
     EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }));
+}
+
+// A claim Redis ran whose answer the connection lost (here: its reply is over the output
+// buffer limit, so Redis drops the connection after running it): the keys it deleted were
+// heard by the subscriber, which stays connected. Those notifications are not handed over
+// as untracked; the batch (alone: nothing else knows it) is given back and delivered
+// tracked, each key once.
+TEST_F(QueueNoActiveExpireTest, AClaimWhoseAnswerWasLostIsNotHandedOverAsUntracked) {
+    auto raw = client();
+    ASSERT_EQ(raw->command({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}), "OK");
+    EventSink sink;
+    auto e = engine(&sink, "expired", {{"sweep.batch", "500"}});
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_EQ(raw->command({"CONFIG", "SET", "client-output-buffer-limit", "normal 4096 0 0"}),
+              "OK");
+    Client c(redis().url());
+    const std::string pad(2000, 'k');
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(c.track(pad + std::to_string(i), "v", 200), KW_OK) << c.error();
+    // The claim ran (its reply over the limit) once nothing is due; then replies flow again.
+    const bool claimed = wait_until([&] {
+        return raw->command({"ZCARD", "kw:keys:{0}:due"}) == "0";
+    });
+    ASSERT_EQ(raw->command({"CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"}), "OK");
+    ASSERT_TRUE(claimed);
+    ASSERT_TRUE(sink.wait_count(100)) << sink.describe();
+    EXPECT_TRUE(e->stat_reaches("items.acked", 100));
+    EXPECT_TRUE(wait_until([&] {
+        return c.inspect("keys", "inflight") == 0 && c.inspect("keys", "due") == 0 &&
+               raw->command({"ZCARD", "kw:keys:{0}:leases"}) == "0";
+    }));
+    size_t untracked = 0;
+    for (auto &ev : sink.events()) untracked += ev.id.rfind("q:keys:", 0) != 0;
+    EXPECT_EQ(untracked, 0u) << "tracked keys handed over as untracked";
+    EXPECT_EQ(sink.size(), 100u) << "each key once";
 }
 
 }  // namespace

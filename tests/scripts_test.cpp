@@ -992,6 +992,53 @@ TEST_F(BatchScriptTest, AReclaimLargerThanTheRoomIsTakenInParts) {
     EXPECT_EQ(c_->command({"ZSCORE", tasks_.leases, a.batch.member()}), "(nil)");
 }
 
+TEST_F(BatchScriptTest, ARunOutBatchWhoseKeyIsGoneLeavesLeasesAndHidesNoOtherBehindIt) {
+    // 16 run-out batches whose keys are gone (evicted, deleted): the claim that declares
+    // them drops their members, so the next look reaches the real batch behind them.
+    int64_t now = redis_now();
+    for (int i = 0; i < 16; i++) {
+        c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "o" + std::to_string(i)});
+        BatchClaim o = bclaim(tasks_, "A", 1);
+        ASSERT_EQ(o.items.size(), 1u);
+        c_->command({"DEL", tasks_.batch("A", o.batch.seq)});
+        c_->command({"ZADD", tasks_.leases, "XX", "1", o.batch.member()});
+    }
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "real"});
+    BatchClaim r = bclaim(tasks_, "A", 1);
+    ASSERT_EQ(r.items.size(), 1u);
+    c_->command({"ZADD", tasks_.leases, "XX", "2", r.batch.member()});  // ran out after them
+    BatchClaim b = bclaim2(tasks_, "B", 10);
+    EXPECT_TRUE(b.items.empty()) << "the 16 named and declared: nothing in them";
+    EXPECT_EQ(c_->command({"ZCARD", tasks_.leases}), "1") << "their members are gone";
+    b = bclaim2(tasks_, "B", 10);
+    ASSERT_EQ(b.items.size(), 1u) << "the real batch behind them";
+    EXPECT_EQ(b.items[0].id, "real");
+    EXPECT_EQ(b.items[0].source, "L");
+    EXPECT_EQ(c_->command({"ZRANGE", tasks_.leases, "0", "-1"}), b.batch.member());
+}
+
+TEST_F(BatchScriptTest, ClaimsWorkWhileMemoryIsFull) {
+    // maxmemory reached under noeviction: Redis refuses a script's first DENYOOM write, so a
+    // claim starts its writes with another one; what it takes is acked.
+    int64_t now = redis_now();
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "a", std::to_string(now - 5), "b"});
+    c_->command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    c_->command({"CONFIG", "SET", "maxmemory", "1"});
+    BatchClaim c = bclaim(keys_, "A", 10, true);
+    EXPECT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(back(keys_, c.batch, {}, true, true), 2);
+    // A key that stays (its expiry moved) is written back first otherwise.
+    c_->command({"CONFIG", "SET", "maxmemory", "0"});
+    c_->command({"SET", "later", "v", "PXAT", std::to_string(now + 60000)});
+    c_->command(
+        {"ZADD", keys_.due, std::to_string(now - 2), "c", std::to_string(now - 1), "later"});
+    c_->command({"CONFIG", "SET", "maxmemory", "1"});
+    BatchClaim d = bclaim(keys_, "A", 10, true);
+    EXPECT_EQ(d.items.size(), 1u);
+    EXPECT_EQ(d.moved, 1);
+    c_->command({"CONFIG", "SET", "maxmemory", "0"});
+}
+
 TEST_F(BatchScriptTest, AReleasedBatchIsDueAgainAtItsDeadlinesWithTheAttemptGivenBack) {
     int64_t now = redis_now();
     c_->command({"ZADD", tasks_.due, std::to_string(now - 10), "a", std::to_string(now - 20), "b"});

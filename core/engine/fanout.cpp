@@ -182,7 +182,7 @@ void Fanout::complete(std::vector<Completion> &&done) {
 
 void Fanout::park(std::vector<Completion> &&done) {
     for (auto &c : done) parked_.add(std::move(c));
-    size_t late = parked_.drop_expired(wall_ms(), opts_.sweep.lease_ms);
+    size_t late = parked_.drop_expired(wall_ms(), opts_.sweep.lease_ms).size();
     if (late > 0 && opts_.counters) opts_.counters->late_acks.fetch_add(static_cast<int64_t>(late));
     // The topology will say who serves their slots now; then they go there.
     if (parked_.has_waiting()) refresh_soon(50);

@@ -762,7 +762,9 @@ if not recs and #rc_ids > 0 then
   for i, id in ipairs(rc_ids) do f[i] = 'm:' .. id end
   rgot, rn = redis.call('HMGET', DATA, unpack(f)), #rc_ids
 end
--- Writes.
+-- Writes. The first one is no DENYOOM command: Redis refuses a script's first such write
+-- while memory is full (noeviction), and claims must go on then (acks free memory).
+if #fire + #rc_ids + #later > 0 then redis.call('DEL', B) end
 for _, l in ipairs(later) do
   if l[3] == -1 then
     untrack(l[1])
@@ -776,9 +778,18 @@ if drop_data then redis.call('DEL', DATA) end
 local metas = {}
 local extras, reclaimed, runs = {}, {}, {}
 local all = {}
-if #fire > 0 then
+if #fire > 0 and #later > 0 then
+  -- A key that stays can keep a score below now (its expiry fell between the script's
+  -- expiry snapshot and TIME) and so sit among the first #fire by rank: move by id.
+  local z = {}
+  for i = 1, #fire do z[#z + 1] = fscores[i]; z[#z + 1] = fire[i] end
+  redis.call('ZADD', B, unpack(z))
+  redis.call('ZREM', DUE, unpack(fire))
+elseif #fire > 0 then
   redis.call('ZRANGESTORE', B, DUE, 0, #fire - 1)
   redis.call('ZREMRANGEBYRANK', DUE, 0, #fire - 1)
+end
+if #fire > 0 then
   for i = 1, #fire do
     all[i] = fire[i]
     local s = fscores[i]
@@ -830,10 +841,12 @@ if #rc_ids > 0 then
     reclaimed[#reclaimed + 1] = p
   end
   redis.call('ZADD', B, unpack(z))
-  for _, o in ipairs(olds) do
-    if #o.ids > 0 then redis.call('ZREM', o.key, unpack(o.ids)) end
-    if redis.call('EXISTS', o.key) == 0 then redis.call('ZREM', LEASES, o.member) end
-  end
+end
+-- A run-out batch left empty goes, and so does one whose key is gone (evicted, deleted):
+-- its member would be named run out again and again.
+for _, o in ipairs(olds) do
+  if #o.ids > 0 then redis.call('ZREM', o.key, unpack(o.ids)) end
+  if redis.call('EXISTS', o.key) == 0 then redis.call('ZREM', LEASES, o.member) end
 end
 if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
 local b = -1
@@ -845,16 +858,22 @@ elseif #all > 0 then
   redis.call('ZADD', LEASES, now + lease, member_of(owner, seq, -1))
 end
 -- The done window: done records and the items of batches acked whole.
+-- Markers go 64 at a time until none is older than the window, at most 1024 per call (the
+-- engine prunes again after every 256 batches it acked whole, so pruning keeps pace).
 if is_keys and window > 0 then
   redis.call('ZREMRANGEBYSCORE', DONE, '-inf', '(' .. fmt(now - window))
-  local old = redis.call('ZRANGE', LEASES, '(' .. fmt(window - now), '(0', 'BYSCORE', 'LIMIT', 0, 64)
-  for _, m in ipairs(old) do
-    local db = tonumber(string.sub(m, 3))
-    if string.sub(m, 1, 2) == 'd:' and db then
-      redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + db), fmt(BASE + db))
+  local pruned, old = 0, {}
+  repeat
+    old = redis.call('ZRANGE', LEASES, '(' .. fmt(window - now), '(0', 'BYSCORE', 'LIMIT', 0, 64)
+    for _, m in ipairs(old) do
+      local db = tonumber(string.sub(m, 3))
+      if string.sub(m, 1, 2) == 'd:' and db then
+        redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + db), fmt(BASE + db))
+      end
+      redis.call('ZREM', LEASES, m)
     end
-    redis.call('ZREM', LEASES, m)
-  end
+    pruned = pruned + #old
+  until #old < 64 or pruned >= 1024
 end
 local nd = redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES')
 local next_due = nd[2] and tonumber(nd[2]) or -1

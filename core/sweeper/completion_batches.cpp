@@ -79,6 +79,10 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     SlotQueue &q = *qp;
     auto h = q.held.find(c.id);
     if (h == q.held.end()) return;
+    // Held from a later claim of the same id (tracked or scheduled again): not this one's
+    // batch; this one names none and Redis refuses it (its own batch comes back after its
+    // lease), rather than completing the later claim.
+    if (c.claimed_ms != 0 && h->second.claimed_ms != c.claimed_ms) return;
     // Its acks, fails and releases name its batch.
     c.batch_seq = h->second.batch_seq;
     auto batch = q.batches.find(c.batch_seq);
@@ -115,7 +119,7 @@ void CompletionBatches::send() {
         return;
     }
     ack_timer_.cancel();
-    if (size_t late = store_.drop_expired(t, opts_.lease_ms)) {
+    if (size_t late = drop_expired(t)) {
         counters_.late_acks.fetch_add(static_cast<int64_t>(late));
         log_(KW_LOG_WARN,
              std::to_string(late) + " completions for " + link_.endpoint() +
@@ -146,6 +150,16 @@ void CompletionBatches::send() {
     }
     for (auto &kv : releases) send_ids(scripts::batch::kRelease, *kv.first, std::move(kv.second));
     for (auto &kv : acks) send_ids(scripts::batch::kAck, *kv.first, std::move(kv.second));
+}
+
+size_t CompletionBatches::drop_expired(int64_t now) {
+    std::vector<Completion> dropped = store_.drop_expired(now, opts_.lease_ms);
+    // Their acks will never be sent: their batches no longer wait for them.
+    for (const Completion &c : dropped)
+        if (SlotQueue *q =
+                c.result == KW_RESULT_ACK ? queues_.queue_of(c.queue, c.id, c.slot) : nullptr)
+            q->acks_left(c.batch_seq, 1);
+    return dropped.size();
 }
 
 void CompletionBatches::send_fail(SlotQueue &q, Completion &&c) {
@@ -208,6 +222,8 @@ void CompletionBatches::send_ids(const Script &s, SlotQueue &q, std::vector<Comp
         std::vector<Completion> &items = group.second;
         if (ack && q.acks_sent(seq, items.size())) {
             send_group(s, q, seq, b, items, 0, items.size(), true);
+            // Enough done markers to prune: a claim soon, even if none is due.
+            if (q.markers >= SlotQueue::kPruneAfterMarkers && q.timer) q.timer->arm(0);
             continue;
         }
         for (size_t i = 0; i < items.size(); i += kChunk)

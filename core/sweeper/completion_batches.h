@@ -69,6 +69,8 @@ class CompletionBatches {
     using ReplyFn = NodeLink::ReplyFn;
     // The item is no longer held (handled keys are remembered). Sets c.leased_ms.
     void note_completed(Completion &c, int64_t now);
+    // Gives up the waiting completions whose lease has surely ended; returns how many.
+    size_t drop_expired(int64_t now);
     void send_fail(SlotQueue &q,
                    Completion &&c);  // retry or reject: one call per item
     // Acks or releases (s) of one queue, in calls of at most kChunk ids.

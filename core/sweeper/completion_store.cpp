@@ -1,6 +1,7 @@
 #include "core/sweeper/completion_store.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace keywatch {
 
@@ -58,13 +59,14 @@ std::optional<int64_t> CompletionStore::first_lease_end(int64_t lease_ms) const 
     return first;
 }
 
-size_t CompletionStore::drop_expired(int64_t now_ms, int64_t lease_ms) {
-    auto gone = std::remove_if(waiting_.begin(), waiting_.end(), [&](const Completion &c) {
-        return lease_surely_ended(c, now_ms, lease_ms);
+std::vector<Completion> CompletionStore::drop_expired(int64_t now_ms, int64_t lease_ms) {
+    auto gone = std::stable_partition(waiting_.begin(), waiting_.end(), [&](const Completion &c) {
+        return !lease_surely_ended(c, now_ms, lease_ms);
     });
-    size_t n = static_cast<size_t>(waiting_.end() - gone);
+    std::vector<Completion> dropped(std::make_move_iterator(gone),
+                                    std::make_move_iterator(waiting_.end()));
     waiting_.erase(gone, waiting_.end());
-    return n;
+    return dropped;
 }
 
 }  // namespace keywatch

@@ -63,8 +63,8 @@ class CompletionStore {
     void connection_lost();
     // Everything, waiting or in flight (a node is retired: route them elsewhere).
     std::vector<Completion> take_all();
-    // Gives up waiting completions whose lease has surely ended; returns how many.
-    size_t drop_expired(int64_t now_ms, int64_t lease_ms);
+    // Gives up waiting completions whose lease has surely ended; returns them.
+    std::vector<Completion> drop_expired(int64_t now_ms, int64_t lease_ms);
     // The earliest time a lease of those waiting or in flight may end (the first leased_ms
     // + lease_ms); none when the store is empty or no lease time is known.
     std::optional<int64_t> first_lease_end(int64_t lease_ms) const;

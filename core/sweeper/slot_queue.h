@@ -57,6 +57,20 @@ struct SlotQueue {
     // cluster peek (ZRANGE).
     bool sweeping = false, again = false, peeking = false;
     uint64_t sweeping_seq = 0;  // the batch of the claim_due on its way (sweeping)
+    // claim_due calls whose answer the connection lost (seq -> when, local clock): Redis may
+    // have run them. For a lease, live claims declare their batch keys (what one took alone
+    // has no inflight entry, yet is taken), and the next connection gives them back.
+    std::map<uint64_t, int64_t> unanswered;
+    // The batch seqs a live claim declares as pending: the claim_due on its way and the
+    // unanswered ones of the last lease.
+    std::vector<uint64_t> pending_claims(int64_t now, int64_t lease_ms) {
+        for (auto it = unanswered.begin(); it != unanswered.end();)
+            it = now - it->second > lease_ms ? unanswered.erase(it) : std::next(it);
+        std::vector<uint64_t> out;
+        if (sweeping && sweeping_seq != 0) out.push_back(sweeping_seq);
+        for (auto &u : unanswered) out.push_back(u.first);
+        return out;
+    }
     std::optional<int64_t> next_due;        // the earliest deadline the last claim saw
     std::optional<int64_t> done_pruned_ms;  // keys: when a claim last pruned `done`
     // What the last claim that looked at leases ('L') saw, local clock: when it looked, the
@@ -120,13 +134,25 @@ struct SlotQueue {
     bool acks_sent(uint64_t seq, size_t n) {
         auto it = batches.find(seq);
         if (it == batches.end()) return false;
-        Batch &b = it->second;
+        const Batch &b = it->second;
         const bool whole = b.whole && b.held == 0 && b.acks == n;
+        if (whole && b.b >= 0) markers++;
+        acks_left(seq, n);
+        return whole;
+    }
+    // `n` acks of batch `seq` left: sent, or given up (their lease ended first).
+    void acks_left(uint64_t seq, size_t n) {
+        auto it = batches.find(seq);
+        if (it == batches.end()) return;
+        Batch &b = it->second;
         b.acks = b.acks > n ? b.acks - n : 0;
         b.whole = false;
         if (b.held == 0 && b.acks == 0) batches.erase(it);
-        return whole;
     }
+    // Tracked keys: shared batches acked whole (each leaves a done marker in `leases`) since
+    // a claim last pruned; a claim prunes again once there are kPruneAfterMarkers of them.
+    size_t markers = 0;
+    static constexpr size_t kPruneAfterMarkers = 256;
     // Lease members the last claim named as run out, whose batch keys the next claim
     // declares (and takes).
     std::vector<std::string> stale;

@@ -92,7 +92,10 @@ void Sweeper::resume() {
     completions_.resume();
     set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
-        queues_.for_each([this](Queue &q) { sweep(q); });
+        queues_.for_each([this](Queue &q) {
+            take_back_unanswered(q);
+            sweep(q);
+        });
         // Cluster: what arrived while we were away is found by a full scan.
         arrivals_.scan_all();
         std::vector<Event> backlog;
@@ -109,6 +112,7 @@ void Sweeper::on_lost() {
     claims_out_ = 0;
     arrivals_.connection_lost();
     queues_.for_each([this](Queue &q) {
+        if (q.sweeping && q.sweeping_seq != 0) q.unanswered[q.sweeping_seq] = wall_ms();
         q.sweeping = false;
         q.peeking = false;
         q.timer->cancel();

@@ -202,6 +202,10 @@ class Sweeper {
     Event make_event(const Queue &q, const ClaimedItem &item, const Event *live);
     // Items claimed after stop_claiming(): given back at once.
     void give_back(const Queue &q, const std::vector<Event> &items);
+    // The batches of claims whose answer was lost, if Redis made them alone ones (b = -1,
+    // nothing else knows them before their lease ends): released, so that the next claim
+    // takes them at once. A shared one (b unknown) waits for its lease.
+    void take_back_unanswered(Queue &q);
     // A claim of q failed (NOPERM, BUSY, a slot no master serves, ...; LOADING and a whole
     // cluster down are server_waits()'s): back off, and say so at most every
     // kClaimWarningMs; claims_work() says when they work again.

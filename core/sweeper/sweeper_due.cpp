@@ -39,12 +39,17 @@ void Sweeper::sweep(Queue &q) {
     q.again = false;
     counters_->sweep_calls.fetch_add(1, std::memory_order_relaxed);
     // The `done` record is pruned by a claim at most once per tenth of its window, not on
-    // every claim (it only has to stay near the window's size).
+    // every claim (it only has to stay near the window's size), and after every
+    // kPruneAfterMarkers batches acked whole (their markers are pruned as fast as written).
     bool prune = false;
     if (q.is_keys) {
         int64_t t = wall_ms();
-        prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10;
-        if (prune) q.done_pruned_ms = t;
+        prune = !q.done_pruned_ms || t - *q.done_pruned_ms >= opts_.done_window_ms / 10 ||
+                q.markers >= Queue::kPruneAfterMarkers;
+        if (prune) {
+            q.done_pruned_ms = t;
+            q.markers = 0;
+        }
     }
     // A claim looks at leases ('L') when one may have run out, and declares the batch keys
     // of the run-out leases the last look named.
@@ -234,6 +239,19 @@ void Sweeper::give_back(const Queue &q, const std::vector<Event> &items) {
     std::vector<Completion> back;
     for (auto &ev : items) back.push_back({q.name, ev.key, kRelease, "", q.slot});
     if (!back.empty()) complete(std::move(back));
+}
+
+void Sweeper::take_back_unanswered(Queue &q) {
+    Queue *qp = &q;  // queues are never erased
+    for (const auto &u : q.unanswered) {
+        const uint64_t seq = u.first;
+        std::vector<std::string> keys = {q.keys.due, q.keys.inflight, q.keys.leases, q.keys.data,
+                                         q.keys.batch(opts_.owner, seq)};
+        link_.eval(scripts::batch::kRelease, keys, {opts_.owner, std::to_string(seq), "-1", "*"},
+                   [qp, seq](redisReply *r) {
+                       if (r->type == REDIS_REPLY_INTEGER) qp->unanswered.erase(seq);
+                   });
+    }
 }
 
 void Sweeper::claims_failing(Queue &q, const redisReply *r) {

@@ -123,8 +123,9 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     std::vector<std::string> keys = q.keys.claim_keys(opts_.owner, seq);
     // The claim_due on its way (sent before this call, on the same connection): what it
     // takes alone has no inflight entry, and its notifications may come before its answer.
-    const bool pending = q.sweeping && q.sweeping_seq != 0;
-    if (pending) keys.push_back(q.keys.batch(opts_.owner, q.sweeping_seq));
+    // So may those whose answer was lost.
+    const std::vector<uint64_t> pending = q.pending_claims(wall_ms(), opts_.lease_ms);
+    for (uint64_t p : pending) keys.push_back(q.keys.batch(opts_.owner, p));
     for (auto &ev : events) keys.push_back(ev.key);
     std::vector<std::string> argv = {std::to_string(opts_.lease_ms),
                                      opts_.owner,
@@ -132,7 +133,7 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
                                      all_expired ? "x" : "e",
                                      opts_.engines_channel,
                                      shared_flag(),
-                                     pending ? "1" : "0"};
+                                     std::to_string(pending.size())};
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
