@@ -32,6 +32,25 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "
         time.sleep(0.02)
 
 
+def stop_child(child: subprocess.Popen, sig: int, timeout: float = 30.0) -> int:
+    """Sends sig and waits for the child's exit status. A child still running after timeout
+    is killed and the test fails with every thread's stack (gdb, where installed), so a hang
+    at stop says where it hung."""
+    child.send_signal(sig)
+    try:
+        return child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        stacks = "(gdb not installed: no stacks)"
+        if shutil.which("gdb"):
+            stacks = subprocess.run(["gdb", "-p", str(child.pid), "-batch", "-ex",
+                                     "thread apply all bt"], capture_output=True, text=True,
+                                    timeout=120, stdin=subprocess.DEVNULL).stdout
+        child.kill()
+        child.wait()
+        pytest.fail(f"{child.args} still ran {timeout} s after signal {sig}; its threads:\n"
+                    f"{stacks}")
+
+
 def wait_stat(engine, name: str, want: "int | Callable[[int], bool]", timeout: float = 20.0) -> int:
     """The one way a test reads an engine statistic while the engine runs (docs/testing.md,
     "Waiting, not timing"): a counter moves when a reply reaches the engine's thread, which

@@ -16,7 +16,7 @@ import pytest
 import redis as redispy
 
 import keywatch
-from conftest import wait_stat
+from conftest import stop_child, wait_stat
 
 RUN_ENGINE = """
 import logging, sys, keywatch
@@ -155,8 +155,7 @@ def test_python_watch_prints_the_same_lines_as_the_cli(redis):
             assert a == b and list(a) == list(b)
     finally:
         for p in (py, c):
-            p.send_signal(signal.SIGINT)
-            p.wait(30)
+            stop_child(p, signal.SIGINT)
 
 
 def test_python_watch_duration_is_written_as_the_cli_s(redis):
