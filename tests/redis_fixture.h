@@ -367,8 +367,15 @@ class Engine {
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
-    // Sets a configuration option; a failure is a test failure (with the errstr).
+    // Sets a configuration option; a failure is a test failure (with the errstr). The engine
+    // is made from the configuration at the first get() or add(): an option set after that
+    // would be silently unused, so it fails the test.
     void set(const std::string &name, const std::string &value) {
+        if (engine_) {
+            ADD_FAILURE() << "option " << name << " set after the engine was made (add() or "
+                          << "get() makes it): set options first";
+            return;
+        }
         char err[512] = "";
         int rc = kw_conf_set(conf_, name.c_str(), value.c_str(), err, sizeof err);
         if (rc != KW_OK)
