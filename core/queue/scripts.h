@@ -97,8 +97,8 @@ extern const Script *const kAll[];
 extern const size_t kAllCount;
 
 // The commands the scripts run (Redis checks each against the caller's ACL), upper case,
-// sorted, read from the scripts themselves so that a new one is granted and probed without
-// anyone listing it.
+// sorted, read from the scripts themselves (redis.call and redis.pcall) so that a new one is
+// granted and probed without anyone listing it; PUBSUB by subcommand ("PUBSUB|NUMSUB").
 std::vector<std::string> commands();
 }  // namespace scripts
 
