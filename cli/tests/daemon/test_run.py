@@ -26,9 +26,14 @@ def track(keywatch, url: str, key: str, value: str, ttl: str = "100ms", *flags: 
 
 
 def queue_counts(client, ns: str = "kw", queue: str = "keys") -> tuple[int, int]:
-    """(due, in flight) items of one queue, over every slot tag."""
+    """(due, in flight) items of one queue, over every slot tag. In flight, as keywatch
+    inspect counts it: the items of every claim batch (`c:<owner>:<seq>` keys; an alone
+    batch has no `inflight` entries) and the `inflight` entries of an earlier version's
+    claims (scores below 2^52)."""
     due = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:due"))
-    inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
+    inflight = sum(client.zcard(k) for k in client.scan_iter(f"{ns}:{queue}:*:c:*"))
+    inflight += sum(client.zcount(k, "-inf", f"({2**52}")
+                    for k in client.scan_iter(f"{ns}:{queue}:*:inflight"))
     return due, inflight
 
 
