@@ -15,6 +15,8 @@
 
 #include "core/client/client.h"
 #include "core/plugins/plugin_host.h"
+#include "core/queue/queue_keys.h"
+#include "core/queue/scripts.h"
 #include "core/redis/slots.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
@@ -930,6 +932,79 @@ TEST_F(ClusterTest, QueueOfAMigrationStalledPastTheWaitIsSweptByItsNewOwner) {
 TEST_F(ClusterTest, QueueOfAMigrationUnderWayWhenTheWatcherStartsIsSweptByItsNewOwner) {
     expect_arrived_queue_swept_by_new_owner("midway",
                                             {Order::AsListed, milliseconds(3000), "", true});
+}
+
+// A claim whose tracked keys already went to the slot's new master (MIGRATE moved them
+// first; the queue's keys are still here) writes nothing half-way: the due items and a
+// run-out batch it was to reclaim stay as they were, no batch key or lease is made. As the
+// engine sends it (its new batch key missing) Redis refuses it before it runs (TRYAGAIN);
+// with every declared key present it runs, and its look at the tracked keys (EXISTS of
+// undeclared keys missing in a MIGRATING slot) fails before its first write (trap T4).
+TEST_F(ClusterTest, AClaimThatMeetsAMigratingSlotWritesNothing) {
+    ClusterClient c(cluster_->seed_url());
+    const std::vector<std::string> keys = {"{mig}:1", "{mig}:2", "{mig}:3"};
+    c.track_all(keys, 60000);
+    const int slot = keywatch::key_slot(keys[0]);
+    const size_t from = static_cast<size_t>(cluster_->master_of_slot(slot));
+    size_t to = 0;
+    for (size_t m : cluster_->masters())
+        if (m != from) to = m;
+    keywatch::RedisProcess &src = cluster_->node(from), &dst = cluster_->node(to);
+    const auto q =
+        keywatch::QueueKeys::make("kw", "keys", keywatch::SlotTags::instance().tag(slot));
+    // Due now (their keys still live), and a crashed engine's batch whose lease ran out.
+    for (auto &k : keys) ASSERT_EQ(src.command({"ZADD", q.due, "XX", "CH", "1", k}), "1");
+    const std::string stale_member = keywatch::lease_member("dead", 7, -1);
+    ASSERT_EQ(src.command({"ZADD", q.batch("dead", 7), "5", "held"}), "1");
+    ASSERT_EQ(src.command({"ZADD", q.leases, "1", stale_member}), "1");
+    // Every other key the first claim declares, present (no key may be made in a MIGRATING
+    // slot once it migrates).
+    ASSERT_EQ(src.command({"ZADD", q.batch("new", 1), "1", "placeholder"}), "1");
+    ASSERT_EQ(src.command({"ZADD", q.inflight, "1", "placeholder"}), "1");
+    ASSERT_EQ(src.command({"ZADD", q.done, "1", "placeholder"}), "1");
+    ASSERT_EQ(src.command({"HSET", q.data, "~", "placeholder"}), "1");
+    ASSERT_EQ(src.command({"SET", q.seq, "0"}), "OK");
+    // The tracked keys go first; the queue's keys stay behind.
+    const std::string s = std::to_string(slot);
+    ASSERT_EQ(dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", src.command({"CLUSTER", "MYID"})}),
+              "OK");
+    ASSERT_EQ(src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", dst.command({"CLUSTER", "MYID"})}),
+              "OK");
+    std::vector<std::string> migrate = {"MIGRATE", dst.host(), std::to_string(dst.port()), "", "0",
+                                        "5000",    "KEYS"};
+    migrate.insert(migrate.end(), keys.begin(), keys.end());
+    ASSERT_EQ(src.command(migrate), "OK");
+    const auto state = [&] {
+        return src.command({"ZRANGE", q.due, "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"ZRANGE", q.leases, "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"ZRANGE", q.batch("dead", 7), "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"ZRANGE", q.batch("new", 1), "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"ZRANGE", q.inflight, "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"ZRANGE", q.done, "0", "-1", "WITHSCORES"}) + "|" +
+               src.command({"HGETALL", q.data}) + "|" + src.command({"GET", q.seq});
+    };
+    const std::string before = state();
+    const auto claim = [&](uint64_t seq) {
+        std::vector<std::string> args = {"EVAL", keywatch::scripts::batch::kClaimDue.body, "8"};
+        for (auto &k : q.claim_keys("new", seq)) args.push_back(k);
+        args.push_back(q.batch("dead", 7));
+        for (const char *a : {"10", "30000", "new"}) args.push_back(a);
+        args.push_back(std::to_string(seq));
+        for (const char *a : {"1", "0", "LS", "1"}) args.push_back(a);
+        args.push_back(stale_member);
+        args.push_back("__keywatch:heartbeat:engines:kw");
+        return src.command(args);
+    };
+    // Every declared key present: it runs, and fails at its look at the tracked keys.
+    std::string reply = claim(1);
+    EXPECT_TRUE(contains(reply, "ERR")) << reply;
+    EXPECT_EQ(state(), before) << "the claim wrote before it failed: " << reply;
+    // As the engine sends it (a new batch key): refused before it runs.
+    reply = claim(2);
+    EXPECT_TRUE(contains(reply, "TRYAGAIN")) << reply;
+    EXPECT_EQ(state(), before) << reply;
+    // The migration ends as usual.
+    cluster_->migrate_slot(slot, to);
 }
 
 // A watcher process killed with claims in hand: on a cluster its slot queues hold only

@@ -664,6 +664,34 @@ TEST_F(QueueTest, AloneClaimsTurnSharedWhenASecondEngineListens) {
         << "shared batches leave done records";
 }
 
+TEST_F(QueueTest, ClaimsAreSharedWhileAnEngineOfTheEarlierVersionIsSubscribed) {
+    // An engine of the version before the batch layout hears every notification but does
+    // not subscribe the engines channel, so a claim counts one listener (this engine). Its
+    // heartbeat channel (16 hex digits) tells it is there: claims keep in-flight entries
+    // and done records for it, so that it answers "taken" or "done", never "untracked".
+    auto raw = client();
+    auto v1 = client();
+    v1->command({"SUBSCRIBE", "__keywatch:heartbeat:0123456789abcdef"});
+    Client c(redis().url());
+    track_gone_keys(c, *raw, "v1:", 10);
+    Gate gate;
+    EventSink sink;
+    sink.hook = [&](const Event &) { gate.wait(); };
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(wait_until([&] { return sink.in_handler() > 0; }));
+    EXPECT_EQ(engines_listening(*raw), "1");
+    ASSERT_TRUE(wait_until([&] { return c.inspect("keys", "inflight") == 10; }));
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:inflight"}), "10") << "shared: entries";
+    gate.open();
+    ASSERT_TRUE(e->stat_reaches("items.acked", 10));
+    EXPECT_NE(raw->command({"ZCARD", "kw:keys:{0}:done"}) + "/" +
+                  raw->command({"ZCOUNT", "kw:keys:{0}:leases", "-inf", "(0"}),
+              "0/0")
+        << "shared batches leave done records";
+    EXPECT_EQ(sink.size(), 10u) << sink.describe();
+}
+
 TEST_F(QueueTest, ClaimsWorkWithoutPubsubPermission) {
     // A user that may not run PUBSUB: claims count no listeners, so they are shared, and
     // delivery goes on as usual.

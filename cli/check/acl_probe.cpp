@@ -40,6 +40,9 @@ const std::string kHeartbeat = std::string(kHeartbeatChannelPrefix) + "keywatch-
 const std::string kDiscovery = "acl: cluster discovery";
 const std::string kChannels = "acl: channels";
 const std::string kTracked = "acl: tracked keys";
+// PUBSUB NUMSUB (in claims) and CHANNELS (beside them): without them claims are shared,
+// which is correct, only dearer, so a refusal is a warning.
+const std::string kAlone = "acl: alone claims";
 
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
@@ -49,11 +52,12 @@ std::string lower(std::string s) {
 
 // A probe of a script command with valid arguments on the queue's keys; an unknown
 // command gets none (reported as not probed).
-bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out) {
+bool script_command_probe(const std::string &cmd, const QueueKeys &k, const std::string &ns,
+                          Probe *out) {
     struct Shape {
         const char *cmd;
         char key;  // z: due zset, h: data hash, s: dead stream, k: any key, r: due twice
-                   // (destination and source), 0: none
+                   // (destination and source), c: the engines channel, 0: none
         std::vector<std::string> rest;
         bool writes;
     };
@@ -70,6 +74,7 @@ bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out
         {"HSETNX", 'h', {"f", "v"}, true},
         {"INCR", 'k', {}, true},
         {"PEXPIRETIME", 'k', {}, false},
+        {"PUBSUB|NUMSUB", 'c', {}, false},
         {"SET", 'k', {"v"}, true},
         {"TIME", 0, {}, false},
         {"TYPE", 'k', {}, false},
@@ -92,6 +97,9 @@ bool script_command_probe(const std::string &cmd, const QueueKeys &k, Probe *out
     for (const auto &s : shapes) {
         if (cmd != s.cmd) continue;
         *out = {lower(cmd), {cmd}, s.writes};
+        if (const size_t bar = cmd.find('|'); bar != std::string::npos)
+            out->args = {cmd.substr(0, bar), cmd.substr(bar + 1)};  // PUBSUB NUMSUB
+        if (s.key == 'c') out->args.push_back(engines_channel(ns));
         if (s.key == 'h') out->args.push_back(k.data);
         if (s.key == 's') out->args.push_back(k.dead);
         if (s.key == 'z' || s.key == 'k' || s.key == 'r') out->args.push_back(k.due);
@@ -222,7 +230,13 @@ Tally tally(const Group &g, const AclNeeds &needs) {
 void report_group(const Group &g, const std::string &node, const std::string &user,
                   const AclNeeds &needs, CheckReport *report) {
     const Tally t = tally(g, needs);
-    if (!t.refused.empty() && g.check == kTracked && needs.sample_key.empty()) {
+    if (!t.refused.empty() && g.check == kAlone) {
+        report->add(g.check, node, Verdict::Warn,
+                    "user '" + user + "' may not run " + joined(t.refused, "; ") + " (" + t.words +
+                        "): every claim of tracked keys keeps in-flight entries and done "
+                        "records, as if another engine listened (correct, only dearer)",
+                    "ACL SETUSER " + user + " " + joined(t.grants, " "));
+    } else if (!t.refused.empty() && g.check == kTracked && needs.sample_key.empty()) {
         // An arbitrary key outside the namespace: the user may well read the tracked ones.
         report->add(g.check, node, Verdict::Warn,
                     "user '" + user + "' may not read a key outside keywatch's namespace (" +
@@ -268,9 +282,10 @@ Group group_of(std::string check, std::vector<Probe> probes) {
     return g;
 }
 
-// The queue scripts and the commands they run, on the keys of every queue served.
+// The queue scripts and the commands they run, on the keys of every queue served (PUBSUB
+// in `alone`, once).
 void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vector<Probe> *scripts,
-                       std::vector<Probe> *inner) {
+                       std::vector<Probe> *inner, std::vector<Probe> *alone) {
     const std::vector<std::string> names = scripts::commands();
     for (auto &q : needs.plan.demand.queues()) {
         const QueueKeys k = QueueKeys::make(needs.plan.config.ns, q, tag);
@@ -283,8 +298,13 @@ void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vecto
         }
         for (auto &n : names) {
             Probe p;
-            if (!script_command_probe(n, k, &p)) p = {lower(n), {n}, true, false};
-            inner->push_back(std::move(p));
+            if (!script_command_probe(n, k, needs.plan.config.ns, &p))
+                p = {lower(n), {n}, true, false};
+            if (p.name.rfind("pubsub|", 0) != 0)
+                inner->push_back(std::move(p));
+            else if (std::none_of(alone->begin(), alone->end(),
+                                  [&](const Probe &a) { return a.name == p.name; }))
+                alone->push_back(std::move(p));
         }
     }
     scripts->push_back({"script|load", {"SCRIPT", "LOAD", "return 0"}, true});
@@ -292,8 +312,10 @@ void plan_queue_probes(const std::string &tag, const AclNeeds &needs, std::vecto
 
 // Every group sent on the command connection, in report order.
 std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
-    std::vector<Probe> scripts, inner, discovery, dedupe;
-    plan_queue_probes(tag, needs, &scripts, &inner);
+    std::vector<Probe> scripts, inner, alone, discovery, dedupe;
+    plan_queue_probes(tag, needs, &scripts, &inner, &alone);
+    if (needs.plan.demand.track_keys && needs.plan.config.alone_claims)
+        alone.push_back({"pubsub|channels", {"PUBSUB", "CHANNELS", kV1HeartbeatGlob}, false});
     const std::string key =
         needs.sample_key.empty() ? "keywatch-check:{" + tag + "}:probe" : needs.sample_key;
     const Deployment &d = needs.plan.deployment;
@@ -320,6 +342,7 @@ std::vector<Group> plan_groups(const std::string &tag, const AclNeeds &needs) {
                    {"SCAN", "0", "MATCH", queue_key_glob(needs.plan.config.ns, "*", "due"), "COUNT",
                     "1", "TYPE", "zset"},
                    false}}));
+    if (!alone.empty()) groups.push_back(group_of(kAlone, std::move(alone)));
     if (!discovery.empty()) groups.push_back(group_of(kDiscovery, std::move(discovery)));
     if (!dedupe.empty()) groups.push_back(group_of("acl: dedupe", std::move(dedupe)));
     return groups;

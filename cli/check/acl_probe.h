@@ -26,8 +26,8 @@ struct AclNeeds {
 
 // Probes `url` (one node; in a cluster `tag` is a hash tag this node serves) and adds one
 // line per group of commands to *report: heartbeat and subscriptions, queue scripts, the
-// scripts' own commands on keywatch's keys, reads of tracked keys, cluster discovery,
-// dedupe. timeout_ms bounds each connection and reply.
+// scripts' own commands on keywatch's keys, reads of tracked keys, alone claims (PUBSUB,
+// a warning only), cluster discovery, dedupe. timeout_ms bounds each connection and reply.
 void probe_acl(const RedisUrl &url, const std::string &tag, const AclNeeds &needs,
                int64_t timeout_ms, CheckReport *report);
 

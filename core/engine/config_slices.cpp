@@ -21,6 +21,7 @@ PlanConfig plan_config(const Config &c) {
     p.ns = c.ns;
     p.track_enable = c.track_enable;
     p.dedupe = c.dedupe_enable;
+    p.alone_claims = c.done_mode == "auto";
     p.queues = c.queues;
     return p;
 }

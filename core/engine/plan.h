@@ -30,6 +30,7 @@ struct PlanConfig {
     std::string ns = "kw";
     bool track_enable = true;
     bool dedupe = false;
+    bool alone_claims = true;         // queue.done_mode=auto (the engine asks PUBSUB CHANNELS)
     std::vector<std::string> queues;  // the `queues` option
 };                                    // from a Config: plan_config() (config_slices.h)
 

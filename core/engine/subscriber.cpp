@@ -45,7 +45,7 @@ Subscriber::Subscriber(EventLoop &loop, RedisUrl url, Options opts, SubscriberSi
       rng_(std::random_device{}()) {
     char id[17];
     snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(rng_()));
-    hb_channel_ = std::string(kHeartbeatChannelPrefix) + id;
+    hb_channel_ = heartbeat_channel(id);
 }
 
 void Subscriber::start() {

@@ -1262,14 +1262,25 @@ const size_t kAllCount = sizeof kAll / sizeof kAll[0];
 
 std::vector<std::string> commands() {
     std::set<std::string> names;
-    const std::string_view mark = "redis.call('";
-    for (size_t i = 0; i < kAllCount; i++) {
-        const std::string_view body = kAll[i]->body;
-        for (size_t at = body.find(mark); at != std::string_view::npos; at = body.find(mark, at)) {
-            at += mark.size();
-            const size_t end = body.find('\'', at);
-            if (end == std::string_view::npos) break;
-            names.insert(std::string(body.substr(at, end - at)));
+    for (const std::string_view mark : {"redis.call('", "redis.pcall('"}) {
+        for (size_t i = 0; i < kAllCount; i++) {
+            const std::string_view body = kAll[i]->body;
+            for (size_t at = body.find(mark); at != std::string_view::npos;
+                 at = body.find(mark, at)) {
+                at += mark.size();
+                const size_t end = body.find('\'', at);
+                if (end == std::string_view::npos) break;
+                std::string name(body.substr(at, end - at));
+                // A command with subcommands is granted by subcommand: PUBSUB|NUMSUB.
+                const std::string_view sub = ", '";
+                if (name == "PUBSUB" && body.substr(end + 1, sub.size()) == sub) {
+                    const size_t from = end + 1 + sub.size();
+                    const size_t to = body.find('\'', from);
+                    if (to == std::string_view::npos) break;
+                    name += "|" + std::string(body.substr(from, to - from));
+                }
+                names.insert(std::move(name));
+            }
         }
     }
     return {names.begin(), names.end()};

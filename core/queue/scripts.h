@@ -82,8 +82,10 @@ extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, 
 //   renew       leases ARGV lease_ms member... -> 1|0 per member
 //   inspect     due inflight data dead done leases -> {now, due, due_now, dead, oldest,
 //               v1_inflight, live members}
-// Not yet served by the engine (it still runs the version-1 scripts above), but in kAll:
-// their commands are granted and probed already.
+// The engine runs these. The version-1 claim_due, claim_live, ack, fail, renew, release and
+// inspect above are what engines of the earlier version run: kept in kAll so that the ACL
+// rule still grants their commands to a user such engines share during a rolling upgrade,
+// and run by the tests that play such an engine.
 namespace batch {
 extern const Script kClaimDue, kClaimLive, kAck, kFail, kRelease, kRenew, kInspect;
 }  // namespace batch
@@ -97,8 +99,8 @@ extern const Script *const kAll[];
 extern const size_t kAllCount;
 
 // The commands the scripts run (Redis checks each against the caller's ACL), upper case,
-// sorted, read from the scripts themselves so that a new one is granted and probed without
-// anyone listing it.
+// sorted, read from the scripts themselves (redis.call and redis.pcall) so that a new one is
+// granted and probed without anyone listing it; PUBSUB by subcommand ("PUBSUB|NUMSUB").
 std::vector<std::string> commands();
 }  // namespace scripts
 

@@ -33,6 +33,16 @@ std::string keyspace_pattern(int db, std::string_view key_glob);
 // The prefix of the channel each subscriber publishes its heartbeats on (then its id).
 inline constexpr const char *kHeartbeatChannelPrefix = "__keywatch:heartbeat:";
 
+// The heartbeat channel of the subscriber `id`: "<prefix>2:<id>". Engines before the batch
+// layout used "<prefix><16 hex digits>", the shape kV1HeartbeatGlob matches, so that an
+// engine of that version is told from this one by its channel (V1Engines, v1_engines.h).
+inline std::string heartbeat_channel(const std::string &id) {
+    return std::string(kHeartbeatChannelPrefix) + "2:" + id;
+}
+inline constexpr const char *kV1HeartbeatGlob =
+    "__keywatch:heartbeat:[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]"
+    "[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]";
+
 // The channel every engine serving tracked keys of namespace ns subscribes to on each
 // master, before its keyevent patterns: a claim counts its subscribers (PUBSUB NUMSUB) to
 // know whether another engine may hear a notification of what it takes (queue.done_mode).

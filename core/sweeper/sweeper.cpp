@@ -42,7 +42,9 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
                 link_, queues_,
                 {[this](Queue &q) { sweep(q); },
                  [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
-                 [this](Queue &q) { claims_work(q); }, queue_log()}) {
+                 [this](Queue &q) { claims_work(q); }, queue_log()}),
+      v1_engines_(loop, opts_.scan_interval_ms, link_,
+                  [this](kw_log_level level, const std::string &message) { log(level, message); }) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
@@ -66,6 +68,7 @@ void Sweeper::stop_claiming() {
     claiming_ = false;
     set_sweeping(false);
     arrivals_.stop();
+    v1_engines_.stop();
     queues_.for_each([](Queue &q) { q.timer->cancel(); });
     completions_.send();  // acks held back for claims go out now
 }
@@ -92,10 +95,16 @@ void Sweeper::resume() {
     completions_.resume();
     set_sweeping(claiming_ && !claims_failing_since_ms_);
     if (claiming_) {
-        queues_.for_each([this](Queue &q) {
-            take_back_unanswered(q);
-            sweep(q);
-        });
+        queues_.for_each([this](Queue &q) { take_back_unanswered(q); });
+        auto sweep_all = [this] {
+            if (claiming_) queues_.for_each([this](Queue &q) { sweep(q); });
+        };
+        // Claims that may be alone first learn whether an engine of the earlier version
+        // listens (one round trip; until then every claim would be shared).
+        if (opts_.engines_channel.empty() || !opts_.track_keys)
+            sweep_all();
+        else
+            v1_engines_.connected(sweep_all);
         // Cluster: what arrived while we were away is found by a full scan.
         arrivals_.scan_all();
         std::vector<Event> backlog;
@@ -108,6 +117,7 @@ void Sweeper::resume() {
 void Sweeper::on_lost() {
     set_sweeping(false);
     completions_.connection_lost();
+    v1_engines_.lost();
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come
     claims_out_ = 0;
     arrivals_.connection_lost();

@@ -69,6 +69,7 @@
 #include "core/sweeper/slot_queue.h"
 #include "core/sweeper/slot_queues.h"
 #include "core/sweeper/sweeper_counters.h"
+#include "core/sweeper/v1_engines.h"
 
 namespace keywatch {
 
@@ -114,7 +115,9 @@ class Sweeper {
         const EngineStats *stats = nullptr;
         NodeStats *node_stats = nullptr;
         bool cluster = false;
-        int64_t scan_interval_ms;        // cluster: full SCAN for queue keys
+        // Cluster: full SCAN for queue keys; both: how often to look for engines of the
+        // earlier version (v1_engines.h)
+        int64_t scan_interval_ms;
         int64_t migration_wait_ms;       // cluster: how long Where::Arriving lasts
         std::function<void()> on_moved;  // cluster: a slot is served elsewhere now
         // Cluster: completions refused with MOVED (their slot is served elsewhere now), to
@@ -194,8 +197,9 @@ class Sweeper {
     // Whether the next claim of q looks at leases ('L'): a run-out lease is named, one it
     // knows of may have run out, or it has not looked for kLookAtLeasesMs.
     static bool must_look(const Queue &q, int64_t now);
-    // The claim flag 'S' when claims must be shared now (our subscriber is away, or
-    // another engine listened within track.done_window), else "".
+    // The claim flag 'S' when claims must be shared now (our subscriber is away, another
+    // engine listened within track.done_window, or one of the earlier version may be
+    // subscribed), else "".
     std::string shared_flag() const;
     // A claim saw `listeners` on the engines channel.
     void saw_listeners(int64_t listeners);
@@ -247,6 +251,7 @@ class Sweeper {
     LeaseRenewal leases_;
     CompletionBatches completions_;
     ClusterArrivals arrivals_;
+    V1Engines v1_engines_;  // asked only when claims may be alone (engines_channel set)
     bool claiming_ = false;
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection

@@ -92,9 +92,10 @@ bool Sweeper::must_look(const Queue &q, int64_t now) {
 
 std::string Sweeper::shared_flag() const {
     // While our own subscriber is away, the one listener a claim counts may be another
-    // engine; and one that was seen may be reconnecting (uncounted) for a while.
+    // engine; one that was seen may be reconnecting (uncounted) for a while; and an engine
+    // of the earlier version is never counted.
     const bool ours = opts_.subscribed && opts_.subscribed();
-    return !ours || wall_ms() < shared_until_ms_ ? "S" : "";
+    return !ours || wall_ms() < shared_until_ms_ || v1_engines_.present() ? "S" : "";
 }
 
 void Sweeper::saw_listeners(int64_t listeners) {

@@ -78,7 +78,7 @@ def test_healthy_server_passes_every_check(configured_redis: Callable[..., Serve
     for name in ("connection", "version", "role", "config", "notifications", "persistence",
                  "memory policy", "acl: channels", "acl: queue scripts",
                  "acl: script commands", "acl: tracked keys", "acl: queue discovery",
-                 "acl: cluster discovery", "clock"):
+                 "acl: alone claims", "acl: cluster discovery", "clock"):
         assert verdict(doc, name) == "ok", name
     assert all("fix" not in c for c in doc["checks"])
 
@@ -290,6 +290,23 @@ def test_without_scan_the_queue_gauges_cannot_find_the_queues(
     inspect = subprocess.run([_env_path("KW_CLI"), "inspect", "--redis", url],
                              capture_output=True, text=True, timeout=30)
     assert inspect.returncode == 1 and "no permissions to run the 'scan'" in inspect.stdout
+
+
+def test_without_pubsub_claims_are_shared_and_check_warns_with_the_grant(
+        configured_redis: Callable[..., Server]) -> None:
+    s = healthy(configured_redis)
+    rule = check_json("--redis", s.url)[1]["acl_rule"]
+    assert "+pubsub|numsub" in rule.split() and "+pubsub|channels" in rule.split(), rule
+    url = acl_user(s, "nopubsub", rule, "-pubsub|numsub", "-pubsub|channels")
+    status, doc = check_json("--redis", url)
+    assert status == 0, doc
+    (line,) = lines(doc, "acl: alone claims")
+    assert line["verdict"] == "warn" and "in-flight entries" in line["detail"], line
+    assert "PUBSUB NUMSUB __keywatch:heartbeat:engines:kw" in line["detail"], line
+    assert line["fix"] == "ACL SETUSER nopubsub +pubsub|numsub +pubsub|channels", line
+    # With queue.done_mode=always the engine does not look for other engines' channels.
+    status, doc = check_json("--redis", s.url, "-c", "queue.done_mode=always")
+    assert "+pubsub|channels" not in doc["acl_rule"].split(), doc["acl_rule"]
 
 
 def test_a_user_without_multi_gets_warnings_not_guesses(
