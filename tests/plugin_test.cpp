@@ -1372,6 +1372,30 @@ TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
     EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 40));
 }
 
+// A parked event past hold.timeout leaves its gate without another event parking behind
+// it: 17 items due, one held, 16 parked filling dispatch.queue_size. At hold.timeout the
+// sweeper releases all 17; the parked 16 are taken out (the engine looks every lease/3),
+// which frees their places, so the engine claims 16 of them again.
+TEST_F(ParkingTest, AParkedEventPastHoldTimeoutLeavesItsPlaceWithoutAnotherPark) {
+    configure({{"workers", "2"},
+               {"lease", "1s"},
+               {"hold.timeout", "2s"},
+               {"dispatch.queue_size", "16"}});
+    load_holder({{"max_in_flight", "1"}});
+    std::vector<std::string> exists = {"EXISTS"};
+    for (int i = 1; i <= 17; i++) {
+        track("long:" + std::to_string(i), "v");
+        exists.push_back("long:" + std::to_string(i));
+    }
+    ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_least(33))) << logs_.describe();
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("items.acked", 17)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
+}
+
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {
     // The holder keeps "long:1" for 3s: five 600ms leases. A second engine with the probe
     // would take the item over after one lease were it not renewed.
