@@ -1372,6 +1372,35 @@ TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
     EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 40));
 }
 
+// A parked event handed to the workers just before a stop, with no worker free to call
+// it: the one worker sleeps in the batcher's call while long:1's hold completes, so long:2
+// (parked) is posted to the dispatcher. Stop's timeout passes first: long:2 is not called,
+// before or after stop returns; it goes back to its queue for the next engine.
+TEST_F(ParkingTest, AParkedEventPostedJustBeforeStopIsReleasedNotCalled) {
+    configure({{"workers", "1"}, {"hold.timeout", "1m"}});
+    load_for("b:", test_plugin("batcher"), "b", {{"sleep_ms", "3000"}});
+    load_holder({{"max_in_flight", "1"}, {"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("long:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 1)) << logs_.describe();
+    track("long:2", "v");
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.1", 1)) << logs_.describe();
+    track("b:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.b.entered", 1)) << logs_.describe();
+    go();  // long:1 completes: long:2 leaves the gate for the busy worker
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.1", 0)) << logs_.describe();
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 200), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 1));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.1", 1)) << "long:2 was not called";
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1");
+    configure({{"hold.timeout", "1m"}});
+    load_holder({{"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 1)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("items.acked", 1));
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1\nlong:2:1");
+}
+
 // A parked event past hold.timeout leaves its gate without another event parking behind
 // it: 17 items due, one held, 16 parked filling dispatch.queue_size. At hold.timeout the
 // sweeper releases all 17; the parked 16 are taken out (the engine looks every lease/3),
