@@ -1285,6 +1285,19 @@ class ParkingTest : public MaxInFlightTest {
             EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", i - 1)) << "long:" << i;
         }
     }
+    // The holder alone at max_in_flight 1, started with long:1..long:<n> due: every key
+    // gone (EXISTS expires them) before the start, so the sweep claims them all and no
+    // live notification does.
+    void start_with_due(int n) {
+        load_holder({{"max_in_flight", "1"}});
+        std::vector<std::string> exists = {"EXISTS"};
+        for (int i = 1; i <= n; i++) {
+            track("long:" + std::to_string(i), "v");
+            exists.push_back("long:" + std::to_string(i));
+        }
+        ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    }
     // "long:1:1\nlong:2:1..." up to last.
     static std::string calls(int last) {
         std::string want;
@@ -1351,16 +1364,8 @@ TEST_F(ParkingTest, AParkedEventPastHoldTimeoutIsReleasedAndCalledOnceWhenRedeli
 // engine claims long:1 (held) and 16 more (parked), then no more until they move on.
 TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
     configure({{"workers", "2"}, {"hold.timeout", "1m"}, {"dispatch.queue_size", "16"}});
-    load_holder({{"max_in_flight", "1"}});
-    std::vector<std::string> exists = {"EXISTS"};
-    for (int i = 1; i <= 40; i++) {
-        track("long:" + std::to_string(i), "v");
-        exists.push_back("long:" + std::to_string(i));
-    }
-    // Every key gone (EXISTS expires them) before the start: the sweep claims them all,
-    // no live notification does.
-    ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due(40);
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
     for (int sample = 0; sample < 20; sample++) {  // a bound at every moment, sampled
         ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_most(17), nullptr, milliseconds(0)));
@@ -1406,18 +1411,10 @@ TEST_F(ParkingTest, AParkedEventPostedJustBeforeStopIsReleasedNotCalled) {
 // sweeper releases all 17; the parked 16 are taken out (the engine looks every lease/3),
 // which frees their places, so the engine claims 16 of them again.
 TEST_F(ParkingTest, AParkedEventPastHoldTimeoutLeavesItsPlaceWithoutAnotherPark) {
-    configure({{"workers", "2"},
-               {"lease", "1s"},
-               {"hold.timeout", "2s"},
-               {"dispatch.queue_size", "16"}});
-    load_holder({{"max_in_flight", "1"}});
-    std::vector<std::string> exists = {"EXISTS"};
-    for (int i = 1; i <= 17; i++) {
-        track("long:" + std::to_string(i), "v");
-        exists.push_back("long:" + std::to_string(i));
-    }
-    ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    configure(
+        {{"workers", "2"}, {"lease", "1s"}, {"hold.timeout", "2s"}, {"dispatch.queue_size", "16"}});
+    start_with_due(17);
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
     ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_least(33))) << logs_.describe();
     go();
