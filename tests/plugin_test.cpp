@@ -1402,7 +1402,8 @@ TEST_F(ParkingTest, AParkedEventPostedJustBeforeStopIsReleasedNotCalled) {
     load_holder({{"record", "calls"}});
     ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
     ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 1)) << logs_.describe();
-    EXPECT_TRUE(engine_->stat_reaches("items.acked", 1));
+    // (b:1 may come again too: its call ended after the stop, its ack maybe unsent.)
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 1));
     EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1\nlong:2:1");
 }
 
