@@ -96,8 +96,10 @@ KW_API const char *kw_err_name(int status);
  *                         add it with CONFIG SET (default false: only warn)
  *  workers                number of handler threads, 1..256 (default: the number of cores,
  *                         at most 4; raise it for handlers that wait on I/O)
- *  dispatch.queue_size    events waiting for a worker before live events are dropped and
- *                         counted, 16..16777216 (default 65536)
+ *  dispatch.queue_size    events waiting for a worker, queued or parked at a handler's
+ *                         max_in_flight: once that many wait, live events are dropped and
+ *                         counted, and claims stop (they count the events in the workers'
+ *                         hands too), 16..16777216 (default 65536)
  *  reconnect.min          first reconnect delay (default 100ms)
  *  reconnect.max          cap of the exponential reconnect delay (default 10s)
  *  health.interval        subscriber heartbeat period (default 1s)

@@ -1285,6 +1285,19 @@ class ParkingTest : public MaxInFlightTest {
             EXPECT_TRUE(engine_->stat_reaches("handler.waiting.1", i - 1)) << "long:" << i;
         }
     }
+    // The holder alone at max_in_flight 1, started with long:1..long:<n> due: every key
+    // gone (EXISTS expires them) before the start, so the sweep claims them all and no
+    // live notification does.
+    void start_with_due(int n) {
+        load_holder({{"max_in_flight", "1"}});
+        std::vector<std::string> exists = {"EXISTS"};
+        for (int i = 1; i <= n; i++) {
+            track("long:" + std::to_string(i), "v");
+            exists.push_back("long:" + std::to_string(i));
+        }
+        ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
+        ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    }
     // "long:1:1\nlong:2:1..." up to last.
     static std::string calls(int last) {
         std::string want;
@@ -1351,16 +1364,8 @@ TEST_F(ParkingTest, AParkedEventPastHoldTimeoutIsReleasedAndCalledOnceWhenRedeli
 // engine claims long:1 (held) and 16 more (parked), then no more until they move on.
 TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
     configure({{"workers", "2"}, {"hold.timeout", "1m"}, {"dispatch.queue_size", "16"}});
-    load_holder({{"max_in_flight", "1"}});
-    std::vector<std::string> exists = {"EXISTS"};
-    for (int i = 1; i <= 40; i++) {
-        track("long:" + std::to_string(i), "v");
-        exists.push_back("long:" + std::to_string(i));
-    }
-    // Every key gone (EXISTS expires them) before the start: the sweep claims them all,
-    // no live notification does.
-    ASSERT_TRUE(wait_until([&] { return redis_cmd(exists) == "0"; }));
-    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    start_with_due(40);
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
     for (int sample = 0; sample < 20; sample++) {  // a bound at every moment, sampled
         ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_most(17), nullptr, milliseconds(0)));
@@ -1370,6 +1375,52 @@ TEST_F(ParkingTest, ParkedEventsCountAgainstTheDispatchQueueSoClaimsStopThere) {
     ASSERT_TRUE(engine_->stat_reaches("items.acked", 40)) << logs_.describe();
     EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
     EXPECT_TRUE(engine_->stat_reaches("plugin.h.held", 40));
+}
+
+// A parked event handed to the workers just before a stop, with no worker free to call
+// it: the one worker sleeps in the batcher's call while long:1's hold completes, so long:2
+// (parked) is posted to the dispatcher. Stop's timeout passes first: long:2 is not called,
+// before or after stop returns; it goes back to its queue for the next engine.
+TEST_F(ParkingTest, AParkedEventPostedJustBeforeStopIsReleasedNotCalled) {
+    configure({{"workers", "1"}, {"hold.timeout", "1m"}});
+    load_for("b:", test_plugin("batcher"), "b", {{"sleep_ms", "3000"}});
+    load_holder({{"max_in_flight", "1"}, {"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    track("long:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.held", 1)) << logs_.describe();
+    track("long:2", "v");
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.1", 1)) << logs_.describe();
+    track("b:1", "v");
+    ASSERT_TRUE(engine_->stat_reaches("plugin.b.entered", 1)) << logs_.describe();
+    go();  // long:1 completes: long:2 leaves the gate for the busy worker
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.1", 0)) << logs_.describe();
+    EXPECT_EQ(kw_engine_stop(engine_->get(), 200), KW_ERR_TIMEOUT) << engine_->last_error();
+    EXPECT_TRUE(engine_->stat_reaches("items.released", 1));
+    EXPECT_TRUE(engine_->stat_reaches("handler.calls.1", 1)) << "long:2 was not called";
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1");
+    configure({{"hold.timeout", "1m"}});
+    load_holder({{"record", "calls"}});
+    ASSERT_EQ(engine_->start(), KW_OK) << engine_->last_error();
+    ASSERT_TRUE(engine_->stat_reaches("plugin.h.completed", 1)) << logs_.describe();
+    // (b:1 may come again too: its call ended after the stop, its ack maybe unsent.)
+    EXPECT_TRUE(engine_->stat_reaches("handler.acked.0", 1));
+    EXPECT_EQ(redis_cmd({"LRANGE", "calls", "0", "-1"}), "long:1:1\nlong:2:1");
+}
+
+// A parked event past hold.timeout leaves its gate without another event parking behind
+// it: 17 items due, one held, 16 parked filling dispatch.queue_size. At hold.timeout the
+// sweeper releases all 17; the parked 16 are taken out (the engine looks every lease/3),
+// which frees their places, so the engine claims 16 of them again.
+TEST_F(ParkingTest, AParkedEventPastHoldTimeoutLeavesItsPlaceWithoutAnotherPark) {
+    configure(
+        {{"workers", "2"}, {"lease", "1s"}, {"hold.timeout", "2s"}, {"dispatch.queue_size", "16"}});
+    start_with_due(17);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(engine_->stat_reaches("handler.waiting.0", 16)) << logs_.describe();
+    ASSERT_TRUE(engine_->stat_reaches("items.claimed", at_least(33))) << logs_.describe();
+    go();
+    ASSERT_TRUE(engine_->stat_reaches("items.acked", 17)) << logs_.describe();
+    EXPECT_TRUE(engine_->stat_reaches("handler.waiting.0", 0));
 }
 
 TEST_F(PluginTest, AHeldEventsLeaseIsRenewedPastItsLengthAndNoOtherEngineGetsIt) {

@@ -193,6 +193,13 @@ int Engine::launch(Fanout::Options fo, bool check_only) {
         return status;
     }
     if (queues_) loop_->run_sync([this] { fanout_->start_sweepers(); });
+    const bool gates = std::any_of(handlers_.begin(), handlers_.end(),
+                                   [](const Slot &h) { return h.gate != nullptr; });
+    if (queues_ && gates)
+        loop_->run_sync([this] {
+            parked_timer_ = std::make_unique<Timer>(loop_->base(), [this] { expire_parked(); });
+            parked_timer_->arm(std::max<int64_t>(config_.lease_ms / 3, 1));
+        });
     running_ = true;
     return KW_OK;
 }
@@ -241,6 +248,7 @@ int Engine::stop(int64_t timeout_ms) {
     loop_->run_sync([this] {
         fanout_->shutdown_subscribers();
         fanout_->stop_claiming();
+        parked_timer_.reset();  // the parked events are given back below (abort_gates)
     });
     std::vector<Event> abandoned;
     auto deadline_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -528,25 +536,35 @@ int Engine::invoke(size_t index, Event &ev, Delivery &delivery) {
 int Engine::park(size_t index, Event &ev, Delivery &delivery) {
     std::shared_ptr<Hold> hold = delivery.park(index);
     if (!hold) return kRelease;  // the engine stops
-    InFlightGate &gate = *handlers_[index].gate;
-    note_full(index);
+    InFlightGate::Parking p =
+        handlers_[index].gate->park({std::move(hold), hold_expiry(ev)}, wall_ms(), 30000);
+    dispatcher_->parked((p.entry == InFlightGate::FULL ? 1 : 0) -
+                        static_cast<int64_t>(p.expired.size()));
+    if (p.say_full) say_full(index);
+    if (p.entry == InFlightGate::ENTERED) run_parked(index, std::move(p.run.hold));  // room came
+    return kParked;  // p.expired, and p.run.hold when ABORTED, are released here
+}
+
+int64_t Engine::hold_expiry(const Event &ev) const {
     // A tracked item's lease is renewed up to hold.timeout after its claim: past that the
-    // sweeper released it, so it leaves the queue.
-    const int64_t expires = ev.tracked() ? ev.ts_ms + config_.hold_timeout_ms : 0;
-    InFlightGate::Parked run;
-    std::vector<InFlightGate::Parked> expired;
-    const InFlightGate::Entry entry =
-        gate.park({std::move(hold), expires}, wall_ms(), &run, &expired);
-    dispatcher_->parked((entry == InFlightGate::FULL ? 1 : 0) -
-                        static_cast<int64_t>(expired.size()));
-    if (entry == InFlightGate::ENTERED) run_parked(index, std::move(run.hold));  // room came
-    return kParked;  // expired, and run.hold when ABORTED, are released here
+    // sweeper released it for redelivery.
+    return ev.tracked() ? ev.ts_ms + config_.hold_timeout_ms : 0;
+}
+
+void Engine::expire_parked() {
+    parked_timer_->arm(std::max<int64_t>(config_.lease_ms / 3, 1));
+    const int64_t now = wall_ms();
+    for (auto &h : handlers_) {
+        if (!h.gate) continue;
+        std::vector<InFlightGate::Parked> expired = h.gate->expire(now);
+        dispatcher_->parked(-static_cast<int64_t>(expired.size()));
+    }  // released here: the sweeper released their items already, or does at its next look
 }
 
 void Engine::run_parked(size_t index, std::shared_ptr<Hold> parked) {
     Event ev = parked->event();
     ev.error.clear();
-    if (ev.tracked() && wall_ms() >= ev.ts_ms + config_.hold_timeout_ms) {
+    if (ev.tracked() && wall_ms() >= hold_expiry(ev)) {
         parked.reset();  // released at hold.timeout: not called
         call_ended(index, false);
         return;
@@ -572,12 +590,8 @@ void Engine::run_parked(size_t index, std::shared_ptr<Hold> parked) {
     parked->hand_on(combined, combined == KW_RESULT_ACK ? "" : std::move(ev.error));
 }
 
-void Engine::note_full(size_t index) {
+void Engine::say_full(size_t index) {
     Slot &h = handlers_[index];
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count();
-    if (!h.gate->note_full(now_ms, 30000)) return;
     const std::string name = h.handler->name();
     // Information, not a warning: a full gate is the limit doing its work (exec with more
     // events than max_in_flight); handler.waiting staying up is what to watch.
@@ -619,9 +633,6 @@ void Engine::hold_completed(size_t handler, int result) {
 void Engine::held_item_done(const Event &ev, int result, std::string error,
                             int64_t retry_delay_ms) {
     if (!ev.tracked()) return;
-    // Released past hold.timeout: the sweeper released it then, and it may be claimed
-    // again already (a parked event dropped from its queue).
-    if (result == kRelease && wall_ms() >= ev.ts_ms + config_.hold_timeout_ms) return;
     if (result != kRelease) stats_.queue_done(ev.queue, result);
     Completion c{ev.queue, ev.key, result, std::move(error), ev.slot, ev.ts_ms};
     c.retry_delay_ms = retry_delay_ms;

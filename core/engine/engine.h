@@ -128,7 +128,11 @@ class Engine : private SubscriberSink, private HoldOwner {
     // A parked event with its place: the handler's call (worker thread) completes the
     // parked Hold, or holds the item again. Past hold.timeout it is not called.
     void run_parked(size_t handler, std::shared_ptr<Hold> parked);
-    void note_full(size_t handler);  // the gate is full: said, rate-limited
+    void say_full(size_t handler);  // the gate is full (said at most every 30 s: park())
+    int64_t hold_expiry(const Event &ev) const;  // claim + hold.timeout; 0: untracked
+    // Every lease/3 (as the sweeper looks at hold.timeout): the parked events past it are
+    // taken out of their gates and released, even if nothing else parks. Loop thread.
+    void expire_parked();
     // A call returned: its place in the handler's gate is free unless it held the event
     // (then the Hold's end frees it: hold_ended).
     void call_ended(size_t handler, bool held);
@@ -175,6 +179,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     std::unique_ptr<Fanout> fanout_;
     bool queues_ = false;  // the engine serves queues (has sweepers)
     EventPtr completion_ev_;
+    std::unique_ptr<Timer> parked_timer_;  // expire_parked(); while running, with gates
     EngineCounters counters_;
     EngineStats stats_;  // labelled: per node, queue and handler; conn.nodes, conn.state
     // Set once start() has fixed the per-event, queue and handler records: until then a

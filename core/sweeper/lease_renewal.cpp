@@ -87,11 +87,19 @@ void LeaseRenewal::renew_queue(SlotQueue &q, std::vector<std::string> &&members)
 }
 
 bool LeaseRenewal::late_after_hold_timeout(const Completion &c) {
-    if (c.result == kRelease) return false;
     SlotQueue *q = queues_.queue_of(c.queue, c.id, c.slot);
     if (!q || q->timed_out.empty()) return false;
     auto it = q->timed_out.find(c.id);
     if (it == q->timed_out.end() || it->second != c.claimed_ms) return false;
+    if (c.result == kRelease) {
+        // Our own release at hold.timeout (the claim still held) goes out. Another, for
+        // a claim already released, is dropped: the item may be ours again by a new claim
+        // (the release script checks only the owner), which it would give back.
+        auto h = q->held.find(c.id);
+        if (h != q->held.end() && h->second.claimed_ms == c.claimed_ms) return false;
+        q->timed_out.erase(it);
+        return true;
+    }
     q->timed_out.erase(it);
     late_acks_.fetch_add(1, std::memory_order_relaxed);
     return true;

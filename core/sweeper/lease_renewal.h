@@ -35,7 +35,8 @@ class LeaseRenewal {
 
     void start();  // renews every lease/3 from now on
     void stop();
-    // A completion for a claim released at hold.timeout: counted late, to be dropped.
+    // A completion for a claim released at hold.timeout: to be dropped; counted late,
+    // unless it is a release (a Hold ended without completing, a parked event given back).
     bool late_after_hold_timeout(const Completion &c);
 
   private:

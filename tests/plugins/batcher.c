@@ -75,6 +75,7 @@ static void enter(state_t *s, size_t n) {
     s->in_flight += n;
     if (s->max_in_flight > 0 && s->in_flight > s->max_in_flight) h->counter_add(h, "over_limit", 1);
     pthread_mutex_unlock(&s->mu);
+    h->counter_add(h, "entered", 1); /* a call began (before its sleep) */
     if (s->sleep_ms > 0) {
         struct timespec ts;
         ts.tv_sec = s->sleep_ms / 1000;
