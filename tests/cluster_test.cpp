@@ -404,8 +404,7 @@ TEST_F(ClusterTest, WatcherStartedWhileAMasterIsDownWorksOnTheRestAndCatchesUp) 
 
     EventSink sink;
     LogSink logs;
-    auto e = engine(&sink);
-    e->set("redis.connect_timeout", "1s");
+    auto e = engine(&sink, {{"redis.connect_timeout", "1s"}});
     e->watch_logs(&logs);
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     EXPECT_FALSE(
@@ -774,8 +773,7 @@ TEST_F(ClusterTest, MasterKilledDuringAnExpiryBurstLosesNoTrackedKey) {
 
 TEST_F(ClusterTest, ReshardedSlotIsDeliveredByItsNewOwner) {
     EventSink sink;
-    auto e = engine(&sink);
-    e->set("sweep.scan_interval", "1s");
+    auto e = engine(&sink, {{"sweep.scan_interval", "1s"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ClusterClient c(cluster_->seed_url());
     // Twenty keys in one slot (one hash tag).
@@ -804,9 +802,8 @@ TEST_F(ClusterTest, AcksRefusedWithMovedAfterAReshardAreRoutedToTheNewOwner) {
     sink.hook = [&](const Event &) {
         if (!moved.exchange(true)) migrate_slot(slot);
     };
-    auto e = engine(&sink);
-    e->set("lease", "4s");
-    e->set("sweep.scan_interval", "1s");  // a redelivery would show within the wait below
+    // A redelivery would show within the wait below.
+    auto e = engine(&sink, {{"lease", "4s"}, {"sweep.scan_interval", "1s"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ClusterClient c(cluster_->seed_url());
     c.track_all(keys, 300);

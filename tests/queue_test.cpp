@@ -1231,12 +1231,16 @@ TEST_F(QueueAofTest, AcksLostWithAKilledRedisAreSentAgainAndNothingIsDeliveredTw
     sink.hook = [&](const Event &) {
         if (!paused.exchange(true)) redis().pause();
     };
-    auto e = engine(&sink);
-    e->set("lease", "3s");
+    auto e = engine(&sink, "expired", {{"lease", "3s"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     constexpr int kKeys = 50;
-    for (int i = 0; i < kKeys; i++)
-        ASSERT_EQ(c.track("acked:" + std::to_string(i), "v", 300), KW_OK);
+    // One pipeline: every key is tracked before the first one expires and pauses Redis,
+    // however slowly this thread runs.
+    ASSERT_EQ(kw_client_pipeline_begin(c.get()), KW_OK);
+    for (int i = 0; i < kKeys; i++) c.track("acked:" + std::to_string(i), "v", 300);
+    size_t n = 0;
+    ASSERT_EQ(kw_client_pipeline_end(c.get(), nullptr, 0, &n), KW_OK) << c.error();
+    ASSERT_EQ(n, static_cast<size_t>(kKeys));
     ASSERT_TRUE(sink.wait_count(1, milliseconds(10000)));
     std::this_thread::sleep_for(milliseconds(500));  // the handlers finish, the acks go out
     size_t before_kill = sink.size();
