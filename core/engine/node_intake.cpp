@@ -3,6 +3,7 @@
 #include "core/engine/node_intake.h"
 
 #include "core/base/clock.h"
+#include "core/queue/queue_keys.h"
 
 namespace keywatch {
 
@@ -23,16 +24,6 @@ NodeIntake::NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher,
 
 NodeIntake::~NodeIntake() = default;
 
-bool NodeIntake::is_internal_key(const std::string &key) const {
-    // ns:dedupe:... and ns:<queue>:{tag}:<part>: keywatch's own writes, never news.
-    const std::string &ns = opts_.ns;
-    if (key.size() <= ns.size() || key.compare(0, ns.size(), ns) != 0 || key[ns.size()] != ':')
-        return false;
-    if (key.compare(ns.size(), 8, ":dedupe:") == 0) return true;
-    size_t brace = key.find(":{", ns.size() + 1);
-    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
-}
-
 void NodeIntake::count(const Event &ev) {
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     if (node_) node_->received.fetch_add(1, std::memory_order_relaxed);
@@ -45,7 +36,7 @@ void NodeIntake::count(const Event &ev) {
 }
 
 void NodeIntake::on_event(Event &&ev) {
-    if (is_internal_key(ev.key)) return;
+    if (is_keywatch_key(opts_.ns, ev.key)) return;
     // One clock read per read from Redis: events that arrived together share it.
     if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
     ev.ts_ms = batch_ts_ms_;

@@ -67,7 +67,6 @@ class NodeIntake : public EventSink, public SweeperSink {
     }
 
   private:
-    bool is_internal_key(const std::string &key) const;
     void count(const Event &ev);
     static void on_flush(evutil_socket_t, short, void *arg);
 
