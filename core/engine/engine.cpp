@@ -114,6 +114,10 @@ int Engine::startable() {
         set_error(why);
         return rc;
     }
+    if (!config_.adopt_rules.empty()) {
+        set_error("adopt.rules: not available in this build yet");
+        return KW_ERR_STATE;
+    }
     for (const std::string &warning : config_.tls_warnings()) log(KW_LOG_WARN, warning, {});
     return KW_OK;
 }
