@@ -147,23 +147,4 @@ TEST(AdoptOptions, RulesNeedTheTrackingQueue) {
     EXPECT_EQ(rc, KW_OK) << err;
 }
 
-// Until the engine's adoption path is built, rules are refused at start rather than
-// silently not adopting (this test goes when the refusal does).
-TEST(AdoptOptions, StartRefusesRulesThisBuildCannotServeYet) {
-    Conf conf;
-    char err[512] = "";
-    ASSERT_EQ(kw_conf_set(conf.c, "adopt.rules", "prefix=sess:", err, sizeof err), KW_OK) << err;
-    kw_engine_t *engine = nullptr;
-    ASSERT_EQ(kw_engine_new(conf.c, &engine, err, sizeof err), KW_OK) << err;
-    kw_filter_t *filter = kw_filter_new();
-    ASSERT_EQ(kw_engine_add_handler(
-                  engine, filter, [](kw_event_t *, void *) { return int(KW_RESULT_ACK); }, nullptr,
-                  nullptr),
-              KW_OK);
-    kw_filter_free(filter);
-    EXPECT_EQ(kw_engine_start(engine), KW_ERR_STATE);
-    EXPECT_STREQ(kw_engine_last_error(engine), "adopt.rules: not available in this build yet");
-    kw_engine_free(engine);
-}
-
 }  // namespace

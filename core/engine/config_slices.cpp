@@ -22,6 +22,7 @@ PlanConfig plan_config(const Config &c) {
     p.track_enable = c.track_enable;
     p.dedupe = c.dedupe_enable;
     p.queues = c.queues;
+    p.adopt_rules = c.adopt_rules;
     return p;
 }
 
@@ -44,6 +45,7 @@ Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     o.reconnect = c.reconnect_backoff();
     o.scan_interval_ms = c.scan_interval_ms;
     o.migration_wait_ms = c.migration_wait_ms;
+    o.adopt = AdoptRules(c.adopt_rules, c.ns);
     return o;
 }
 

@@ -114,10 +114,6 @@ int Engine::startable() {
         set_error(why);
         return rc;
     }
-    if (!config_.adopt_rules.empty()) {
-        set_error("adopt.rules: not available in this build yet");
-        return KW_ERR_STATE;
-    }
     for (const std::string &warning : config_.tls_warnings()) log(KW_LOG_WARN, warning, {});
     return KW_OK;
 }
@@ -151,6 +147,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     const bool need_sweeper = demand.sweeps();
     sweep.track_keys = demand.track_keys;
     sweep.task_queues = demand.task_queues;
+    sweep.adopt_only_events = demand.adopt_only_events;
     opts.events = demand.events;
     opts.unknown_events = demand.unknown_events;
     opts.keyspace_patterns = plan.keyspace_patterns;

@@ -42,7 +42,9 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
                 link_, queues_,
                 {[this](Queue &q) { sweep(q); },
                  [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
-                 [this](Queue &q) { claims_work(q); }, queue_log()}) {
+                 [this](Queue &q) { claims_work(q); }, queue_log()}),
+      adoption_({opts_.adopt, opts_.cluster, opts_.on_unrouted_adopt, nullptr}, link_, queues_,
+                *counters, queue_log()) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
@@ -98,6 +100,7 @@ void Sweeper::resume() {
         std::vector<Event> backlog;
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
+        adoption_.resume();  // after the claims, as in a read
     }
     completions_.send();
 }

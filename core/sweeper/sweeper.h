@@ -54,6 +54,8 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/queue/adopt_rules.h"
+#include "core/sweeper/adoption.h"
 #include "core/sweeper/cluster_arrivals.h"
 #include "core/sweeper/completion_batches.h"
 #include "core/sweeper/completion_store.h"
@@ -123,6 +125,12 @@ class Sweeper {
         // Cluster: live events whose claim was refused because their slot is on the move
         // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), to be asked of the slot's master later.
         std::function<void(std::vector<Event> &&)> on_unrouted_live;
+        AdoptRules adopt;  // adopt rules (empty: none)
+        // Events subscribed only for adoption: the intake never dispatches them.
+        std::vector<std::string> adopt_only_events;
+        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN/CLUSTERDOWN, to be adopted on
+        // the slot's master later (null: dropped and counted).
+        std::function<void(std::vector<AdoptKey> &&)> on_unrouted_adopt;
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
@@ -153,6 +161,12 @@ class Sweeper {
     void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
     void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
+    // Keys whose TTL an event may have set, moved or removed (rule index each), or that a
+    // catch-up scan found: one adopt call per chunk per slot queue, sent now (adoption.h).
+    // answered (optional) runs once every call for them is answered, kept or dropped.
+    void adopt(std::vector<AdoptKey> &&keys, Adoption::Answered answered = {});
+    const AdoptRules &adopt_rules() const { return opts_.adopt; }
+    const std::vector<std::string> &adopt_only_events() const { return opts_.adopt_only_events; }
     void complete(std::vector<Completion> &&done);
     // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
     // new items, a slot migrated in): sweep that slot queue soon.
@@ -232,6 +246,8 @@ class Sweeper {
         std::shared_ptr<size_t> count;
         size_t n;
     };
+    // The key queue a key's items live in: its adopt rule's queue, else `keys`.
+    const std::string &key_queue(const std::string &key) const;
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
@@ -243,6 +259,7 @@ class Sweeper {
     LeaseRenewal leases_;
     CompletionBatches completions_;
     ClusterArrivals arrivals_;
+    Adoption adoption_;
     bool claiming_ = false;
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection
