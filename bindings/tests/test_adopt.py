@@ -4,11 +4,16 @@ the library decides prefix or glob and refuses what it refuses (keywatch.Error).
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
+import redis as redispy
 
 import keywatch
 from keywatch._convert import adopt_rules_text
+from conftest import wait_for, wait_stat
 
+FAST = dict(sweep_interval="20ms", lease="5s")
 NOWHERE = "redis://127.0.0.1:1"  # an engine does not connect before start()
 
 
@@ -57,3 +62,59 @@ def test_catchup_options_map_like_every_other_option():
         assert engine.options["catchup.enable"] == "false"
     finally:
         engine.close()
+
+
+def redis_cli(redis, *args: str) -> None:
+    subprocess.run(["redis-cli", "-p", str(redis.port), *args], check=True,
+                   capture_output=True)
+
+
+def due_score(redis, key: bytes):
+    """The key's deadline in the keys queue (None: not tracked)."""
+    return redispy.Redis(port=redis.port).zscore("kw:keys:{0}:due", key)
+
+
+def test_a_key_redis_cli_writes_with_set_ex_is_delivered_once_at_its_deadline(redis):
+    seen = []
+    engine = keywatch.Engine(redis.url, adopt=[b"app:", {"glob": "cache:*:v2"}], **FAST)
+    engine.add_handler(lambda e: seen.append((e.key, e.attempt, e.source, e.queue,
+                                              e.deadline_ms)), "expired")
+    engine.start()
+    try:
+        redis_cli(redis, "SET", "app:1", "v", "EX", "2")
+        redis_cli(redis, "SET", "cache:7:v2", "v", "PX", "2500")
+        redis_cli(redis, "SET", "other:1", "v", "EX", "2")  # no rule: a live event only
+        wait_for(lambda: due_score(redis, b"app:1") and due_score(redis, b"cache:7:v2"),
+                 what="both keys adopted")
+        # Tracked at the key's own expiry time (PEXPIRETIME).
+        adopted_at = {k: due_score(redis, k) for k in (b"app:1", b"cache:7:v2")}
+        assert due_score(redis, b"other:1") is None
+        wait_for(lambda: len(seen) == 3, timeout=30, what="the three expirations")
+        wait_stat(engine, "items.acked", 2)
+    finally:
+        engine.stop()
+        engine.close()
+    by_key = {key: rest for key, *rest in seen}
+    for key in (b"app:1", b"cache:7:v2"):
+        attempt, source, queue, deadline = by_key[key]
+        assert attempt == 1 and source in ("sweep", "notification") and queue == "keys", key
+        assert deadline == adopted_at[key], key
+    assert by_key[b"other:1"][2] is None  # untracked: a live notification
+
+
+def test_a_persisted_key_is_never_delivered(redis):
+    seen = []
+    engine = keywatch.Engine(redis.url, adopt=["app:"], **FAST)
+    engine.add_handler(lambda e: seen.append(e.key), "expired")
+    engine.start()
+    try:
+        redis_cli(redis, "SET", "app:kept", "v", "EX", "2")
+        wait_for(lambda: due_score(redis, b"app:kept"), what="app:kept adopted")
+        redis_cli(redis, "PERSIST", "app:kept")
+        wait_for(lambda: due_score(redis, b"app:kept") is None, what="app:kept untracked")
+        redis_cli(redis, "SET", "app:marker", "v", "PX", "2500")
+        wait_for(lambda: b"app:marker" in seen, timeout=30, what="the marker's expiry")
+    finally:
+        engine.stop()
+        engine.close()
+    assert seen == [b"app:marker"]

@@ -1,15 +1,24 @@
-"""`keywatch run` with [[adopt]] tables and [catchup]: config errors name the table and the
-key. Fixtures and helpers: conftest.py."""
+"""`keywatch run` with [[adopt]] tables: keys another program writes with a
+TTL (redis-cli here) are delivered like tracked keys, and config errors name the table.
+Fixtures and helpers: conftest.py."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 
 import pytest
 
-from conftest import base_config
+from conftest import base_config, wait_for
 
 PRINT = "[[handler]]\nplugin = \"print\"\n"
+
+
+def redis_cli(redis, *args: str) -> str:
+    out = subprocess.run(["redis-cli", "-p", str(redis.port), *args], check=True,
+                         capture_output=True, text=True)
+    return out.stdout
 
 
 @pytest.mark.parametrize("tables, expected", [
@@ -28,3 +37,22 @@ def test_adopt_config_errors_exit_2_naming_the_table_and_the_key(keywatch, redis
     out = keywatch("run", config=base_config(redis.url, tables + PRINT))
     assert out.returncode == 2, out.stderr
     assert re.search(expected, out.stderr), out.stderr
+
+
+def printed(d) -> list:
+    return [json.loads(line) for line in d.stdout().splitlines() if line.startswith("{")]
+
+
+def test_a_daemon_with_adopt_delivers_a_key_redis_cli_writes(daemon, redis):
+    d = daemon(base_config(redis.url, PRINT + "[[adopt]]\nprefix = \"app:\"\n"))
+    d.wait_running()
+    redis_cli(redis, "SET", "app:1", "v", "EX", "2")
+    redis_cli(redis, "SET", "other:1", "v", "EX", "2")  # no rule: its live event only
+    wait_for(lambda: len(printed(d)) == 2, 30, "both expirations printed")
+    by_key = {e["key"]: e for e in printed(d)}
+    adopted = by_key["app:1"]
+    assert adopted["event"] == "expired" and adopted["queue"] == "keys"
+    assert adopted["attempt"] == 1 and adopted["source"] in ("sweep", "notification")
+    assert "deadline_ms" in adopted
+    assert "queue" not in by_key["other:1"]
+    assert d.stop() == 0

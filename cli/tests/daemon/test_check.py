@@ -603,6 +603,15 @@ def test_a_rule_that_matches_every_key_is_warned_with_what_its_scan_reads(
     assert "give the rule a prefix" in scan["fix"]
 
 
+def test_adoption_needs_the_set_and_generic_notifications(
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--notify-keyspace-events", "Ex", "--appendonly", "yes")
+    status, doc = check_json("--redis", s.url, "-c", "adopt.rules=prefix=sess:")
+    assert status == 1, doc
+    (line,) = lines(doc, "notifications")
+    assert line["verdict"] == "fail" and "$" in line["detail"] and "g" in line["detail"], line
+
+
 def test_a_rule_naming_keywatchs_own_keys_is_bad_input() -> None:
     r = check("--redis", "redis://127.0.0.1:1", "-c", "adopt.rules=prefix=kw:keys:")
     assert r.returncode == 2, r.stdout + r.stderr
