@@ -15,11 +15,7 @@ cli SET app:1 v EX 1
 cli SET cache:9:v2 v PX 1500
 cli SET other:1 v EX 1   # no pattern: its live event only
 
-for _ in $(seq 300); do
-    [ "$(wc -l <"$work/out")" -ge 3 ] && break
-    sleep 0.1
-done
-kill -0 "$kwpid" 2>/dev/null || fail "keywatch exited early"
+wait_lines 3 30
 
 python3 - "$work/out" <<'PY' || fail "unexpected output"
 import json, sys

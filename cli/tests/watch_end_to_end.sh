@@ -18,11 +18,7 @@ cli DEL t:gone
 sleep 0.3
 cli EXISTS t:plain $'t:bin\xca\xfe' other:skipped  # touch: Redis expires them now
 
-for _ in $(seq 50); do
-    [ "$(wc -l <"$work/out")" -ge 3 ] && break
-    sleep 0.1
-done
-kill -0 "$kwpid" 2>/dev/null || fail "keywatch exited early"
+wait_lines 3 5
 
 python3 - "$work/out" <<'PY' || fail "unexpected output"
 import json, sys
