@@ -550,6 +550,25 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   sweep.calls                 counter   calls       claim_due script calls
  *   lateness.max_ms             gauge     ms          largest handler start minus deadline seen
  *                                                     (tracked keys and tasks)
+ *   adopt.adopted               counter   keys        keys an adopt rule matches that adoption
+ *                                                     tracked (events and catch-up scans)
+ *   adopt.rescheduled           counter   keys        tracked keys whose deadline adoption moved to
+ *                                                     their new TTL
+ *   adopt.untracked             counter   keys        tracked keys adoption untracked because their
+ *                                                     TTL was removed
+ *   adopt.late                  counter   keys        keys gone before their adoption after an
+ *                                                     event that could set a TTL (a TTL shorter
+ *                                                     than the adoption delay)
+ *   adopt.dropped               counter   keys        adoptions dropped while the connection was
+ *                                                     away (a catch-up scan follows)
+ *   catchup.scanning.<node>     gauge     bool        1 while the catch-up scan for adopt rules
+ *                                                     reads one node, else 0 (only with
+ *                                                     adopt.rules)
+ *   catchup.progress.<node>     gauge     permille    how far the catch-up scan of one node is, 0
+ *                                                     to 1000 (1000: done; only with adopt.rules)
+ *   catchup.scans               counter   scans       catch-up scans of a node completed
+ *   catchup.keys                counter   keys        keys the catch-up scans found that an adopt
+ *                                                     rule matches
  *   plugin.<counter>            counter   count       a plugin instance's own counter (host
  *                                                     counter_add); <counter> is the instance's
  *                                                     name, a dot and the counter's:

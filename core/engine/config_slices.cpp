@@ -45,6 +45,9 @@ Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     o.reconnect = c.reconnect_backoff();
     o.scan_interval_ms = c.scan_interval_ms;
     o.migration_wait_ms = c.migration_wait_ms;
+    o.catchup_enable = c.catchup_enable;
+    o.catchup_count = c.catchup_count;
+    o.catchup_rate = c.catchup_rate;
     o.adopt = AdoptRules(c.adopt_rules, c.ns);
     return o;
 }
