@@ -4,6 +4,7 @@
 
 #include "core/redis/blocking_redis.h"
 #include "core/redis/keyspace_events.h"
+#include "core/sweeper/adopt_scan.h"
 
 namespace keywatch::cli {
 namespace {
@@ -63,15 +64,9 @@ void check_catchup(BlockingRedis &c, const std::string &node, const AdoptCheck &
     AdoptRules rules(adopt.rules, adopt.ns);
     const int every = rules.scans_everything();
     if (every >= 0) {
-        const AdoptRule &rule = adopt.rules[static_cast<size_t>(every)];
         report->add("adopt: catch-up", node, Verdict::Warn,
-                    "adopt rule " + std::to_string(every + 1) + " (" + rule.describe() +
-                        ") matches every key of db " + std::to_string(db) +
-                        ": the catch-up scan reads all " + std::to_string(keys) + " keys (" +
-                        scan_time(keys, adopt.rate) +
-                        " at catchup.rate=" + std::to_string(adopt.rate) +
-                        "/s, with no MATCH to narrow it), and every set and expire event of the "
-                        "db is looked at",
+                    every_key_warning(adopt.rules[static_cast<size_t>(every)],
+                                      static_cast<size_t>(every), db, node, keys, adopt.rate),
                     "give the rule a prefix, or a glob with a literal start (\"cache:*\"), if "
                     "only some keys are meant");
         return;

@@ -1,5 +1,6 @@
-"""`keywatch run` with [[adopt]] tables: keys another program writes with a
-TTL (redis-cli here) are delivered like tracked keys, and config errors name the table.
+"""`keywatch run` with [[adopt]] tables and [catchup]: keys another program writes with a
+TTL (redis-cli here) are delivered like tracked keys, config errors name the table, and
+/readyz says "adopting" while the catch-up scan runs without failing the check.
 Fixtures and helpers: conftest.py."""
 
 from __future__ import annotations
@@ -55,4 +56,23 @@ def test_a_daemon_with_adopt_delivers_a_key_redis_cli_writes(daemon, redis):
     assert adopted["attempt"] == 1 and adopted["source"] in ("sweep", "notification")
     assert "deadline_ms" in adopted
     assert "queue" not in by_key["other:1"]
+    assert d.stop() == 0
+
+
+def test_readyz_says_adopting_while_the_catch_up_scan_runs(daemon, redis):
+    # 30000 keys at the slowest rate (1000 keys/s) keep the scan running for seconds.
+    redis.client.mset({f"app:{i}": "v" for i in range(30000)})
+    d = daemon(base_config(redis.url, PRINT + "[[adopt]]\nprefix = \"app:\"\n"
+                                              "[catchup]\nrate = 1000\n"))
+    d.wait_running()
+
+    def adopting():
+        status, body, _ = d.get("/readyz")
+        doc = json.loads(body)
+        return (status, doc) if doc.get("adopting") else None
+
+    status, doc = wait_for(adopting, 30, "/readyz listing the catch-up scan")
+    assert status == 200 and doc["ready"] is True
+    (scan,) = doc["adopting"]
+    assert scan["node"] == f"127.0.0.1:{redis.port}" and 0 <= scan["progress"] < 1
     assert d.stop() == 0

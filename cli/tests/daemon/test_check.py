@@ -598,8 +598,8 @@ def test_a_rule_that_matches_every_key_is_warned_with_what_its_scan_reads(
     assert scan["verdict"] == "warn"
     assert scan["node"] == f"127.0.0.1:{s.port}"
     assert scan["detail"].startswith(
-        'adopt rule 1 (prefix "") matches every key of db 0: the catch-up scan reads all '
-        '2500 keys'), scan
+        f'adopt rule 1 (prefix "") matches every key of db 0: the catch-up scan of '
+        f"127.0.0.1:{s.port} reads all 2500 keys"), scan
     assert "give the rule a prefix" in scan["fix"]
 
 
