@@ -483,8 +483,11 @@ inline void on_log(kw_log_level level, const char *message, void *) {
             message);
 }
 
-// A configuration for `url`; with engine_options, the --conf options too.
-inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool engine_options) {
+using ConfPairs = std::vector<std::pair<std::string, std::string>>;
+
+// A configuration for `url`; with engine_options, the --conf options too, then `extra`.
+inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool engine_options,
+                            const ConfPairs &extra = {}) {
     kw_conf_t *conf = kw_conf_new();
     if (!conf) throw BenchError("kw_conf_new: out of memory");
     char err[512];
@@ -498,6 +501,7 @@ inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool 
     if (!ns.empty()) set("namespace", ns);
     if (engine_options)
         for (auto &kv : env().conf) set(kv.first, kv.second);
+    for (auto &kv : extra) set(kv.first, kv.second);
     return conf;
 }
 
@@ -521,11 +525,11 @@ struct Client {
     }
 };
 
-// An engine with the --conf options and one handler for "expired".
+// An engine with the --conf options (then `extra`) and one handler for "expired".
 struct Engine {
     kw_engine_t *e = nullptr;
-    Engine(const std::string &url, kw_handler_fn fn, void *opaque) {
-        kw_conf_t *conf = make_conf(url, "", true);
+    Engine(const std::string &url, kw_handler_fn fn, void *opaque, const ConfPairs &extra = {}) {
+        kw_conf_t *conf = make_conf(url, "", true, extra);
         char err[512] = "";
         int rc = kw_engine_new(conf, &e, err, sizeof err);
         kw_conf_free(conf);

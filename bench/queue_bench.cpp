@@ -2,7 +2,7 @@
 // beside a baseline measured in the same run on the same kind of server, repeated for
 // several rounds (--rounds), with medians and a verdict against the targets.
 //
-// Sub-benchmarks (--only lateness,burst,track,e2e,memory; all by default)
+// Sub-benchmarks (--only lateness,burst,track,e2e,memory,adopt; all but adopt by default)
 //  lateness  N tracked keys (--keys) whose deadlines are spread evenly over 10 s, starting
 //            about 2 s after the writing ends, while --background other keys with 1 h TTLs
 //            exist. keywatch: a default engine, one handler for "expired" that records
@@ -33,6 +33,24 @@
 //  memory    INFO used_memory delta per item on a fresh server: N plain SET k v PX 3600000
 //            vs N kw_client_track (no snapshot), 16-byte keys and values, FLUSHALL between.
 //            Target: tracked <= 2x plain.
+//  adopt     keys another program writes, adopted by an engine with the rule prefix=a:
+//            (issue 24; only with --only adopt). Each measure beside its same-run baseline:
+//            - rate and cost: --keys plain SET a:... PX 600000 from one pipelined writer;
+//              passes on an emptied server with no engine (the baseline), one engine, two
+//              engines, one engine whose rule has snapshot=true (--adopt-snapshot), and
+//              kw_client_track of the same keys. Figures: keys/s from the first write until
+//              adopt.adopted reaches --keys; Redis CPU per key (INFO cpu, until Redis is
+//              quiet) above the baseline's; used_memory per key above the baseline's.
+//            - catch-up: --background volatile keys plus 20,000 a: keys, then an engine
+//              starts; DBSIZE / (kw_engine_start until catchup.scans is 1), Redis CPU per
+//              key scanned, and a one-connection GET probe's p50/p99/max before and during
+//              the scan. Target >= 200,000 keys/s.
+//            - lateness: --adopt-keys a: keys written with plain SET PXAT and as many
+//              kw_client_track keys, deadlines spread over --spread-ms, with --background
+//              volatile keys present; handler start minus deadline for each, and a native
+//              subscriber on a server of its own (as in lateness). Target: adopted p99 <= 2x
+//              tracked p99.
+//            The servers get notify-keyspace-events "Exg$" (what adoption needs).
 //
 // --port P runs every sub-benchmark on the redis-server already listening on 127.0.0.1:P
 // (bench/peers/run_peers.py starts one for all its peers) instead of starting its own: each
@@ -61,6 +79,8 @@
 
 #include <csignal>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -70,29 +90,34 @@ using namespace kwbench;
 
 // ---- Options ----------------------------------------------------------------------------
 
-const char *const kAll[] = {"lateness", "burst", "track", "e2e", "memory"};
+const char *const kAll[] = {"lateness", "burst", "track", "e2e", "memory", "adopt"};
+const char *const kDefault[] = {"lateness", "burst", "track", "e2e", "memory"};
 
 struct Options {
     int rounds = 3;
-    std::set<std::string> only = {std::begin(kAll), std::end(kAll)};
+    std::set<std::string> only = {std::begin(kDefault), std::end(kDefault)};
     uint64_t keys = 100000;
     uint64_t background = 1000000;
     int threads = 4;
     int batch = 100;
     uint64_t track_ops = 0;  // 0: 2 * keys
     int64_t spread_ms = 10000;
-    int64_t lead_ms = 2000;        // lateness: first deadline this long after writing ends
-    int64_t burst_lead_ms = 3000;  // burst: the deadline this long after writing ends
-    int64_t wait_ms = 30000;       // how long after the last deadline arrivals are awaited
-    int port = 0;                  // an existing redis-server on 127.0.0.1 (0: start one)
-    std::string lateness_out;      // burst samples appended here (JSON lines) when not empty
+    int64_t lead_ms = 2000;            // lateness: first deadline this long after writing ends
+    int64_t burst_lead_ms = 3000;      // burst: the deadline this long after writing ends
+    int64_t wait_ms = 30000;           // how long after the last deadline arrivals are awaited
+    int port = 0;                      // an existing redis-server on 127.0.0.1 (0: start one)
+    std::string lateness_out;          // burst samples appended here (JSON lines) when not empty
+    uint64_t adopt_keys = 10000;       // adopt: keys of each kind in the lateness measure
+    uint64_t adopt_scan_keys = 20000;  // adopt: matching keys among the catch-up's keyspace
+    bool adopt_snapshot = true;        // adopt: also the pass whose rule has snapshot=true
 };
 
 void usage(FILE *out) {
     fprintf(out,
             "usage: kw_bench_queue [options]\n"
             "  --rounds R        measured rounds (default 3); medians are reported\n"
-            "  --only LIST       comma-separated: lateness,burst,track,e2e,memory (default all)\n"
+            "  --only LIST       comma-separated: lateness,burst,track,e2e,memory,adopt\n"
+            "                    (default all but adopt)\n"
             "  --keys N          tracked keys per run (default 100000)\n"
             "  --background N    keys with 1 h TTLs present during the lateness runs\n"
             "                    (default 1000000)\n"
@@ -106,6 +131,9 @@ void usage(FILE *out) {
             "  --port P          use the redis-server on 127.0.0.1:P (FLUSHALLed, its\n"
             "                    notify-keyspace-events set to Ex) instead of starting one\n"
             "  --lateness-out F  append the burst's per-key lateness samples to F (JSON lines)\n"
+            "  --adopt-keys N    adopt: adopted and tracked keys in its lateness measure\n"
+            "                    (default 10000)\n"
+            "  --adopt-snapshot B  adopt: 1 (default) also measures a snapshot rule, 0 not\n"
             "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
             "  --verbose         engine stats and info log lines\n");
 }
@@ -137,6 +165,10 @@ bool parse_args(int argc, char **argv, Options *o) {
                 good = parse_uint(value, 1, 65535, &n) && (o->port = int(n), true);
             else if (arg == "--lateness-out")
                 good = !(o->lateness_out = value).empty();
+            else if (arg == "--adopt-keys")
+                good = parse_uint(value, 100, 10000000ull, &o->adopt_keys);
+            else if (arg == "--adopt-snapshot")
+                good = parse_uint(value, 0, 1, &n) && (o->adopt_snapshot = n == 1, true);
             else
                 return Opt::kUnknown;
             return good ? Opt::kOk : Opt::kBad;
@@ -678,6 +710,349 @@ Memory memory_round(const Options &o, const keywatch::RedisProcess &rp, int roun
     return m;
 }
 
+// ---- 6. adopt -----------------------------------------------------------------------------
+
+// x with `digits` decimals.
+std::string fixed(double x, int digits) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", digits, x);
+    return buf;
+}
+
+// What adoption needs of notify-keyspace-events (set, expire, del..., expired).
+void adopt_notifications(const keywatch::RedisProcess &rp) {
+    std::string r = rp.command({"CONFIG", "SET", "notify-keyspace-events", "Exg$"});
+    if (r != "OK") throw BenchError("CONFIG SET notify-keyspace-events Exg$: " + r);
+}
+
+// Plain SET <prefix><deadline, 13 digits>:<i> v PXAT deadline(i), the way an application
+// that never heard of keywatch writes, from one connection in pipelines of 1000.
+void write_plain(int port, const char *prefix, uint64_t n,
+                 const std::function<int64_t(uint64_t)> &deadline) {
+    ContextPtr c = connect_sync(port);
+    char key[64], at[32];
+    static const char kValue[] = "vvvvvvvvvvvvvvvv";
+    pipelined(c.get(), 0, n, 1000, [&](uint64_t i, const char **argv, size_t *lens) {
+        const int64_t d = deadline(i);
+        argv[0] = "SET", lens[0] = 3;
+        argv[1] = key;
+        lens[1] = size_t(snprintf(key, sizeof key, "%s%013lld:%07llu", prefix,
+                                  static_cast<long long>(d), static_cast<unsigned long long>(i)));
+        argv[2] = kValue, lens[2] = 16;
+        argv[3] = "PXAT", lens[3] = 4;
+        argv[4] = at, lens[4] = size_t(snprintf(at, sizeof at, "%lld", static_cast<long long>(d)));
+        return 5;
+    });
+}
+
+// Waits until Redis has run no EVALSHA for 300 ms (the engines' adoptions are done), at most
+// 30 s.
+void await_quiet(const keywatch::RedisProcess &rp) {
+    int64_t last = -1;
+    double quiet_since = mono_s(), until = mono_s() + 30;
+    while (mono_s() < until) {
+        std::string stats = rp.command({"INFO", "commandstats"});
+        const char *v = info_value(stats, "cmdstat_evalsha");
+        const int64_t calls = v ? std::strtoll(strstr(v, "calls=") + 6, nullptr, 10) : 0;
+        if (calls != last) {
+            last = calls;
+            quiet_since = mono_s();
+        } else if (mono_s() - quiet_since >= 0.3) {
+            return;
+        }
+        sleep_ms(20);
+    }
+}
+
+// One pass of the rate and cost measure on an emptied server: `engines` engines with
+// `rules` (0: none, the baseline), or with track the keys written by kw_client_track.
+struct AdoptPass {
+    double redis_cpu_s = 0, memory_b = 0, write_s = 0, adopted_s = 0;
+    int64_t adopted = 0;
+};
+
+AdoptPass adopt_pass(const Options &o, const keywatch::RedisProcess &rp, int engines,
+                     const std::string &rules, bool track) {
+    flushall(rp);
+    std::vector<std::unique_ptr<Engine>> running;
+    for (int i = 0; i < engines; i++) {
+        running.push_back(std::make_unique<Engine>(rp.url(), noop_handler, nullptr,
+                                                   ConfPairs{{"adopt.rules", rules}}));
+        running.back()->start();
+    }
+    if (track) {  // load the script and create nothing lasting before the first reading
+        Client c(rp.url());
+        c.check(kw_client_track(c.c, "warm", 4, "x", 1, 3600000, 0, nullptr), "kw_client_track");
+        c.check(kw_client_untrack(c.c, "warm", 4, 1), "kw_client_untrack");
+    }
+    await_quiet(rp);
+    rp.command({"CONFIG", "RESETSTAT"});
+    const int64_t mem0 = info_int(rp, "memory", "used_memory");
+    AdoptPass p;
+    Cpu a = cpu_now(rp);
+    const double t0 = mono_s();
+    const int64_t at = wall_ms_int() + 600000;
+    if (track)
+        track_parallel(
+            rp.url(), "", 1, 100, o.keys,
+            [&](uint64_t i, char *buf) {
+                return size_t(snprintf(buf, 64, "a:%013lld:%07llu", static_cast<long long>(at),
+                                       static_cast<unsigned long long>(i)));
+            },
+            [](uint64_t) { return int64_t(600000); });
+    else
+        write_plain(rp.port(), "a:", o.keys, [&](uint64_t) { return at; });
+    p.write_s = mono_s() - t0;
+    // Each key is adopted once, by whichever engine's script runs first (the others find it
+    // unchanged).
+    auto adopted = [&] {
+        int64_t sum = 0;
+        for (auto &e : running) sum += e->stat("adopt.adopted");
+        return sum;
+    };
+    if (engines > 0) {
+        while (adopted() < int64_t(o.keys) && mono_s() - t0 < 120) sleep_ms(1);
+        p.adopted_s = mono_s() - t0;
+        p.adopted = adopted();
+    }
+    await_quiet(rp);
+    Cpu b = cpu_now(rp);
+    p.redis_cpu_s = b.redis - a.redis;
+    p.memory_b = double(info_int(rp, "memory", "used_memory") - mem0);
+    print_commandstats(rp, "adopt pass");
+    for (auto &e : running) {
+        e->print_stats();
+        e->stop();
+    }
+    return p;
+}
+
+// A one-connection GET loop: round-trip times (ms) while it runs.
+class Probe {
+  public:
+    explicit Probe(int port) : c_(connect_sync(port)) {
+        thread_ = std::thread([this] {
+            while (!stop_.load()) {
+                const double t = mono_s();
+                redisReply *r = static_cast<redisReply *>(redisCommand(c_.get(), "GET a:probe"));
+                if (!r) return;
+                freeReplyObject(r);
+                std::lock_guard<std::mutex> lock(mu_);
+                rtt_.push_back((mono_s() - t) * 1000);
+            }
+        });
+    }
+    ~Probe() { stop(); }
+    void stop() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    // The round trips since the last call, sorted.
+    std::vector<double> take() {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::vector<double> out;
+        out.swap(rtt_);
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+
+  private:
+    ContextPtr c_;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::vector<double> rtt_;
+};
+
+std::string probe_text(const std::vector<double> &rtt) {
+    if (rtt.empty()) return "no replies";
+    char buf[128];
+    snprintf(buf, sizeof buf, "p50 %.2f ms p99 %.2f ms max %.2f ms (%zu GETs)",
+             percentile(rtt, rtt.size(), 0.5), percentile(rtt, rtt.size(), 0.99), rtt.back(),
+             rtt.size());
+    return buf;
+}
+
+struct CatchUp {
+    double rate = 0, cpu_us = 0, probe_p99 = 0, probe_base_p99 = 0;
+};
+
+CatchUp catchup_round(const Options &o) {
+    auto rp = fresh_server(o);
+    adopt_notifications(*rp);
+    write_background(rp->port(), o.background);
+    const int64_t at = wall_ms_int() + 600000;
+    write_plain(rp->port(), "a:", o.adopt_scan_keys, [&](uint64_t) { return at; });
+    std::string dbsize_text = rp->command({"DBSIZE"});
+    const double dbsize = double(std::strtoll(dbsize_text.c_str(), nullptr, 10));
+    Probe probe(rp->port());
+    sleep_ms(1000);
+    const std::vector<double> before = probe.take();
+    Engine engine(rp->url(), noop_handler, nullptr, {{"adopt.rules", "prefix=a:"}});
+    rp->command({"CONFIG", "RESETSTAT"});
+    Cpu a = cpu_now(*rp);
+    const double t0 = mono_s();
+    engine.start();
+    while (engine.stat("catchup.scans") < 1 && mono_s() - t0 < 300) sleep_ms(5);
+    const double secs = mono_s() - t0;
+    Cpu b = cpu_now(*rp);
+    const std::vector<double> during = probe.take();
+    probe.stop();
+    await_quiet(*rp);
+    CatchUp c;
+    c.rate = dbsize / secs;
+    c.cpu_us = (b.redis - a.redis) * 1e6 / dbsize;
+    c.probe_p99 = during.empty() ? kInf : percentile(during, during.size(), 0.99);
+    c.probe_base_p99 = before.empty() ? kInf : percentile(before, before.size(), 0.99);
+    print_commandstats(*rp, "catch-up scan");
+    engine.print_stats();
+    printf(
+        "    catch-up: %s keys (%s matching) scanned in %.2f s: %s keys/s, Redis %.2f us per key "
+        "scanned (adopts included); catchup.keys %s, adopt.adopted %s\n"
+        "      GET probe before: %s\n      GET probe during: %s\n",
+        with_commas(dbsize).c_str(), with_commas(double(o.adopt_scan_keys)).c_str(), secs,
+        with_commas(c.rate).c_str(), c.cpu_us,
+        with_commas(double(engine.stat("catchup.keys"))).c_str(),
+        with_commas(double(engine.stat("adopt.adopted"))).c_str(), probe_text(before).c_str(),
+        probe_text(during).c_str());
+    engine.stop();
+    return c;
+}
+
+// The lateness handler: adopted keys (a:...) and tracked keys (k:...) recorded apart.
+struct SplitRecorder {
+    explicit SplitRecorder(uint64_t n) : adopted(n), tracked(n) {}
+    Recorder adopted, tracked;
+};
+
+int split_handler(kw_event_t *ev, void *opaque) {
+    auto *s = static_cast<SplitRecorder *>(opaque);
+    size_t len = 0;
+    const char *key = static_cast<const char *>(kw_event_key(ev, &len));
+    return record_handler(ev, len > 0 && key[0] == 'a' ? &s->adopted : &s->tracked);
+}
+
+struct AdoptLateness {
+    Delivery adopted, tracked, native;
+};
+
+AdoptLateness adopt_lateness(const Options &o) {
+    const uint64_t n = o.adopt_keys;
+    AdoptLateness out;
+    {
+        auto rp = fresh_server(o);
+        adopt_notifications(*rp);
+        write_background(rp->port(), o.background);
+        SplitRecorder rec(n);
+        Engine engine(rp->url(), split_handler, &rec, {{"adopt.rules", "prefix=a:"}});
+        engine.start();
+        const double est =
+            estimate_native_seconds(*rp, n) + estimate_track_seconds(*rp, o.threads, n);
+        const int64_t t0 = wall_ms_int() + int64_t(est * 1250) + o.lead_ms + 100;
+        auto deadline = [&](uint64_t i) {
+            return t0 + int64_t(double(o.spread_ms) * double(i) / double(n > 1 ? n - 1 : 1));
+        };
+        write_plain(rp->port(), "a:", n, deadline);
+        track_parallel(
+            rp->url(), "", o.threads, 100, n,
+            [&](uint64_t i, char *buf) {
+                return size_t(snprintf(buf, 64, "k:%013lld:%07llu",
+                                       static_cast<long long>(deadline(i)),
+                                       static_cast<unsigned long long>(i)));
+            },
+            [&](uint64_t i) { return deadline(i) - wall_ms_int(); });
+        const double gap = double(t0) - wall_ms();
+        const double last = double(deadline(n - 1));
+        await_arrivals([&] { return std::min(rec.adopted.count(), rec.tracked.count()); }, n,
+                       last + double(o.wait_ms));
+        sleep_ms(50);
+        engine.print_stats();
+        const int64_t late = engine.stat("adopt.late"), adopted = engine.stat("adopt.adopted");
+        engine.stop();
+        out.adopted = summarize(rec.adopted.late, rec.adopted.at, rec.adopted.count(), n,
+                                last + double(o.wait_ms));
+        out.tracked = summarize(rec.tracked.late, rec.tracked.at, rec.tracked.count(), n,
+                                last + double(o.wait_ms));
+        printf(
+            "    keywatch: %s background keys; %s adopted (SET PXAT) and %s tracked keys, first "
+            "deadline %.1f s after the writing; adopt.adopted %s, adopt.late %s\n",
+            with_commas(double(o.background)).c_str(), with_commas(double(n)).c_str(),
+            with_commas(double(n)).c_str(), gap / 1000, with_commas(double(adopted)).c_str(),
+            with_commas(double(late)).c_str());
+    }
+    Options native = o;
+    native.keys = n;
+    out.native = lateness_native(native);
+    return out;
+}
+
+struct Adopt {
+    double rate = 0;  // keys/s adopted (one engine)
+    double cpu_base = 0, cpu_one = 0, cpu_two = 0, cpu_snap = 0, cpu_track = 0;  // us/key
+    double mem_base = 0, mem_one = 0, mem_snap = 0, mem_track = 0;               // B/key
+    CatchUp scan;
+    AdoptLateness late;
+};
+
+Adopt adopt_round(const Options &o, int round) {
+    Adopt r;
+    {
+        auto rp = fresh_server(o);
+        adopt_notifications(*rp);
+        const double n = double(o.keys);
+        // Alternated per round, so that a drift in the machine's load is shared out.
+        struct Variant {
+            const char *name;
+            int engines;
+            std::string rules;
+            bool track;
+            double *cpu, *mem;
+        };
+        double ignored = 0;
+        std::vector<Variant> variants = {
+            {"no engine (baseline)", 0, "", false, &r.cpu_base, &r.mem_base},
+            {"1 engine", 1, "prefix=a:", false, &r.cpu_one, &r.mem_one},
+            {"2 engines", 2, "prefix=a:", false, &r.cpu_two, &ignored},
+            {"kw_client_track", 0, "", true, &r.cpu_track, &r.mem_track}};
+        if (o.adopt_snapshot)
+            variants.push_back({"1 engine, snapshot", 1, "prefix=a: snapshot=true", false,
+                                &r.cpu_snap, &r.mem_snap});
+        if (round % 2) std::reverse(variants.begin() + 1, variants.end());
+        for (const Variant &v : variants) {
+            AdoptPass p = adopt_pass(o, *rp, v.engines, v.rules, v.track);
+            *v.cpu = p.redis_cpu_s * 1e6 / n;
+            *v.mem = p.memory_b / n;
+            if (v.engines == 1 && !v.track && v.rules == "prefix=a:") r.rate = n / p.adopted_s;
+            const std::string adopted = v.engines ? ", adopted " + with_commas(double(p.adopted)) +
+                                                        " by " + fixed(p.adopted_s, 2) + " s"
+                                                  : "";
+            printf("    %-20s written in %.2f s%s; Redis %.2f us/key; used_memory +%.1f B/key\n",
+                   v.name, p.write_s, adopted.c_str(), *v.cpu, *v.mem);
+        }
+        flushall(*rp);
+        const std::string snap_cpu =
+            o.adopt_snapshot ? ", snapshot " + fixed(r.cpu_snap - r.cpu_base, 2) + " us" : "";
+        const std::string snap_mem =
+            o.adopt_snapshot ? ", snapshot +" + fixed(r.mem_snap - r.mem_base, 1) + " B" : "";
+        printf(
+            "    adoption %s keys/s; Redis CPU per key above the app's own SET: 1 engine %.2f us, "
+            "2 engines %.2f us%s; kw_client_track %.2f us (its SET included), plain SET %.2f "
+            "us\n    memory per key above plain SET PX (%.1f B): adopted %+.1f B%s, "
+            "kw_client_track %+.1f B\n",
+            with_commas(r.rate).c_str(), r.cpu_one - r.cpu_base, r.cpu_two - r.cpu_base,
+            snap_cpu.c_str(), r.cpu_track, r.cpu_base, r.mem_base, r.mem_one - r.mem_base,
+            snap_mem.c_str(), r.mem_track - r.mem_base);
+        fflush(stdout);
+    }
+    r.scan = catchup_round(o);
+    fflush(stdout);
+    r.late = adopt_lateness(o);
+    print_delivery("adopted", r.late.adopted, false);
+    print_delivery("tracked", r.late.tracked, false);
+    print_delivery("native", r.late.native, true);
+    return r;
+}
+
 // ---- Main ---------------------------------------------------------------------------------
 
 struct Results {
@@ -686,12 +1061,42 @@ struct Results {
     std::vector<Track> track;
     std::vector<E2e> e2e;
     std::vector<Memory> memory;
+    std::vector<Adopt> adopt;
 };
 
 void row(const std::string &name, const std::string &kw, const std::string &base,
          const std::string &target, bool pass) {
     printf("  %-38s %-22s %-24s %-20s %s\n", name.c_str(), kw.c_str(), base.c_str(), target.c_str(),
            pass ? "PASS" : "FAIL");
+}
+
+void adopt_summary(const std::vector<Adopt> &a) {
+    auto m = [&](double Adopt::*f) { return med(a, [f](const Adopt &x) { return x.*f; }); };
+    row("adoption rate (1 engine)", fmt_rate(m(&Adopt::rate)), "-", "-", true);
+    const double base = m(&Adopt::cpu_base);
+    row("Redis CPU per adopted key", fixed(m(&Adopt::cpu_one) - base, 2) + " us",
+        "track " + fixed(m(&Adopt::cpu_track), 2) + " us", "-", true);
+    row("  with 2 engines", fixed(m(&Adopt::cpu_two) - base, 2) + " us",
+        "SET PX " + fixed(base, 2) + " us", "-", true);
+    row("memory per adopted key", "+" + fixed(m(&Adopt::mem_one) - m(&Adopt::mem_base), 1) + " B",
+        "SET PX " + fixed(m(&Adopt::mem_base), 1) + " B", "-", true);
+    const double scan = med(a, [](const Adopt &x) { return x.scan.rate; });
+    row("catch-up scan rate", fmt_rate(scan),
+        "probe p99 " + fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_p99; })) + " (idle " +
+            fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_base_p99; })) + ")",
+        ">= 200,000/s", scan >= 200000);
+    const double ap99 = med(a, [](const Adopt &x) { return x.late.adopted.p99; });
+    const double tp99 = med(a, [](const Adopt &x) { return x.late.tracked.p99; });
+    row("adopted lateness p99 (+bg keys)", fmt_ms(ap99),
+        "tracked " + fmt_ms(tp99) + ", native " +
+            fmt_ms(med(a, [](const Adopt &x) { return x.late.native.p99; })),
+        "<= 2x tracked", ap99 <= 2 * tp99);
+    row("adopted lateness p50 / max",
+        fmt_ms(med(a, [](const Adopt &x) { return x.late.adopted.p50; })) + " / " +
+            fmt_ms(med(a, [](const Adopt &x) { return x.late.adopted.max; })),
+        "tracked " + fmt_ms(med(a, [](const Adopt &x) { return x.late.tracked.p50; })) + " / " +
+            fmt_ms(med(a, [](const Adopt &x) { return x.late.tracked.max; })),
+        "-", true);
 }
 
 void summary(const Options &o, const Results &r) {
@@ -750,6 +1155,7 @@ void summary(const Options &o, const Results &r) {
         snprintf(rt, sizeof rt, "<= 2x");
         row("memory per tracked key", kw, base, rt, ratio <= 2.0);
     }
+    if (!r.adopt.empty()) adopt_summary(r.adopt);
 }
 
 void run(const Options &o) {
@@ -830,6 +1236,13 @@ void run(const Options &o) {
             fflush(stdout);
             auto rp = fresh_server(o);
             res.memory.push_back(memory_round(o, *rp, round));
+            fflush(stdout);
+        }
+        if (want("adopt")) {
+            printf("  adopt: %s keys another program writes, rule prefix=a:\n",
+                   with_commas(double(o.keys)).c_str());
+            fflush(stdout);
+            res.adopt.push_back(adopt_round(o, round));
             fflush(stdout);
         }
     }

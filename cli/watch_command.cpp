@@ -17,6 +17,7 @@
 #include "cli/stop_signal.h"
 #include "cli/watcher.h"
 #include "cli/time_text.h"
+#include "core/queue/adopt_rules.h"
 #include "core/redis/url.h"
 
 namespace keywatch::cli {
@@ -60,13 +61,39 @@ std::string describe(const WatchArgs &a, const std::string &events) {
     return what;
 }
 
+// Why --adopt cannot go with the other options, or "": adopted keys are tracked keys, which
+// this watch claims only with expired among the events and no key filter.
+std::string adopt_conflict(const WatchArgs &a, const std::string &events, const std::string &url) {
+    if (a.adopt.empty()) return "";
+    if (!wants_tracked_keys(events))
+        return "--adopt: adopted keys are delivered as expired events, which --events '" +
+               a.events + "' leaves out: add expired to --events";
+    const std::string filter = key_filter_option(a, url.empty() ? kDefaultRedisUrl : url);
+    if (filter.empty()) return "";
+    return "--adopt with " + filter +
+           ": the watch would have to acknowledge adopted keys outside " + filter +
+           " without printing them: leave out " + filter +
+           " (the --adopt patterns choose the keys)";
+}
+
+// --adopt's patterns as adopt.rules text: one "pattern=" rule each (the library decides
+// prefix or glob).
+std::string adopt_rules_text(const std::vector<std::string> &patterns) {
+    std::string text;
+    for (const std::string &p : patterns)
+        text += (text.empty() ? "pattern=" : ";pattern=") + escape_adopt_value(p);
+    return text;
+}
+
 std::string delivery_note(const WatchArgs &a, bool track) {
     const std::string ns = a.ns.empty() ? "kw" : a.ns;
     if (a.observe)
         return "observing only (--observe): tracked keys and tasks are left to the engines that "
                "serve them";
     std::vector<std::string> parts;
-    if (track) parts.push_back("tracked keys of namespace '" + ns + "'");
+    if (track)
+        parts.push_back("tracked keys of namespace '" + ns + "'" +
+                        (a.adopt.empty() ? "" : " (with the keys --adopt adopts)"));
     if (!a.queues.empty())
         parts.push_back("tasks of queue" +
                         std::string(a.queues.find(',') == std::string::npos ? " " : "s ") +
@@ -94,6 +121,7 @@ WatchOptions watch_options(const WatchArgs &a, const std::string &events, const 
     opts.ns = a.ns;
     opts.track = track;
     opts.queues = a.queues;
+    opts.adopt_rules = adopt_rules_text(a.adopt);
     opts.conf = conf;
     return opts;
 }
@@ -143,6 +171,13 @@ CLI::App *add_watch_command(CLI::App &app, WatchArgs *a) {
         "--observe", a->observe,
         "only print live events: claim no tracked key and no task (leave them to other engines)");
     observe->excludes(queues);
+    CLI::Option *adopt = cmd->add_option(
+        "--adopt", a->adopt,
+        "PATTERN: also claim and print the keys other programs write with a TTL that match it "
+        "(a glob if it has * ? or [, else a prefix), delivered at their deadline like tracked "
+        "keys (repeatable; not with --observe, which claims nothing)");
+    adopt->type_name("PATTERN")->allow_extra_args(false);
+    observe->excludes(adopt);
     cmd->add_option("--namespace", a->ns, "prefix of keywatch's keys in Redis (default kw)");
     cmd->add_option("--workers", a->workers,
                     "handler threads; more than 1 may print lines out of arrival order")
@@ -188,6 +223,7 @@ int run_watch(const WatchArgs &a) {
     std::vector<std::pair<std::string, std::string>> conf;
     std::string url;  // empty: the private server
     if (!split_conf(a.conf, &conf, &err) || !resolve_redis_url(a.redis, &conf, &url, &err) ||
+        !(err = adopt_conflict(a, events, url)).empty() ||
         !Watcher::check(watch_options(a, events, url, url.empty(), !a.observe, conf), &err)) {
         fprintf(stderr, "keywatch watch: %s\n", err.c_str());
         return kExitBadInput;

@@ -1,6 +1,7 @@
 // `keywatch watch`: print one JSON line per event until a signal or --duration: live Redis
 // events, plus the tracked keys that come due and the tasks of --queues, each claimed and
-// acknowledged once its line is written (unless --observe).
+// acknowledged once its line is written (unless --observe); with --adopt, also the keys
+// other programs write with a TTL that match its patterns.
 // Not thread-safe: the main thread parses and runs it (handlers run on the engine's workers).
 #pragma once
 
@@ -24,10 +25,11 @@ struct WatchArgs {
     std::string duration;  // empty: until SIGINT/SIGTERM
     std::string connect_timeout;
     int verbosity = 0;
-    std::string ns;                 // --namespace
-    std::string queues;             // --queues a,b: task queues to serve
-    bool observe = false;           // --observe: claim nothing
-    std::vector<std::string> conf;  // --conf NAME=VALUE
+    std::string ns;                  // --namespace
+    std::string queues;              // --queues a,b: task queues to serve
+    bool observe = false;            // --observe: claim nothing
+    std::vector<std::string> conf;   // --conf NAME=VALUE
+    std::vector<std::string> adopt;  // --adopt PATTERN (repeatable): adopt rules
 };
 
 // Registers the subcommand and its options on app; the values land in *args.

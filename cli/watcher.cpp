@@ -61,7 +61,9 @@ ConfPtr make_conf(const WatchOptions &o, std::string *err) {
         // track.enable=false (--observe): the engine claims nothing, tracked keys and tasks
         // stay in Redis for the engines that serve them.
         !set_conf(conf.get(), "track.enable", o.track ? "true" : "false", "--observe", err) ||
-        (!o.queues.empty() && !set_conf(conf.get(), "queues", o.queues, "--queues", err)))
+        (!o.queues.empty() && !set_conf(conf.get(), "queues", o.queues, "--queues", err)) ||
+        (!o.adopt_rules.empty() &&
+         !set_conf(conf.get(), "adopt.rules", o.adopt_rules, "--adopt", err)))
         return nullptr;
     for (const auto &nv : o.conf) {
         const std::string option = "--conf " + nv.first;
@@ -99,13 +101,29 @@ const char *start_hint(int status) {
     }
 }
 
+// kw_engine_new's refusal of options that are fine alone but not together; a message
+// about the adopt rules names --adopt when they came from it.
+bool new_engine(const WatchOptions &o, const kw_conf_t *conf, kw_engine_t **engine,
+                std::string *err) {
+    char errstr[512] = "";
+    if (kw_engine_new(conf, engine, errstr, sizeof errstr) == KW_OK) return true;
+    *err = errstr;
+    if (!o.adopt_rules.empty() && err->rfind("adopt.rules: ", 0) == 0)
+        err->replace(0, 11, "--adopt");
+    return false;
+}
+
 }  // namespace
 
 bool Watcher::check(const WatchOptions &o, std::string *err) {
     WatchOptions probe = o;
     if (probe.url.empty()) probe.url = "redis://127.0.0.1:6379";
     ConfPtr conf = make_conf(probe, err);
-    return conf && make_filter(probe, err) != nullptr;
+    kw_engine_t *engine = nullptr;
+    if (!conf || !make_filter(probe, err) || !new_engine(probe, conf.get(), &engine, err))
+        return false;
+    kw_engine_free(engine);  // made only to check the options together: it never connected
+    return true;
 }
 
 Watcher::~Watcher() {
@@ -135,11 +153,7 @@ bool Watcher::configure(const WatchOptions &o, kw_handler_fn fn, void *opaque, s
     }
 
     kw_engine_t *engine = nullptr;
-    char errstr[512] = "";
-    if (kw_engine_new(conf.get(), &engine, errstr, sizeof errstr) != KW_OK) {
-        *err = errstr;
-        return false;
-    }
+    if (!new_engine(o, conf.get(), &engine, err)) return false;
     engine_.reset(engine);
     int status = kw_engine_add_handler(engine, filter.get(), fn, opaque, nullptr);
     if (status == KW_OK && tasks)

@@ -31,6 +31,7 @@ struct WatchOptions {
     std::string ns;               // namespace; empty: the library's default
     bool track = true;            // track.enable: claim tracked keys that come due
     std::string queues;           // comma-separated task queues to serve (event "task")
+    std::string adopt_rules;      // adopt.rules text (--adopt); empty: none
     // More library options (--conf NAME=VALUE), applied last.
     std::vector<std::pair<std::string, std::string>> conf;
 };

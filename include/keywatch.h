@@ -165,6 +165,28 @@ KW_API const char *kw_err_name(int status);
  *  dedupe.ttl             lifetime of that claim key (default 60s)
  *  limits.key_bytes       largest key kw_client_track accepts (default 1048576)
  *  limits.value_bytes     largest value or payload accepted (default 16777216)
+ *
+ * Adoption: keys that other programs write (SET k v EX n, EXPIRE, ...) tracked as if by
+ * kw_client_track, from the moment keywatch hears that their TTL was set, at their
+ * PEXPIRETIME; untracked when the TTL is removed or the key deleted:
+ *  adopt.rules            the rules, separated by ";" (default none). A rule is fields
+ *                         name=value separated by spaces: exactly one of prefix=BYTES
+ *                         (may be empty: every key), glob=GLOB (Redis's MATCH language) or
+ *                         pattern=P (a glob if it has an unescaped *, ? or [, else a
+ *                         prefix); db=N (must be redis.url's database; a cluster's is 0);
+ *                         queue=NAME (the key queue its keys go to, default "keys"; not a
+ *                         task queue); snapshot=BOOL (store the value with the item,
+ *                         strings only, default false). In values write \\, \;, "\ " or
+ *                         \xNN for any byte. At most 64 rules; the first that matches a
+ *                         key wins; keys of `namespace` are never adopted, and a rule
+ *                         naming them is refused. Read back in canonical form. Needs
+ *                         track.enable=true
+ *  catchup.enable         bool: at start, after every reconnect of a node and on a new
+ *                         master, SCAN the node for keys the rules match that have a TTL
+ *                         and are not tracked yet (default true)
+ *  catchup.count          SCAN COUNT of the catch-up scan, 10..10000 (default 1000)
+ *  catchup.rate           keys the catch-up scan reads per second per master at most,
+ *                         1000..10000000 (default 250000)
  */
 typedef struct kw_conf_s kw_conf_t;
 
@@ -530,6 +552,25 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   sweep.calls                 counter   calls       claim_due script calls
  *   lateness.max_ms             gauge     ms          largest handler start minus deadline seen
  *                                                     (tracked keys and tasks)
+ *   adopt.adopted               counter   keys        keys an adopt rule matches that adoption
+ *                                                     tracked (events and catch-up scans)
+ *   adopt.rescheduled           counter   keys        tracked keys whose deadline adoption moved to
+ *                                                     their new TTL
+ *   adopt.untracked             counter   keys        tracked keys adoption untracked because their
+ *                                                     TTL was removed
+ *   adopt.late                  counter   keys        keys gone before their adoption after an
+ *                                                     event that could set a TTL (a TTL shorter
+ *                                                     than the adoption delay)
+ *   adopt.dropped               counter   keys        adoptions dropped while the connection was
+ *                                                     away (a catch-up scan follows)
+ *   catchup.scanning.<node>     gauge     bool        1 while the catch-up scan for adopt rules
+ *                                                     reads one node, else 0 (only with
+ *                                                     adopt.rules)
+ *   catchup.progress.<node>     gauge     permille    how far the catch-up scan of one node is, 0
+ *                                                     to 1000 (1000: done; only with adopt.rules)
+ *   catchup.scans               counter   scans       catch-up scans of a node completed
+ *   catchup.keys                counter   keys        keys the catch-up scans found that an adopt
+ *                                                     rule matches
  *   plugin.<counter>            counter   count       a plugin instance's own counter (host
  *                                                     counter_add); <counter> is the instance's
  *                                                     name, a dot and the counter's:

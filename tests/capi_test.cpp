@@ -478,7 +478,11 @@ TEST(CApiConfDump, ListsEveryOptionWithValueAndDefault) {
                              "dedupe.enable",
                              "dedupe.ttl",
                              "limits.key_bytes",
-                             "limits.value_bytes"})
+                             "limits.value_bytes",
+                             "adopt.rules",
+                             "catchup.enable",
+                             "catchup.count",
+                             "catchup.rate"})
         EXPECT_EQ(rows.count(name), 1u) << name << " missing from kw_conf_dump";
     for (const auto &row : rows) {
         char buf[512] = "";

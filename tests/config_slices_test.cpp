@@ -37,7 +37,10 @@ Config odd_config() {
           {"sweep.scan_interval", "56s"},
           {"track.done_window", "6789ms"},
           {"dedupe.enable", "true"},
-          {"dedupe.ttl", "9876ms"}})
+          {"dedupe.ttl", "9876ms"},
+          {"catchup.enable", "false"},
+          {"catchup.count", "77"},
+          {"catchup.rate", "5432"}})
         EXPECT_EQ(c.set(name, value, &err), 0) << name << ": " << err;
     EXPECT_EQ(c.validate(&err), 0) << err;
     return c;
@@ -73,6 +76,9 @@ TEST(ConfigSlices, SweeperGetsEverySettingFromConfig) {
     EXPECT_EQ(o.reconnect.max_ms, 777);
     EXPECT_EQ(o.scan_interval_ms, 56000);
     EXPECT_EQ(o.migration_wait_ms, 8765);
+    EXPECT_FALSE(o.catchup_enable);
+    EXPECT_EQ(o.catchup_count, 77);
+    EXPECT_EQ(o.catchup_rate, 5432);
 }
 
 TEST(ConfigSlices, FanoutGetsItsSettingsAndBothSlices) {

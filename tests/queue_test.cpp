@@ -20,16 +20,6 @@
 namespace kwtest {
 namespace {
 
-std::string hex(const std::string &bytes) {
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : bytes) {
-        out.push_back(digits[c >> 4]);
-        out.push_back(digits[c & 15]);
-    }
-    return out;
-}
-
 // A blocking keywatch client with its own configuration.
 class Client {
   public:

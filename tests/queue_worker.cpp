@@ -1,14 +1,17 @@
 // kw_queue_worker: a watcher process for the multi-process reliable-delivery tests. It runs
 // one engine serving the key-tracking queue (and task queues, if named) and appends one
 // line per delivered item to OUTFILE:  <queue> TAB <hex of key> TAB <source> TAB <attempt>
-// TAB <pid>. The tests kill it with SIGKILL or stop it with SIGTERM.
+// TAB <pid> TAB <event ts ms> TAB <deadline ms> TAB <wall ms when handled>. The tests kill it
+// with SIGKILL or stop it with SIGTERM.
 //
 //   kw_queue_worker URL OUTFILE [--lease DUR] [--sleep-ms N] [--queues a,b] [--workers N]
+//                   [--adopt RULES]
 //
 // It prints "ready" on stdout once the engine has started.
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -35,9 +38,13 @@ int handle(kw_event_t *ev, void *) {
         hex.push_back(digits[key[i] & 15]);
     }
     std::lock_guard<std::mutex> lock(out_mu);
-    fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\n", kw_event_queue(ev), hex.c_str(), kw_event_source(ev),
-            kw_event_attempt(ev), static_cast<int>(getpid()),
-            static_cast<long long>(kw_event_ts_ms(ev)));
+    const long long handled = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+    fprintf(out, "%s\t%s\t%d\t%d\t%d\t%lld\t%lld\t%lld\n", kw_event_queue(ev), hex.c_str(),
+            kw_event_source(ev), kw_event_attempt(ev), static_cast<int>(getpid()),
+            static_cast<long long>(kw_event_ts_ms(ev)),
+            static_cast<long long>(kw_event_deadline_ms(ev)), handled);
     fflush(out);
     return KW_RESULT_ACK;
 }
@@ -61,7 +68,7 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr,
                 "usage: kw_queue_worker URL OUTFILE [--lease DUR] [--sleep-ms N] "
-                "[--queues a,b] [--workers N]\n");
+                "[--queues a,b] [--workers N] [--adopt RULES]\n");
         return 2;
     }
     kw_conf_t *c = kw_conf_new();
@@ -78,6 +85,8 @@ int main(int argc, char **argv) {
             if (!conf(c, "queues", val)) return 2;
         } else if (opt == "--workers") {
             if (!conf(c, "workers", val)) return 2;
+        } else if (opt == "--adopt") {
+            if (!conf(c, "adopt.rules", val)) return 2;
         } else {
             fprintf(stderr, "kw_queue_worker: unknown option %s\n", opt.c_str());
             return 2;

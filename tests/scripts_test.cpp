@@ -317,7 +317,8 @@ TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
               past_max);
     EXPECT_EQ(c_->command({"ZSCORE", tasks_.due, "y"}), "1000");
     c_->command({"SET", "far", "v", "PXAT", over});
-    EXPECT_EQ(c_->command({"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "far", "0"}),
+    EXPECT_EQ(c_->command(
+                  {"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "far", "0", "1", "1"}),
               past_max);
     EXPECT_EQ(c_->command({"EXISTS", keys_.due}), "0");
     // The maximum itself is accepted.
@@ -358,8 +359,9 @@ TEST_F(ScriptTest, ASnapshotRestampedForAnExpiryAfterYear5138KeepsEveryDigit) {
 TEST_F(ScriptTest, ASnapshotAdoptedForAnExpiryAfterYear5138KeepsEveryDigit) {
     const std::string late = "123456789012345";
     c_->command({"SET", "k", "v", "PXAT", late});
-    EXPECT_EQ(c_->command({"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "k", "1"}),
-              late);
+    EXPECT_EQ(
+        c_->command({"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, "k", "1", "1", "1"}),
+        late);
     EXPECT_EQ(c_->command({"HGET", keys_.data, "p:k"}), late + "|v")
         << "the snapshot is stamped with the key's deadline, exactly";
 }
@@ -709,8 +711,7 @@ TEST_F(BatchScriptTest, AClaimOfTrackedKeysNobodyElseHearsIsAloneAndItsItemsStil
     // answers "taken", not "untracked".
     const std::string channel = "__keywatch:heartbeat:engines:kw";
     int64_t now = redis_now();
-    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k1", std::to_string(now - 5),
-                 "k2"});
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k1", std::to_string(now - 5), "k2"});
     Reply r = evalk(keywatch::scripts::batch::kClaimDue,
                     {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
                      keys_.batch("A", 1)},
@@ -726,9 +727,8 @@ TEST_F(BatchScriptTest, AClaimOfTrackedKeysNobodyElseHearsIsAloneAndItsItemsStil
     // claim_live's answers for `ids`, the batch keys of claims on their way declared first.
     auto live_answers = [&](const std::vector<std::string> &pending,
                             const std::vector<std::string> &ids) {
-        std::vector<std::string> keys = {keys_.due,  keys_.inflight, keys_.leases,
-                                         keys_.data, keys_.done,     keys_.seq,
-                                         keys_.batch("B", 9)};
+        std::vector<std::string> keys = {keys_.due,  keys_.inflight, keys_.leases,       keys_.data,
+                                         keys_.done, keys_.seq,      keys_.batch("B", 9)};
         keys.insert(keys.end(), pending.begin(), pending.end());
         keys.insert(keys.end(), ids.begin(), ids.end());
         Reply l = evalk(keywatch::scripts::batch::kClaimLive, keys,
@@ -1094,6 +1094,113 @@ TEST_F(BatchScriptTest, ClaimReplyParserRejectsWrongShapes) {
     Reply r(
         static_cast<redisReply *>(redisCommand(ctx_, "EVAL %s 0", "return {1,{'C','TT'},{},-1}")));
     EXPECT_FALSE(keywatch::parse_live_claim_reply(r.get(), &l, &err)) << "letters are one byte";
+}
+
+// adopt (core/queue/scripts.h): the queues agree with each key's TTL, read in the script, so a
+// second run (another engine hearing the same event) writes nothing; a gone key is left to the
+// claim; a key tracked in `keys` keeps its record there.
+class AdoptScriptTest : public BatchScriptTest {
+  protected:
+    // adopt with the rule's queue P (and `keys` as K when two), reply letters.
+    std::string adopt(const std::vector<std::string> &ids, bool snapshot, bool two = true) {
+        std::vector<std::string> keys = {sessions_.due, sessions_.data};
+        if (two) keys.insert(keys.end(), {keys_.due, keys_.data});
+        keys.insert(keys.end(), ids.begin(), ids.end());
+        Reply r = evalk(scripts::kAdopt, keys, {snapshot ? "1" : "0", two ? "2" : "1", "0"});
+        return r && r->type == REDIS_REPLY_STRING ? str(r.get()) : "?";
+    }
+    // Everything the queues hold, as text.
+    std::string state() {
+        std::string out;
+        for (const QueueKeys *k : {&sessions_, &keys_}) {
+            out += c_->command({"ZRANGE", k->due, "0", "-1", "WITHSCORES"}) + "|";
+            std::string h = c_->command({"HGETALL", k->data});
+            out += h + "|";
+        }
+        return out;
+    }
+    int64_t writes() {
+        std::string info = c_->command({"INFO", "persistence"});
+        size_t at = info.find("rdb_changes_since_last_save:");
+        return std::stoll(info.substr(at + 28));
+    }
+    std::string exp(const std::string &key) { return c_->command({"PEXPIRETIME", key}); }
+
+    QueueKeys sessions_ = QueueKeys::make("kw", "sessions", "0");
+};
+
+TEST_F(AdoptScriptTest, AdoptIsIdempotentAndWritesNothingTheSecondTime) {
+    int64_t now = redis_now();
+    c_->command({"SET", "a", "va", "PX", "60000"});  // adopted into the rule's queue
+    c_->command({"SET", "b", "vb"});                 // no TTL, not tracked
+    c_->command({"SET", "t", "vt", "PX", "50000"});  // tracked in `keys`, its TTL moved since
+    c_->command({"ZADD", keys_.due, std::to_string(now + 1000), "t"});
+    c_->command({"HSET", keys_.data, "p:t", std::to_string(now + 1000) + "|old"});
+    c_->command({"RPUSH", "l", "x"});  // not a string: no snapshot
+    c_->command({"PEXPIRE", "l", "70000"});
+    c_->command({"SET", "p", "vp"});  // tracked here, its TTL gone since
+    c_->command({"ZADD", sessions_.due, "5", "p"});
+    c_->command({"HSET", sessions_.data, "p:p", "5|x", "m:p", "1:5:", "e:p", "err"});
+
+    EXPECT_EQ(adopt({"a", "b", "gone", "t", "l", "p"}, true), "angrSu");
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "a"}), exp("a"));
+    EXPECT_EQ(c_->command({"HGET", sessions_.data, "p:a"}), exp("a") + "|va");
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "l"}), exp("l"));
+    EXPECT_EQ(c_->command({"HEXISTS", sessions_.data, "p:l"}), "0");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "t"}), exp("t")) << "t keeps its queue";
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "t"}), "(nil)") << "and is in no other";
+    EXPECT_EQ(c_->command({"HGET", keys_.data, "p:t"}), exp("t") + "|old")
+        << "its snapshot kept, restamped for the new deadline";
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "p"}), "(nil)") << "untracked";
+    EXPECT_EQ(c_->command({"HLEN", sessions_.data}), "2") << "p's fields gone: ~ and p:a left";
+
+    // Again (a second engine heard the same events): the same state, nothing written.
+    const std::string before = state();
+    const int64_t w = writes();
+    EXPECT_EQ(adopt({"a", "b", "gone", "t", "l", "p"}, true), "=ng=Sn");
+    EXPECT_EQ(writes(), w) << "the second run writes nothing";
+    EXPECT_EQ(state(), before);
+
+    // A key gone (deleted, no forget yet) is left for the claim, which fires it.
+    c_->command({"ZADD", sessions_.due, "XX", std::to_string(now - 10), "a"});
+    c_->command({"DEL", "a"});
+    EXPECT_EQ(adopt({"a"}, false), "g");
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "a"}), std::to_string(now - 10));
+    BatchClaim c = bclaim(sessions_, "A", 10, true);
+    ASSERT_EQ(c.items.size(), 1u);
+    EXPECT_EQ(c.items[0].id, "a");
+    EXPECT_EQ(c.items[0].attempt, 1);
+    // The key written again: adopted again, once.
+    c_->command({"SET", "a", "va2", "PX", "60000"});
+    EXPECT_EQ(adopt({"a"}, false), "a");
+    EXPECT_EQ(adopt({"a"}, false), "=");
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "a"}), exp("a"));
+
+    // A later expiry moves the score, in the queue the key is in.
+    c_->command({"PEXPIRE", "t", "90000"});
+    EXPECT_EQ(adopt({"t"}, false), "r");
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "t"}), exp("t"));
+    // One queue (the rule's queue is `keys`): P is that queue.
+    c_->command({"SET", "one", "v", "PX", "60000"});
+    EXPECT_EQ(adopt({"one"}, false, false), "a");
+    EXPECT_EQ(c_->command({"ZSCORE", sessions_.due, "one"}), exp("one"));
+}
+
+TEST_F(AdoptScriptTest, StrictAdoptionRefusesWithTodaysCodesAndWritesNothing) {
+    c_->command({"SET", "nottl", "v"});
+    c_->command({"RPUSH", "l", "x"});
+    c_->command({"PEXPIRE", "l", "60000"});
+    const int64_t w = writes();
+    auto strict = [&](const std::string &key, const char *snap) {
+        return c_->command(
+            {"EVAL", scripts::kAdopt.body, "3", keys_.due, keys_.data, key, snap, "1", "1"});
+    };
+    EXPECT_EQ(strict("gone", "0"), "-2");
+    EXPECT_EQ(strict("nottl", "0"), "-1");
+    EXPECT_EQ(strict("l", "1"), "-3");
+    EXPECT_EQ(writes(), w);
+    EXPECT_EQ(strict("l", "0"), exp("l"));
+    EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "l"}), exp("l"));
 }
 
 }  // namespace

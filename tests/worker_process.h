@@ -72,11 +72,24 @@ class Worker {
     pid_t pid_ = -1;
 };
 
+// A key as a worker's output file writes it: lowercase hex.
+inline std::string hex(const std::string &bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out.push_back(digits[c >> 4]);
+        out.push_back(digits[c & 15]);
+    }
+    return out;
+}
+
 // One line of a worker's output file (see tests/queue_worker.cpp).
 struct Line {
     std::string queue, key_hex;
     int source = 0, attempt = 0, pid = 0;
-    long long ts_ms = 0;  // when the worker received it
+    long long ts_ms = 0;        // when the worker received it
+    long long deadline_ms = 0;  // the item's deadline (0: none)
+    long long handled_ms = 0;   // the worker's wall clock in the handler
 };
 
 std::vector<Line> read_lines(const std::string &path) {
@@ -94,6 +107,11 @@ std::vector<Line> read_lines(const std::string &path) {
             l.attempt = std::stoi(attempt);
             l.pid = std::stoi(pid);
             l.ts_ms = std::stoll(ts);
+            std::string deadline, handled;
+            if (std::getline(ss, deadline, '\t') && std::getline(ss, handled, '\t')) {
+                l.deadline_ms = std::stoll(deadline);
+                l.handled_ms = std::stoll(handled);
+            }
             out.push_back(l);
         }
     }

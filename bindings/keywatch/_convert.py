@@ -13,7 +13,8 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import time
-from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple, Union, cast
+from typing import (Dict, FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple, Union,
+                    cast)
 
 from . import _keywatch
 from ._errors import BadOptionValue, Error, InvalidArgument, InvalidType
@@ -194,3 +195,58 @@ def options_text(url: Optional[str], options: Mapping[str, object]) -> Dict[str,
             raise InvalidType(f"url must be a str, not {type(url).__name__}")
         out["redis.url"] = url
     return out
+
+
+# ---- adopt rules ----
+
+#: One adopt rule: a pattern (str or bytes), or a mapping of the rule's fields.
+AdoptRule = Union[str, bytes, Mapping[str, object]]
+_KEY_FIELDS = ("prefix", "glob", "pattern")
+
+
+def _rule_value(value: bytes) -> str:
+    """Field bytes as adopt.rules text: printable ASCII as it is, every other byte and
+    \\ ; = space as \\xNN (the library's rule grammar reads them back)."""
+    return "".join(chr(b) if 0x21 <= b <= 0x7e and b not in b"\\;=" else f"\\x{b:02x}"
+                   for b in value)
+
+
+def _rule_field(name: object, value: object, where: str) -> str:
+    """One field of a mapping rule as name=value text. The library checks the names and
+    the rule as a whole (its message names the field and lists the valid ones)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InvalidArgument(f"{where}: field {name!r} is not a field name: use prefix, glob, "
+                              "pattern, db, queue or snapshot")
+    if name in _KEY_FIELDS:
+        text = _rule_value(to_bytes(cast(Bytes, value), f"{where} {name}"))
+    elif name == "snapshot":
+        if not isinstance(value, bool):
+            raise InvalidType(f"{where} snapshot must be True or False, not "
+                              f"{type(value).__name__}")
+        text = "true" if value else "false"
+    elif name == "db":
+        text = str(to_int(value, f"{where} db", 0, 2**31 - 1))
+    else:
+        text = _rule_value(to_text(value, f"{where} {name}").encode("utf-8"))
+    return f"{name}={text}"
+
+
+def adopt_rules_text(rules: Sequence[AdoptRule]) -> str:
+    """``Engine(adopt=[...])`` as the library's ``adopt.rules`` text: each item a pattern
+    (str or bytes: a glob when it has ``*``, ``?`` or ``[``, else a prefix, as the library
+    decides) or a mapping with one of prefix/glob/pattern and db, queue, snapshot."""
+    if isinstance(rules, (str, bytes, bytearray, memoryview, Mapping)) or \
+            not isinstance(rules, Iterable):
+        raise InvalidType("adopt must be a list of rules (patterns, or mappings with prefix, "
+                          f"glob or pattern), not {type(rules).__name__}")
+    texts = []
+    for n, rule in enumerate(rules, 1):
+        where = f"adopt rule {n}"
+        if isinstance(rule, Mapping):
+            texts.append(" ".join(_rule_field(k, v, where) for k, v in rule.items()))
+        elif isinstance(rule, (str, bytes, bytearray, memoryview)):
+            texts.append("pattern=" + _rule_value(to_bytes(rule, where)))
+        else:
+            raise InvalidType(f"{where} must be a pattern (str or bytes) or a mapping of its "
+                              f"fields, not {type(rule).__name__}")
+    return ";".join(texts)

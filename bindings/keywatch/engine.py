@@ -39,12 +39,13 @@ import logging
 import signal
 import threading
 import weakref
-from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple,
-                    TypeVar, Union)
+from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, TypeVar, Union)
 
 from . import _keywatch
-from ._convert import Bytes, Duration, Text, options_text, to_bytes, to_int, to_ms, to_text
-from ._errors import InvalidType, StateError
+from ._convert import (AdoptRule, Bytes, Duration, Text, adopt_rules_text, option_name,
+                       options_text, to_bytes, to_int, to_ms, to_text)
+from ._errors import InvalidArgument, InvalidType, StateError
 from .stats import Stats
 
 logger = logging.getLogger("keywatch")
@@ -209,11 +210,24 @@ class Engine:
     written '_'; durations: a number is seconds, a timedelta a duration, a str the
     library's text such as "250ms").
 
+    ``adopt`` makes keys other programs write reliable (docs/reliable-delivery.md,
+    "Adopted keys"): each rule a pattern (str or bytes: a glob when it has ``*``, ``?`` or
+    ``[``, else a prefix) or a mapping with ``prefix``, ``glob`` or ``pattern`` and
+    optionally ``queue`` and ``snapshot``; a matching key with a TTL is tracked as if
+    ``Client.track`` had written it: ``adopt=["session:", {"glob": "cache:*", "queue":
+    "cache"}]``. ``engine.options["adopt.rules"]`` is the library's text of them.
+
     ``with Engine(...) as engine:`` starts it (register handlers first) and closes it at
     the end of the block."""
 
-    def __init__(self, url: Optional[str] = None, **options: Any) -> None:
-        self._e = _keywatch.Engine(options_text(url, options))
+    def __init__(self, url: Optional[str] = None, *,
+                 adopt: Optional[Sequence[AdoptRule]] = None, **options: Any) -> None:
+        texts = options_text(url, options)
+        if adopt is not None:
+            if "adopt.rules" in map(option_name, options):
+                raise InvalidArgument("give adopt= or adopt_rules=, not both")
+            texts["adopt.rules"] = adopt_rules_text(adopt)
+        self._e = _keywatch.Engine(texts)
         self._e.set_logger(self._log)
         self._stop_requested = threading.Event()
         self._lock = threading.Lock()

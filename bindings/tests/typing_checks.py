@@ -35,3 +35,9 @@ def decorators_keep_the_function_type(engine: aio.Engine, sync: keywatch.Engine,
     assert assert_type(expiring, Coroutine[Any, Any, None]) is not None
     assert assert_type(sending, Coroutine[Any, Any, int]) is not None
     assert_type(plain(event), str)
+
+
+def adopt_rules_are_patterns_or_mappings() -> keywatch.Engine:
+    return keywatch.Engine("redis://127.0.0.1:6379",
+                           adopt=["session:", b"cache:*", {"prefix": "cart:", "snapshot": True}],
+                           catchup_rate=100_000)

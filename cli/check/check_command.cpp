@@ -94,6 +94,7 @@ int run_check(const CheckArgs &a) {
     check.timeout_ms = cfg.connect_timeout_ms;
     check.config = plan_config(cfg);
     check.sample_key = a.key;
+    check.adopt = {cfg.adopt_rules, cfg.ns, cfg.catchup_enable, cfg.catchup_rate};
     if (!demand_of(a, cfg, &check.demand)) return kExitBadInput;
 
     CheckReport report;
@@ -105,6 +106,7 @@ int run_check(const CheckArgs &a) {
     }
     for (const std::string &warning : cfg.tls_warnings())
         report.add("tls", "", Verdict::Warn, cli_words(warning));
+    describe_adopt_rules(check.adopt, &report);
     check_deployment(check, &report);
     const std::string text = a.json ? render_json(report) : render_text(report);
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -123,7 +125,9 @@ void add_check_command(CLI::App &app, Runner *selected) {
         "version, role, CONFIG, notify-keyspace-events (replicas too), persistence, "
         "maxmemory-policy, the ACL user's permissions for every command keywatch sends "
         "(probed as that user; writes inside a MULTI that is discarded), cluster state and "
-        "slot coverage, clocks. Exit status 0: nothing blocks keywatch (warnings allowed); 1: "
+        "slot coverage, clocks, and with -c adopt.rules=... the adopt rules and each master's "
+        "catch-up scan (DBSIZE; a rule that matches every key is warned about). Exit status 0: "
+        "nothing blocks keywatch (warnings allowed); 1: "
         "something does, or nothing answered; 2: bad options. See docs/production.md.");
     add_client_options(cmd, &args->client);
     cmd->add_option(

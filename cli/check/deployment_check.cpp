@@ -253,6 +253,7 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
         }
         clocks.push_back(
             {url.endpoint(), check_server(c, need, !cluster, check.timeout_ms, report)});
+        check_catchup(c, url.endpoint(), check.adopt, d.db, check.timeout_ms, report);
         c.close();
         probe_acl(url, tag, needs, check.timeout_ms, report);
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/check/acl_probe.h"
+#include "cli/check/adopt_checks.h"
 #include "cli/check/check_report.h"
 #include "core/redis/url.h"
 
@@ -22,6 +23,7 @@ struct DeploymentCheck {
     PlanConfig config;            // what the engine's plan reads of the configuration
     Demand demand;                // what its handlers ask for (plan_demand)
     std::string sample_key;       // --key: a tracked key (acl_probe.h)
+    AdoptCheck adopt;             // adopt rules and the catch-up scan (adopt_checks.h)
 };
 
 // Largest clock difference between masters that passes.

@@ -102,8 +102,9 @@ std::string ConfigReader::unknown_key_hint(const std::string &name,
             return " here: " + name +
                    " is a top-level key: move it above the first [table] header (in TOML a key "
                    "belongs to the table whose header is above it)";
-        tables.push_back(key.substr(0, dot) == "handler" ? "[[handler]]"
-                                                         : "[" + key.substr(0, dot) + "]");
+        const std::string table = key.substr(0, dot);
+        const bool array = table == "handler" || table == "adopt";  // [[handler]], [[adopt]]
+        tables.push_back(array ? "[[" + table + "]]" : "[" + table + "]");
     }
     if (tables.empty()) return "";
     std::string list;

@@ -70,12 +70,29 @@ bool secret_key(const std::string &name);
 // "[sweep] interval", "[a.b] c", or "lease" at the top level.
 std::string key_path(const std::string &table, const std::string &key);
 // The keys of the daemon's own sections.
-extern const std::vector<std::string> kHttpKeys, kLogKeys, kMetricsKeys, kHandlerKeys;
+extern const std::vector<std::string> kHttpKeys, kLogKeys, kMetricsKeys, kHandlerKeys, kAdoptKeys;
 // The sections of the file that are not engine options, each read by its own function.
 bool read_http_section(const toml::node &node, ConfigReader *reader, HttpConfig *out);
 bool read_log_section(const toml::node &node, ConfigReader *reader, LogConfig *out);
 bool read_metrics_section(const toml::node &node, ConfigReader *reader, MetricsConfig *out);
 bool read_handler_sections(const toml::node &node, ConfigReader *reader,
                            std::vector<HandlerConfig> *out);
+
+// One [[adopt]] table: where it is, and where each key it gives is (in kAdoptKeys order).
+struct AdoptTable {
+    toml::source_position at;
+    ConfigPlace place;
+    std::vector<std::pair<std::string, ConfigPlace>> keys;
+};
+// The [[adopt]] tables as the engine's adopt.rules text, one rule per table in file order.
+struct AdoptSections {
+    std::string rules;
+    std::vector<AdoptTable> tables;
+};
+bool read_adopt_sections(const toml::node &node, ConfigReader *reader, AdoptSections *out);
+// Sets a library message about adopt.rules as the file's error and returns false: at the
+// key of the [[adopt]] table it names ("adopt.rules: rule 2 (prefix \"kw:\") names keys
+// of ..." -> "[[adopt]] #2 prefix: rule 2 ..."), else at the first table.
+bool fail_adopt(const AdoptSections &adopt, std::string msg, ConfigReader *reader);
 
 }  // namespace keywatch::cli

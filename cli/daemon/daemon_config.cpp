@@ -1,6 +1,6 @@
 // The config file as a whole: TOML syntax, the engine options (every table but the
-// daemon's own), and the daemon's sections read by daemon_config_sections.cpp and
-// daemon_config_handler.cpp.
+// daemon's own, plus the adopt.rules the [[adopt]] tables make), and the daemon's sections
+// read by daemon_config_sections.cpp and daemon_config_handler.cpp.
 #include "cli/daemon/daemon_config.h"
 
 #include <algorithm>
@@ -18,7 +18,7 @@ namespace {
 using ConfPtr = std::unique_ptr<kw_conf_t, decltype(&kw_conf_free)>;
 
 // The daemon's own sections; every other table holds engine options.
-const std::vector<std::string> kSections = {"handler", "http", "log", "metrics"};
+const std::vector<std::string> kSections = {"adopt", "handler", "http", "log", "metrics"};
 
 // The engine's option names (kw_conf_dump: one vocabulary) and the tables they imply
 // ("sweep" for sweep.interval), plus the file's own redis.password_file.
@@ -105,6 +105,8 @@ class EngineReader {
         : reader_(reader), conf_(conf), names_(conf) {}
 
     bool read_table(const toml::table &table, const std::string &prefix);
+    // adopt.rules from the [[adopt]] tables (a library refusal set at the table it names).
+    bool set_adopt(const AdoptSections &adopt);
     const EngineNames &names() const { return names_; }
     std::vector<EngineValue> &values() { return values_; }
 
@@ -193,6 +195,15 @@ bool EngineReader::set(const std::string &name, const std::string &text, const t
     return true;
 }
 
+bool EngineReader::set_adopt(const AdoptSections &adopt) {
+    char errstr[1024];
+    if (kw_conf_set(conf_, "adopt.rules", adopt.rules.c_str(), errstr, sizeof errstr) != KW_OK)
+        return fail_adopt(adopt, errstr, reader_);
+    const AdoptTable &first = adopt.tables.front();
+    values_.push_back({first.at, first.place, "adopt.rules", adopt.rules});
+    return true;
+}
+
 // Where msg names the option as a word ("lease" in "... than lease (30000ms)", not in
 // "released"); npos if nowhere.
 size_t word_at(const std::string &msg, const std::string &name) {
@@ -222,9 +233,10 @@ const EngineValue *first_named(const std::string &msg, const std::vector<EngineV
     return first;
 }
 
-// Options that are fine alone but not together (kw_engine_new checks them).
+// Options that are fine alone but not together (kw_engine_new checks them). A message about
+// the adopt rules is placed at the [[adopt]] table it names.
 bool check_engine_conf(const kw_conf_t *conf, const std::vector<EngineValue> &values,
-                       ConfigReader *reader) {
+                       const AdoptSections &adopt, ConfigReader *reader) {
     kw_engine_t *engine = nullptr;
     char errstr[1024];
     if (kw_engine_new(conf, &engine, errstr, sizeof errstr) == KW_OK) {
@@ -232,6 +244,7 @@ bool check_engine_conf(const kw_conf_t *conf, const std::vector<EngineValue> &va
         return true;
     }
     const EngineValue *v = first_named(errstr, values);
+    if (v && v->name == "adopt.rules") return fail_adopt(adopt, errstr, reader);
     if (!v) return reader->fail(toml::source_region{}, "", errstr);
     return reader->fail(v->place, option_key(v->name), errstr);
 }
@@ -241,7 +254,8 @@ std::vector<std::string> known_keys(const EngineNames &engine) {
     std::vector<std::string> keys(engine.options.begin(), engine.options.end());
     for (auto &[section, names] :
          {std::pair{"http", &kHttpKeys}, std::pair{"log", &kLogKeys},
-          std::pair{"metrics", &kMetricsKeys}, std::pair{"handler", &kHandlerKeys}})
+          std::pair{"metrics", &kMetricsKeys}, std::pair{"handler", &kHandlerKeys},
+          std::pair{"adopt", &kAdoptKeys}})
         for (const std::string &name : *names) keys.push_back(std::string(section) + "." + name);
     return keys;
 }
@@ -250,8 +264,13 @@ bool read_engine(const toml::table &root, ConfigReader *reader, DaemonConfig *ou
     ConfPtr conf(kw_conf_new(), kw_conf_free);
     EngineReader engine(reader, conf.get());
     reader->set_known_keys(known_keys(engine.names()));
-    if (!engine.read_table(root, "") || !check_engine_conf(conf.get(), engine.values(), reader))
-        return false;
+    AdoptSections adopt;
+    if (!engine.read_table(root, "")) return false;
+    if (auto n = root.get("adopt"))
+        if (!read_adopt_sections(*n, reader, &adopt) ||
+            (!adopt.tables.empty() && !engine.set_adopt(adopt)))
+            return false;
+    if (!check_engine_conf(conf.get(), engine.values(), adopt, reader)) return false;
     auto &values = engine.values();
     std::stable_sort(values.begin(), values.end(),
                      [](const EngineValue &a, const EngineValue &b) { return a.at < b.at; });

@@ -1,15 +1,18 @@
 // The daemon's configuration file (`keywatch run --config keywatch.toml`), read with
-// toml++ into plain data. One vocabulary: every table other than [http], [log], [metrics]
-// and [[handler]] holds engine options, named as kw_conf_set names them ("[sweep]
+// toml++ into plain data. One vocabulary: every table other than [http], [log], [metrics],
+// [[handler]] and [[adopt]] holds engine options, named as kw_conf_set names them ("[sweep]
 // interval" is "sweep.interval"), with the same value syntax (TOML strings, integers and
 // booleans become kw_conf_set's text). [redis] url may be one URL or an array of seeds;
 // [redis] password_file reads the password from a file. Each [[handler]] table is one
 // plugin instance: plugin (a built-in's name or a path), name (the instance's name), the
 // filter (events, prefix, glob, db, queue, as kw_filter_set names them) and
-// [handler.options] (the plugin's own options). [http] token_file reads the token from a
-// file. Relative paths (password_file, token_file, [log] file, a plugin path) are taken
-// relative to the config file's directory; HandlerConfig::plugin and LogConfig::file hold
-// the resolved path. docs/daemon.md is the reference.
+// [handler.options] (the plugin's own options). Each [[adopt]] table is one adopt rule
+// (prefix or glob, db, queue, snapshot); together, in file order, they are the engine
+// option adopt.rules, whose text the library parses ([catchup] is an ordinary table of
+// engine options). [http] token_file reads the token from a file. Relative paths
+// (password_file, token_file, [log] file, a plugin path) are taken relative to the config
+// file's directory; HandlerConfig::plugin and LogConfig::file hold the resolved path.
+// docs/daemon.md is the reference.
 // Everything is checked while reading: unknown keys are refused with the valid names
 // listed, values are checked by kw_conf_set / kw_filter_set themselves, the engine options
 // together by kw_engine_new, and every message starts with "FILE:LINE:COLUMN: " and names
@@ -77,7 +80,8 @@ struct MetricsConfig {
 struct DaemonConfig {
     std::string path;  // the file as given
     // kw_conf_set name and value, in file order, each already accepted by kw_conf_set.
-    // redis.url holds the seeds joined with ','; redis.password_file became redis.password.
+    // redis.url holds the seeds joined with ','; redis.password_file became redis.password;
+    // the [[adopt]] tables became adopt.rules (at the first table's place).
     std::vector<std::pair<std::string, std::string>> engine;
     std::vector<ConfigPlace> engine_places;  // engine[i] came from engine_places[i]
     HttpConfig http;

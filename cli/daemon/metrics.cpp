@@ -88,6 +88,20 @@ const std::vector<MetricMapping> kMetricMap = {
     {"lateness.max_ms", "keywatch_expiry_lateness_max_seconds", "", "",
      "largest handler start minus deadline seen (tracked keys and tasks), in seconds",
      T::MillisToSeconds},
+    {"adopt.adopted", "keywatch_adopt_keys_total", "result", "adopted",
+     "keys adoption tracked (adopted), whose deadline it moved (rescheduled) or untracked "
+     "because their TTL was removed (untracked)",
+     T::None},
+    {"adopt.rescheduled", "keywatch_adopt_keys_total", "result", "rescheduled", "", T::None},
+    {"adopt.untracked", "keywatch_adopt_keys_total", "result", "untracked", "", T::None},
+    {"adopt.late", "keywatch_adopt_late_total", "", "", "", T::None},
+    {"adopt.dropped", "keywatch_adopt_dropped_total", "", "", "", T::None},
+    {"catchup.scanning.<node>", "keywatch_catchup_scanning", "", "", "", T::None},
+    {"catchup.progress.<node>", "keywatch_catchup_progress_ratio", "", "",
+     "how far the catch-up scan for adopt rules of one node is, 0 to 1 (1: done)",
+     T::PermilleToRatio},
+    {"catchup.scans", "keywatch_catchup_scans_total", "", "", "", T::None},
+    {"catchup.keys", "keywatch_catchup_keys_total", "", "", "", T::None},
     {"plugin.<counter>", "keywatch_plugin_counter_total", "", "",
      "a plugin instance's own counter (host counter_add), by instance and counter name", T::None},
 };
@@ -318,9 +332,10 @@ std::string Metrics::render() const {
         const int64_t v = kw_stats_value(s.get(), i);
         const MetricTransform t = m ? m->transform : MetricTransform::None;
         x.sample(name, "", labels,
-                 t == MetricTransform::ReadyToUp         ? (v == KW_CONN_READY ? "1" : "0")
-                 : t == MetricTransform::MillisToSeconds ? number(v / 1000.0)
-                                                         : std::to_string(v));
+                 t == MetricTransform::ReadyToUp ? (v == KW_CONN_READY ? "1" : "0")
+                 : t == MetricTransform::MillisToSeconds || t == MetricTransform::PermilleToRatio
+                     ? number(v / 1000.0)
+                     : std::to_string(v));
     }
     if (gauges_) queue_gauges(&x, gauges_->figures());
     return x.text();

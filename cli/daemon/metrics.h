@@ -22,6 +22,7 @@ enum class MetricTransform {
     None,
     ReadyToUp,        // a kw_conn_state: 1 when KW_CONN_READY, else 0
     MillisToSeconds,  // a gauge in ms: divided by 1000
+    PermilleToRatio,  // a gauge in thousandths: divided by 1000
 };
 
 // One row of the mapping: statistics row (as kw_stats_name spells it, with its <label>

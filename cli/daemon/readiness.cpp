@@ -12,7 +12,9 @@ namespace {
 
 struct NodeView {
     int64_t state = KW_CONN_DISCONNECTED;
-    int sweeping = -1;  // -1: the engine runs no sweeper for it (no sample)
+    int sweeping = -1;      // -1: the engine runs no sweeper for it (no sample)
+    bool scanning = false;  // its catch-up scan for adopt rules runs
+    int64_t progress = 0;   // of that scan, in thousandths
 };
 
 }  // namespace
@@ -35,11 +37,21 @@ Readiness check_readiness(kw_engine_t *engine) {
         if (name == "node.state.<node>") nodes[kw_stats_label_value(s.get(), i)].state = v;
         if (name == "node.sweeping.<node>")
             nodes[kw_stats_label_value(s.get(), i)].sweeping = v != 0;
+        if (name == "catchup.scanning.<node>")
+            nodes[kw_stats_label_value(s.get(), i)].scanning = v != 0;
+        if (name == "catchup.progress.<node>") nodes[kw_stats_label_value(s.get(), i)].progress = v;
     }
     nlohmann::json not_ready = nlohmann::json::array(), listed = nlohmann::json::array();
+    nlohmann::json adopting = nlohmann::json::array();
     for (const auto &[node, view] : nodes) {
         nlohmann::json n = {{"node", node}, {"state", conn_state_name(view.state)}};
         if (view.sweeping >= 0) n["sweeping"] = view.sweeping == 1;
+        // A catch-up scan is running: said, never a reason to be not ready (the node's
+        // events are heard meanwhile).
+        if (view.scanning) {
+            n["adopting"] = static_cast<double>(view.progress) / 1000.0;
+            adopting.push_back({{"node", node}, {"progress", n["adopting"]}});
+        }
         listed.push_back(n);
         if (view.state != KW_CONN_READY)
             not_ready.push_back("node " + node + ": subscriber " + conn_state_name(view.state));
@@ -59,6 +71,7 @@ Readiness check_readiness(kw_engine_t *engine) {
     r.ready = not_ready.empty();
     nlohmann::json body = {{"ready", r.ready}};
     if (!r.ready) body["not_ready"] = not_ready;
+    if (!adopting.empty()) body["adopting"] = adopting;
     body["nodes"] = listed;
     r.json = body.dump();
     return r;

@@ -338,7 +338,7 @@ TEST(DaemonConfigErrors, UnknownKeyIsRefusedWithASuggestionAndTheValidKeys) {
 TEST(DaemonConfigErrors, UnknownTopLevelNameListsTablesAndOptions) {
     std::string err = error_of("[sweeep]\ninterval = \"1s\"\n");
     EXPECT_EQ(err.rfind("kw.toml:1:2: sweeep: unknown key (did you mean 'sweep'?); valid keys at "
-                        "the top level: cluster, dedupe, ",
+                        "the top level: adopt, catchup, cluster, dedupe, ",
                         0),
               0u)
         << err;
@@ -663,6 +663,106 @@ TEST(DaemonConfigErrors, HandlerNameOutsideThePluginInstanceRuleIsRefused) {
               "letters, digits, '_' or '-'");
 }
 
+// ---- [[adopt]] and [catchup] ---------------------------------------------------------------
+
+TEST(DaemonConfigAdopt, TablesBecomeOneRuleTextInFileOrder) {
+    DaemonConfig c = parsed(
+        "[[adopt]]\nprefix = \"spring:session:sessions:expires:\"\nqueue = \"sessions\"\n"
+        "[[adopt]]\nsnapshot = true\nglob = \"cache:*:v2\"\n"
+        "[[adopt]]\nprefix = \"a b;\\u0000\"\ndb = 0\n"
+        "[catchup]\nrate = 100000\nenable = true\n");
+    EXPECT_EQ(c.engine_option("adopt.rules"),
+              "prefix=spring:session:sessions:expires: queue=sessions;"
+              "glob=cache:*:v2 snapshot=true;prefix=a\\x20b\\x3b\\x00 db=0");
+    EXPECT_EQ(c.engine_option("catchup.rate"), "100000");
+    EXPECT_EQ(c.engine_option("catchup.enable"), "true");
+    // The engine reads the same rules back in its own words.
+    kw_conf_t *conf = kw_conf_new();
+    char err[512] = "", got[1024] = "";
+    ASSERT_EQ(
+        kw_conf_set(conf, "adopt.rules", c.engine_option("adopt.rules").c_str(), err, sizeof err),
+        KW_OK)
+        << err;
+    ASSERT_EQ(kw_conf_get(conf, "adopt.rules", got, sizeof got), KW_OK);
+    EXPECT_EQ(std::string(got),
+              "prefix=spring:session:sessions:expires: queue=sessions; glob=cache:*:v2 "
+              "snapshot=true; prefix=a\\x20b\\x3b\\x00 db=0");
+    kw_conf_free(conf);
+}
+
+TEST(DaemonConfigAdopt, ASingleAdoptTableIsRefused) {
+    EXPECT_EQ(error_of("[adopt]\nprefix = \"sess:\"\n"),
+              "kw.toml:1:1: [adopt] is a table; write [[adopt]] (one per rule)");
+}
+
+TEST(DaemonConfigAdopt, EachTableNeedsOnePrefixOrGlob) {
+    EXPECT_EQ(error_of("[[adopt]]\nqueue = \"sessions\"\n"),
+              "kw.toml:1:1: [[adopt]] #1: no prefix or glob: add prefix = \"sess:\" (keys "
+              "starting with it) or glob = \"cache:*:v2\"");
+    EXPECT_EQ(error_of("[[adopt]]\nprefix = \"a\"\n[[adopt]]\nprefix = \"b\"\nglob = \"c*\"\n"),
+              "kw.toml:3:1: [[adopt]] #2: prefix and glob are both given: give one of them (a "
+              "rule per [[adopt]] table)");
+}
+
+TEST(DaemonConfigAdopt, UnknownKeysAndWrongTypesNameTheTable) {
+    EXPECT_EQ(error_of("[[adopt]]\nprefx = \"sess:\"\n"),
+              "kw.toml:2:1: [[adopt]] #1 prefx: unknown key (did you mean 'prefix'?); valid keys "
+              "in [[adopt]] #1: prefix, glob, db, queue, snapshot");
+    EXPECT_EQ(error_of("[[adopt]]\nprefix = \"a\"\nsnapshot = \"yes\"\n"),
+              "kw.toml:3:12: [[adopt]] #1 snapshot: expected a boolean (true or false), got a "
+              "string ('yes')");
+    EXPECT_EQ(error_of("[[adopt]]\nprefix = \"a\"\ndb = \"0\"\n"),
+              "kw.toml:3:6: [[adopt]] #1 db: expected an integer, got a string ('0')");
+    EXPECT_EQ(error_of("[[adopt]]\nprefix = \"a\"\nqueue = \"x\\u0000\"\n"),
+              "kw.toml:3:9: [[adopt]] #1 queue: holds a NUL character (\\u0000): remove it");
+    EXPECT_EQ(error_of("adopt = 3\n"),
+              "kw.toml:1:9: adopt: expected [[adopt]] tables (one per rule), got an integer (3)");
+}
+
+// The library's refusals name the rule; the file's message names the table and the key.
+TEST(DaemonConfigAdopt, TheLibrarysRefusalIsPlacedAtTheTableItNames) {
+    const std::string err =
+        error_of("[[adopt]]\nprefix = \"app:\"\n[[adopt]]\nprefix = \"kw:keys:\"\n");
+    EXPECT_EQ(err.rfind("kw.toml:4:10: [[adopt]] #2 prefix: rule 2 (prefix \"kw:keys:\") names "
+                        "keys of keywatch's own namespace \"kw\"",
+                        0),
+              0u)
+        << err;
+    const std::string db = error_of(
+        "[redis]\nurl = \"redis://127.0.0.1:6379/2\"\n[[adopt]]\nprefix = \"s:\"\ndb = 3\n");
+    EXPECT_EQ(db.rfind("kw.toml:5:6: [[adopt]] #1 db: rule 1 (prefix \"s:\"): db 3 is not "
+                       "redis.url's database 2",
+                       0),
+              0u)
+        << db;
+    const std::string queue =
+        error_of("queues = [\"jobs\"]\n[[adopt]]\nprefix = \"s:\"\nqueue = \"jobs\"\n");
+    EXPECT_EQ(
+        queue.rfind("kw.toml:4:9: [[adopt]] #1 queue: rule 1: queue \"jobs\" is a task queue", 0),
+        0u)
+        << queue;
+    const std::string twice = error_of(
+        "[[adopt]]\nprefix = \"s:\"\n[[adopt]]\nglob = \"x*\"\n[[adopt]]\nprefix = \"s:\"\n");
+    EXPECT_EQ(twice.rfind("kw.toml:6:10: [[adopt]] #3 prefix: rules 1 and 3 are the same", 0), 0u)
+        << twice;
+}
+
+TEST(DaemonConfigAdopt, MoreRulesThanTheEngineTakesNameTheFirstTooMany) {
+    std::string text;
+    for (int i = 0; i < 65; i++) text += "[[adopt]]\nprefix = \"p" + std::to_string(i) + ":\"\n";
+    const std::string err = error_of(text);
+    EXPECT_EQ(err.rfind("kw.toml:130:10: [[adopt]] #65 prefix: 65 rules; at most 64", 0), 0u)
+        << err;
+}
+
+TEST(DaemonConfigAdopt, AKeyOfAdoptBelowAnotherTableSaysWhereItBelongs) {
+    EXPECT_EQ(error_of("[catchup]\nsnapshot = true\n")
+                  .rfind("kw.toml:2:1: [catchup] snapshot: unknown key here: snapshot is a key of "
+                         "[[adopt]]",
+                         0),
+              0u);
+}
+
 // ---- The shipped example and the reference ---------------------------------------------
 
 TEST(DaemonConfigExample, ShippedExampleParses) {
@@ -678,10 +778,13 @@ TEST(DaemonConfigExample, ShippedExampleParses) {
 }
 
 // Each engine option appears in the example (set or commented out) inside its own table,
-// so the example shows every table and every option a release knows.
+// so the example shows every table and every option a release knows. adopt.rules is
+// written as [[adopt]] tables.
 TEST(DaemonConfigExample, ShippedExampleShowsEveryEngineOption) {
     std::string text = slurp(KW_EXAMPLE_CONFIG);
+    EXPECT_NE(text.find("\n# [[adopt]]\n# prefix = "), std::string::npos) << "no [[adopt]]";
     for (const std::string &name : engine_option_names()) {
+        if (name == "adopt.rules") continue;
         size_t dot = name.rfind('.');
         std::string table = dot == std::string::npos ? "" : name.substr(0, dot);
         std::string key = name.substr(dot == std::string::npos ? 0 : dot + 1);

@@ -206,6 +206,7 @@ void add_stream_plugin(Engine &engine, const char *instance, const char *prefix)
 TEST_F(DaemonMetricsTest, EveryStatisticHasAMetricOfItsOwnType) {
     Engine engine(redis().url());
     engine.set("queues", "jobs");
+    engine.set("adopt.rules", "prefix=app:");  // the catch-up rows
     EventSink a;
     engine.add(&a, {{"events", "expired,task"}});
     add_stream_plugin(engine, "audit", "p:");

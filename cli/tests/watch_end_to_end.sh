@@ -5,31 +5,9 @@
 # Usage: watch_end_to_end.sh PATH/TO/keywatch
 set -euo pipefail
 kw=$1
-work=$(mktemp -d)
-kwpid=
-cleanup() {
-    if [ -n "$kwpid" ]; then kill "$kwpid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    echo "--- stdout" >&2; cat "$work/out" >&2 || true
-    echo "--- stderr" >&2; cat "$work/err" >&2 || true
-    exit 1
-}
+. "$(dirname "$0")/watch_lib.sh"
 
-"$kw" watch --events expired,del --prefix t: >"$work/out" 2>"$work/err" &
-kwpid=$!
-for _ in $(seq 100); do
-    grep -q "keywatch: watching" "$work/err" && break
-    sleep 0.1
-done
-grep -q "keywatch: watching" "$work/err" || fail "keywatch did not start watching"
-port=$(grep -oE 'started a private redis-server at redis://127\.0\.0\.1:[0-9]+' "$work/err" |
-       grep -oE '[0-9]+$')
-server_pid=$(grep -oE '\(pid [0-9]+' "$work/err" | grep -oE '[0-9]+')
-if [ -z "$port" ] || [ -z "$server_pid" ]; then fail "no 'started a private redis-server' line"; fi
+start_watch --events expired,del --prefix t:
 
 cli() { redis-cli -p "$port" "$@" >/dev/null; }
 cli SET t:plain v PX 100
@@ -40,11 +18,7 @@ cli DEL t:gone
 sleep 0.3
 cli EXISTS t:plain $'t:bin\xca\xfe' other:skipped  # touch: Redis expires them now
 
-for _ in $(seq 50); do
-    [ "$(wc -l <"$work/out")" -ge 3 ] && break
-    sleep 0.1
-done
-kill -0 "$kwpid" 2>/dev/null || fail "keywatch exited early"
+wait_lines 3 5
 
 python3 - "$work/out" <<'PY' || fail "unexpected output"
 import json, sys
@@ -58,10 +32,6 @@ want = {("expired", "t:plain", None), ("expired", None, "dDpiaW7K/g=="), ("del",
 assert got == want, got
 PY
 
-kill -TERM "$kwpid"
-status=0
-wait "$kwpid" || status=$?
-kwpid=
-[ "$status" -eq 0 ] || fail "keywatch exited with $status after SIGTERM"
+stop_watch
 if kill -0 "$server_pid" 2>/dev/null; then fail "redis-server $server_pid still running"; fi
 echo "ok: 3 events as JSON lines, filters applied, SIGTERM stopped keywatch and its server"

@@ -227,10 +227,12 @@ void EngineStats::lateness(const std::string &name, int64_t late_ms) {
     if (QueueStats *q = queue(name)) q->lateness.observe_us(late_ms * 1000);
 }
 
-std::shared_ptr<NodeStats> EngineStats::add_node(const std::string &node, bool has_sweeper) {
+std::shared_ptr<NodeStats> EngineStats::add_node(const std::string &node, bool has_sweeper,
+                                                 bool has_catchup) {
     auto n = std::make_shared<NodeStats>();
     n->state = KW_CONN_DISCONNECTED;
     n->has_sweeper = has_sweeper;
+    n->has_catchup = has_catchup;
     std::lock_guard<std::mutex> lock(node_mu_);
     nodes_[node] = n;
     return n;
@@ -288,6 +290,10 @@ void EngineStats::append(std::vector<StatSample> *out, bool fixed) const {
             out->push_back({StatId::NODE_RECEIVED, kv.first, load(n.received), {}});
             if (n.has_sweeper)
                 out->push_back({StatId::NODE_SWEEPING, kv.first, load(n.sweeping), {}});
+            if (n.has_catchup) {
+                out->push_back({StatId::CATCHUP_SCANNING, kv.first, load(n.catchup_scanning), {}});
+                out->push_back({StatId::CATCHUP_PROGRESS, kv.first, load(n.catchup_progress), {}});
+            }
         }
     }
     if (!fixed) return;

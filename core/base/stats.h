@@ -114,6 +114,24 @@
     X(SWEEP_CALLS, "sweep.calls", COUNTER, "calls", "claim_due script calls")                      \
     X(LATENESS_MAX, "lateness.max_ms", GAUGE, "ms",                                                \
       "largest handler start minus deadline seen (tracked keys and tasks)")                        \
+    X(ADOPT_ADOPTED, "adopt.adopted", COUNTER, "keys",                                             \
+      "keys an adopt rule matches that adoption tracked (events and catch-up scans)")              \
+    X(ADOPT_RESCHEDULED, "adopt.rescheduled", COUNTER, "keys",                                     \
+      "tracked keys whose deadline adoption moved to their new TTL")                               \
+    X(ADOPT_UNTRACKED, "adopt.untracked", COUNTER, "keys",                                         \
+      "tracked keys adoption untracked because their TTL was removed")                             \
+    X(ADOPT_LATE, "adopt.late", COUNTER, "keys",                                                   \
+      "keys gone before their adoption after an event that could set a TTL (a TTL shorter than "   \
+      "the adoption delay)")                                                                       \
+    X(ADOPT_DROPPED, "adopt.dropped", COUNTER, "keys",                                             \
+      "adoptions dropped while the connection was away (a catch-up scan follows)")                 \
+    X(CATCHUP_SCANNING, "catchup.scanning.<node>", GAUGE, "bool",                                  \
+      "1 while the catch-up scan for adopt rules reads one node, else 0 (only with adopt.rules)")  \
+    X(CATCHUP_PROGRESS, "catchup.progress.<node>", GAUGE, "permille",                              \
+      "how far the catch-up scan of one node is, 0 to 1000 (1000: done; only with adopt.rules)")   \
+    X(CATCHUP_SCANS, "catchup.scans", COUNTER, "scans", "catch-up scans of a node completed")      \
+    X(CATCHUP_KEYS, "catchup.keys", COUNTER, "keys",                                               \
+      "keys the catch-up scans found that an adopt rule matches")                                  \
     X(PLUGIN_COUNTER, "plugin.<counter>", COUNTER, "count",                                        \
       "a plugin instance's own counter (host counter_add); <counter> is the instance's name, "     \
       "a dot and the counter's: plugin.stream.appended")
@@ -187,7 +205,9 @@ std::string stats_json(const std::vector<StatSample> &samples);
 // intake what it read, its sweeper whether it sweeps. Atomics: any thread.
 struct NodeStats {
     std::atomic<int64_t> state{0}, reconnects{0}, received{0}, sweeping{0};
+    std::atomic<int64_t> catchup_scanning{0}, catchup_progress{0};  // its AdoptScan's
     bool has_sweeper = false;  // node.sweeping is sampled only when the engine serves queues
+    bool has_catchup = false;  // catchup.* are sampled only when the engine adopts keys
 };
 
 // One queue's samples (queue.*, expiry.lateness). Atomics: any thread.
@@ -220,7 +240,8 @@ class EngineStats {
 
     // A node joins (its record, new; one of the same name is replaced) or leaves the
     // snapshot. Loop thread.
-    std::shared_ptr<NodeStats> add_node(const std::string &node, bool has_sweeper);
+    std::shared_ptr<NodeStats> add_node(const std::string &node, bool has_sweeper,
+                                        bool has_catchup = false);
     void drop_node(const std::string &node);
     // A node's subscriber changed state (a reconnect if it was READY before). Nodes not
     // listed (dropped) are ignored. Loop thread.

@@ -339,7 +339,9 @@ int Client::untrack(const std::string &key, bool delete_key) {
 
 int Client::adopt(const std::string &key, int flags, int64_t *deadline) {
     if (int rc = check_key(key); rc != KW_OK) return rc;
-    return run(scripts::kAdopt, kKeysQueue, key, &key, {(flags & KW_TRACK_SNAPSHOT) ? "1" : "0"},
+    // One queue (`keys`), strict: today's refusals, nothing written.
+    return run(scripts::kAdopt, kKeysQueue, key, &key,
+               {(flags & KW_TRACK_SNAPSHOT) ? "1" : "0", "1", "1"},
                [this, deadline](const redisReply *r) {
                    if (r->type != REDIS_REPLY_INTEGER)
                        return fail(KW_ERR_INTERNAL, "adopt: bad reply");

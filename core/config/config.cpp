@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/base/bool_word.h"
 #include "core/base/duration.h"
 #include "core/base/time_limit.h"
 #include "core/queue/queue_keys.h"
@@ -14,18 +15,6 @@
 
 namespace keywatch {
 namespace {
-
-bool parse_bool(const std::string &v, bool *out) {
-    if (v == "true" || v == "yes" || v == "on" || v == "1") {
-        *out = true;
-        return true;
-    }
-    if (v == "false" || v == "no" || v == "off" || v == "0") {
-        *out = false;
-        return true;
-    }
-    return false;
-}
 
 bool parse_int(const std::string &v, int64_t min, int64_t max, int64_t *out) {
     if (v.empty()) return false;
@@ -77,7 +66,7 @@ Option text_opt(std::string TlsOptions::*field) {
 
 Option bool_opt(bool Config::*field, const char *name) {
     return {[=](Config &c, const std::string &v, std::string *err) {
-                if (!parse_bool(v, &(c.*field))) {
+                if (!parse_bool_word(v, &(c.*field))) {
                     *err = std::string(name) + ": '" + v + "' is not a boolean: use true or false";
                     return static_cast<int>(KW_ERR_BAD_VALUE);
                 }
@@ -200,7 +189,7 @@ const std::map<std::string, Option> &options() {
         {"tls.server_name", text_opt(&TlsOptions::server_name)},
         {"tls.verify",
          {[](Config &c, const std::string &v, std::string *err) {
-              if (!parse_bool(v, &c.tls.verify)) {
+              if (!parse_bool_word(v, &c.tls.verify)) {
                   *err = "tls.verify: '" + v + "' is not a boolean: use true or false";
                   return static_cast<int>(KW_ERR_BAD_VALUE);
               }
@@ -286,6 +275,23 @@ const std::map<std::string, Option> &options() {
          int_opt(
              0, 512LL << 20, "limits.value_bytes", [](Config &c, int64_t n) { c.value_limit = n; },
              [](const Config &c) { return c.value_limit; })},
+        {"adopt.rules",
+         {[](Config &c, const std::string &v, std::string *err) {
+              std::vector<AdoptRule> rules;
+              if (!parse_adopt_rules(v, &rules, err)) return static_cast<int>(KW_ERR_BAD_VALUE);
+              c.adopt_rules = std::move(rules);
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return format_adopt_rules(c.adopt_rules); }}},
+        {"catchup.enable", bool_opt(&Config::catchup_enable, "catchup.enable")},
+        {"catchup.count",
+         int_opt(
+             10, 10000, "catchup.count", [](Config &c, int64_t n) { c.catchup_count = n; },
+             [](const Config &c) { return c.catchup_count; })},
+        {"catchup.rate",
+         int_opt(
+             1000, 10000000, "catchup.rate", [](Config &c, int64_t n) { c.catchup_rate = n; },
+             [](const Config &c) { return c.catchup_rate; })},
     };
     return table;
 }
@@ -359,6 +365,23 @@ int Config::validate(std::string *err) const {
         *err = "health.timeout (" + std::to_string(health_timeout_ms) +
                "ms) must be longer than health.interval (" + std::to_string(health_interval_ms) +
                "ms)";
+        return KW_ERR_BAD_VALUE;
+    }
+    return validate_adopt_rules(err);
+}
+
+// The rules against the options they depend on, which may be set after adopt.rules.
+int Config::validate_adopt_rules(std::string *err) const {
+    if (adopt_rules.empty()) return KW_OK;
+    if (!track_enable) {
+        *err = "adopt.rules needs track.enable=true: adopted keys are tracked keys";
+        return KW_ERR_BAD_VALUE;
+    }
+    const AdoptRules rules(adopt_rules, ns);
+    for (const std::string &why :
+         {rules.namespace_error(ns), rules.db_error(url.db), rules.queue_error(queues)}) {
+        if (why.empty()) continue;
+        *err = why;
         return KW_ERR_BAD_VALUE;
     }
     return KW_OK;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/queue/adopt_rules.h"
 #include "core/redis/url.h"
 
 namespace keywatch {
@@ -57,6 +58,14 @@ struct Config {
     int64_t key_limit = 1 << 20;     // bytes
     int64_t value_limit = 16 << 20;  // bytes
 
+    // Zero-change adoption: keys other programs write, tracked when their TTL is set
+    // (adopt.rules, parsed and formatted by core/queue/adopt_rules.h), and the catch-up scan
+    // that finds those set while no engine listened (catchup.*).
+    std::vector<AdoptRule> adopt_rules;
+    bool catchup_enable = true;
+    int64_t catchup_count = 1000;   // SCAN COUNT
+    int64_t catchup_rate = 250000;  // keys scanned per second per master, at most
+
     // Sets one option from text. Returns 0 (KW_OK) or a KW_ERR_* status with *err saying
     // what was wrong and what to do; on failure the config is unchanged.
     int set(const std::string &name, const std::string &value, std::string *err);
@@ -64,7 +73,8 @@ struct Config {
     int get(const std::string &name, std::string *value) const;
     // Every option name set() and get() accept, in sorted order.
     static std::vector<std::string> names();
-    // Checks combinations that single options cannot (e.g. reconnect.min <= max).
+    // Checks combinations that single options cannot (e.g. reconnect.min <= max, adopt
+    // rules against namespace, redis.url's db, queues and track.enable).
     int validate(std::string *err) const;
 
     // redis.reconnect.min/max as the backoff every loop connection reconnects with.
@@ -79,6 +89,7 @@ struct Config {
     std::vector<std::string> tls_warnings() const;
 
   private:
+    int validate_adopt_rules(std::string *err) const;
     static RedisUrl default_url();
     static int default_workers();
 };

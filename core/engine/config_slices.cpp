@@ -23,6 +23,7 @@ PlanConfig plan_config(const Config &c) {
     p.dedupe = c.dedupe_enable;
     p.alone_claims = c.done_mode == "auto";
     p.queues = c.queues;
+    p.adopt_rules = c.adopt_rules;
     return p;
 }
 
@@ -45,6 +46,10 @@ Sweeper::Options sweeper_options(const Config &c, const std::string &owner) {
     o.reconnect = c.reconnect_backoff();
     o.scan_interval_ms = c.scan_interval_ms;
     o.migration_wait_ms = c.migration_wait_ms;
+    o.catchup_enable = c.catchup_enable;
+    o.catchup_count = c.catchup_count;
+    o.catchup_rate = c.catchup_rate;
+    o.adopt = AdoptRules(c.adopt_rules, c.ns);
     return o;
 }
 

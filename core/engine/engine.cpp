@@ -147,6 +147,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     const bool need_sweeper = demand.sweeps();
     sweep.track_keys = demand.track_keys;
     sweep.task_queues = demand.task_queues;
+    sweep.adopt_only_events = demand.adopt_only_events;
     opts.events = demand.events;
     opts.unknown_events = demand.unknown_events;
     opts.keyspace_patterns = plan.keyspace_patterns;
@@ -164,6 +165,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     fo->dispatcher = dispatcher_.get();
     fo->events = &counters_;
     fo->counters = &sweeper_counters_;
+    fo->sweep.catchup_counters = &catchup_counters_;
     fo->stats = &stats_;
     queues_ = need_sweeper;
     for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
@@ -766,6 +768,20 @@ int64_t Engine::stat_value(StatId id) const {
             return load(sc.sweep_calls);
         case StatId::LATENESS_MAX:
             return load(counters_.lateness_max);
+        case StatId::ADOPT_ADOPTED:
+            return load(sc.adopt_adopted);
+        case StatId::ADOPT_RESCHEDULED:
+            return load(sc.adopt_rescheduled);
+        case StatId::ADOPT_UNTRACKED:
+            return load(sc.adopt_untracked);
+        case StatId::ADOPT_LATE:
+            return load(sc.adopt_late);
+        case StatId::ADOPT_DROPPED:
+            return load(sc.adopt_dropped);
+        case StatId::CATCHUP_SCANS:
+            return load(catchup_counters_.scans);
+        case StatId::CATCHUP_KEYS:
+            return load(catchup_counters_.keys);
         // Labelled rows: their samples come from stats_snapshot().
         case StatId::EVENTS_RECEIVED_BY_NAME:
         case StatId::HANDLER_CALLS_BY_HANDLER:
@@ -781,6 +797,8 @@ int64_t Engine::stat_value(StatId id) const {
         case StatId::NODE_RECONNECTS:
         case StatId::NODE_RECEIVED:
         case StatId::NODE_SWEEPING:
+        case StatId::CATCHUP_SCANNING:
+        case StatId::CATCHUP_PROGRESS:
         case StatId::QUEUE_ACKED:
         case StatId::QUEUE_RETRIED:
         case StatId::QUEUE_REJECTED:

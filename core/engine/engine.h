@@ -30,6 +30,7 @@
 #include "core/engine/plan.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
+#include "core/sweeper/adopt_scan.h"
 #include "core/sweeper/sweeper.h"
 
 namespace keywatch {
@@ -186,6 +187,7 @@ class Engine : private SubscriberSink, private HoldOwner {
     // snapshot taken on another thread (an HTTP scrape) reads none of them.
     std::atomic<bool> labelled_fixed_{false};
     SweeperCounters sweeper_counters_;
+    CatchupCounters catchup_counters_;
     std::map<StatId, StatSource> stat_sources_;  // fixed before start
 
     std::mutex completion_mu_;  // workers -> loop

@@ -27,7 +27,9 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     so.retry_from_start = opts_.cluster;
     Node &n = nodes_by_endpoint_[endpoint];
     n.url = url;
-    n.stats = opts_.stats->add_node(endpoint, opts_.sweepers);
+    n.stats = opts_.stats->add_node(
+        endpoint, opts_.sweepers,
+        opts_.sweepers && !opts_.sweep.adopt.empty() && opts_.sweep.catchup_enable);
     NodeIntake::Options io;
     io.ns = opts_.sweep.ns;
     io.tracked_db = url.db;
@@ -49,6 +51,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] { refresh_soon(50); };
         sw.on_connected = [this, name] { node_back(*name); };
+        // A master that comes after the start (a failover, a new shard) scans as one.
+        if (sweepers_started_) sw.catchup_first_reason = "new master";
         // The subscriber outlives the sweeper (Node's member order).
         sw.subscribed = [sub = n.sub.get()] { return sub->state() == KW_CONN_READY; };
         if (opts_.cluster) {
@@ -235,7 +239,12 @@ void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     // A lost master may have failed over: look at the topology soon, not at the next
     // periodic refresh.
     if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
-    if (state == KW_CONN_READY) node_back(sub.endpoint());
+    if (state != KW_CONN_READY) return;
+    node_back(sub.endpoint());
+    // Events were published to nobody while it was away: what they set is found by a scan
+    // (the first READY starts the node's first scan, with its own reason).
+    if (it != nodes_by_endpoint_.end() && it->second.sub.get() == &sub && it->second.sweeper)
+        it->second.sweeper->adoption_rescan("subscriber reconnected");
 }
 
 void Fanout::node_back(const std::string &endpoint) {

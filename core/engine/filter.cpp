@@ -7,67 +7,6 @@
 
 namespace keywatch {
 
-// Redis' stringmatchlen, on bytes, without recursion blow-up for the common cases.
-bool glob_match(std::string_view p, std::string_view s) {
-    size_t pi = 0, si = 0;
-    size_t star_p = std::string_view::npos, star_s = 0;
-    while (si < s.size()) {
-        if (pi < p.size()) {
-            char c = p[pi];
-            if (c == '*') {
-                while (pi < p.size() && p[pi] == '*') pi++;
-                if (pi == p.size()) return true;
-                star_p = pi;
-                star_s = si;
-                continue;
-            }
-            if (c == '?') {
-                pi++;
-                si++;
-                continue;
-            }
-            if (c == '[') {
-                size_t j = pi + 1;
-                bool negate = j < p.size() && p[j] == '^';
-                if (negate) j++;
-                bool matched = false;
-                while (j < p.size() && p[j] != ']') {
-                    if (p[j] == '\\' && j + 1 < p.size()) {
-                        j++;
-                        if (p[j] == s[si]) matched = true;
-                        j++;
-                    } else if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
-                        unsigned char lo = p[j], hi = p[j + 2], x = s[si];
-                        if (lo > hi) std::swap(lo, hi);
-                        if (x >= lo && x <= hi) matched = true;
-                        j += 3;
-                    } else {
-                        if (p[j] == s[si]) matched = true;
-                        j++;
-                    }
-                }
-                if (matched != negate) {
-                    pi = j < p.size() ? j + 1 : j;  // past ']' (an unclosed class ends it)
-                    si++;
-                    continue;
-                }
-            } else {
-                if (c == '\\' && pi + 1 < p.size()) c = p[++pi];
-                if (c == s[si]) {
-                    pi++;
-                    si++;
-                    continue;
-                }
-            }
-        }
-        if (star_p == std::string_view::npos) return false;
-        pi = star_p;
-        si = ++star_s;
-    }
-    while (pi < p.size() && p[pi] == '*') pi++;
-    return pi == p.size();
-}
-
 bool Filter::matches(std::string_view event, int event_db, std::string_view key,
                      std::string_view item_queue) const {
     if (db >= 0 && event_db != db) return false;

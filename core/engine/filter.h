@@ -6,10 +6,9 @@
 #include <string>
 #include <string_view>
 
-namespace keywatch {
+#include "core/base/glob.h"
 
-// Redis-style glob match on bytes (* ? [abc] [^a-z] \x), binary safe.
-bool glob_match(std::string_view pattern, std::string_view subject);
+namespace keywatch {
 
 struct Filter {
     std::set<std::string, std::less<>> events{

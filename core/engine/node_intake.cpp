@@ -2,7 +2,10 @@
 // the node's sweeper claimed, out to the workers. Loop thread only.
 #include "core/engine/node_intake.h"
 
+#include <algorithm>
+
 #include "core/base/clock.h"
+#include "core/queue/queue_keys.h"
 
 namespace keywatch {
 
@@ -23,16 +26,6 @@ NodeIntake::NodeIntake(EventLoop &loop, Options opts, Dispatcher &dispatcher,
 
 NodeIntake::~NodeIntake() = default;
 
-bool NodeIntake::is_internal_key(const std::string &key) const {
-    // ns:dedupe:... and ns:<queue>:{tag}:<part>: keywatch's own writes, never news.
-    const std::string &ns = opts_.ns;
-    if (key.size() <= ns.size() || key.compare(0, ns.size(), ns) != 0 || key[ns.size()] != ':')
-        return false;
-    if (key.compare(ns.size(), 8, ":dedupe:") == 0) return true;
-    size_t brace = key.find(":{", ns.size() + 1);
-    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
-}
-
 void NodeIntake::count(const Event &ev) {
     counters_.received.fetch_add(1, std::memory_order_relaxed);
     if (node_) node_->received.fetch_add(1, std::memory_order_relaxed);
@@ -44,22 +37,47 @@ void NodeIntake::count(const Event &ev) {
     if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
 }
 
+bool NodeIntake::route_adoption(Event &ev, bool *forgotten) {
+    const AdoptRules &rules = sweeper_->adopt_rules();
+    if (!last_spec_ || last_spec_->name != ev.name) {
+        last_spec_ = find_event(ev.name);
+        const auto &only = sweeper_->adopt_only_events();
+        last_adopt_only_ = std::find(only.begin(), only.end(), ev.name) != only.end();
+    }
+    const AdoptUse use = last_spec_ ? last_spec_->adopt : AdoptUse::None;
+    if (use != AdoptUse::Adopt && use != AdoptUse::Snapshot && use != AdoptUse::Forget)
+        return false;
+    int rule = rules.match(ev.key);
+    if (rule >= 0) {
+        if (use == AdoptUse::Forget) {
+            deleted_.push_back(ev.key);
+            *forgotten = true;
+        } else if (use == AdoptUse::Adopt || rules.rules()[static_cast<size_t>(rule)].snapshot) {
+            adopts_.push_back({ev.key, rule, ev.slot, true});
+        }
+    }
+    return last_adopt_only_;
+}
+
 void NodeIntake::on_event(Event &&ev) {
-    if (is_internal_key(ev.key)) return;
+    if (is_keywatch_key(opts_.ns, ev.key)) return;
     // One clock read per read from Redis: events that arrived together share it.
     if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
     ev.ts_ms = batch_ts_ms_;
     count(ev);
     bool tracked_db = sweeper_ && ev.db == opts_.tracked_db;
-    if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
+    bool forgotten = false;
+    if (tracked_db && !sweeper_->adopt_rules().empty() && route_adoption(ev, &forgotten)) {
+        // Subscribed for adoption only: no handler takes it.
+    } else if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
         claims_.push_back(std::move(ev));
     } else {
-        if (tracked_db && (ev.name == "del" || ev.name == "rename_from"))
+        if (tracked_db && !forgotten && (ev.name == "del" || ev.name == "rename_from"))
             deleted_.push_back(ev.key);
         others_.push_back(std::move(ev));
     }
-    if (claims_.size() + others_.size() >= kMaxPending) {
+    if (claims_.size() + others_.size() + adopts_.size() >= kMaxPending) {
         flush();
     } else if (!flush_scheduled_) {
         // Runs once the loop is done with the current read.
@@ -83,6 +101,13 @@ void NodeIntake::flush() {
         std::vector<std::string> keys;
         keys.swap(deleted_);
         sweeper_->forget(std::move(keys));
+    }
+    if (!adopts_.empty()) {
+        // After the claims and forgets, on the same connection: a key that expired and
+        // was written again is claimed before it is adopted again.
+        std::vector<AdoptKey> keys;
+        keys.swap(adopts_);
+        sweeper_->adopt(std::move(keys));
     }
     if (others_.empty()) return;
     if (opts_.dedupe && sweeper_) {

@@ -5,6 +5,11 @@
 //    keys among them (Sweeper::claim_live) and hands the others back as untracked;
 //  - `del`/`rename_from` on the tracked db: to the sweeper, which drops those keys from
 //    its queue (Sweeper::forget), and on to the handlers like any other event;
+//  - events about keys an adopt rule matches, on the tracked db (core/queue/adopt_rules.h):
+//    what the event table's adoption column says (AdoptUse): `adopt` for those that can
+//    set, move or remove a TTL (Sweeper::adopt, after the read's claims and forgets), and
+//    `forget` for those where the key left (move_from too); events subscribed only for
+//    adoption go no further;
 //  - any other event: straight to the dispatcher, or through the sweeper's
 //    de-duplication across instances when dedupe.enable is on (Sweeper::untracked).
 // Node N's sweeper hands what it claimed back here (deliver_tracked, deliver_untracked),
@@ -23,6 +28,7 @@
 #include "core/redis/event_loop.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
+#include "core/redis/keyspace_events.h"
 #include "core/sweeper/sweeper.h"
 
 namespace keywatch {
@@ -67,8 +73,11 @@ class NodeIntake : public EventSink, public SweeperSink {
     }
 
   private:
-    bool is_internal_key(const std::string &key) const;
     void count(const Event &ev);
+    // An event on the tracked db, when there are adopt rules: the key queued for adopt or
+    // forget as the event table says. True if the event goes no further (adoption only).
+    // *forgotten: the key was queued for forget.
+    bool route_adoption(Event &ev, bool *forgotten);
     static void on_flush(evutil_socket_t, short, void *arg);
 
     Options opts_;
@@ -83,6 +92,10 @@ class NodeIntake : public EventSink, public SweeperSink {
     // Events of the current read: live claims, keys deleted, everything else.
     std::vector<Event> claims_, others_;
     std::vector<std::string> deleted_;
+    std::vector<AdoptKey> adopts_;
+    // What the last event name means for adoption (looked up once per run of one name).
+    const EventSpec *last_spec_ = nullptr;
+    bool last_adopt_only_ = false;
     // A flood is mostly one event name: the last counter looked up.
     std::string last_event_name_;
     std::atomic<int64_t> *last_event_counter_ = nullptr;

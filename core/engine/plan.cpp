@@ -21,14 +21,24 @@ constexpr const char *kTrackingEvents[] = {"del", "rename_from"};
 // The keyevents the handlers take: those of handlers without a queue or of the
 // key-tracking queue (a handler of tracked keys only still needs the live expiries), and
 // what tracking needs. Table order, then the names the table lacks.
-void plan_events(const std::vector<HandlerNeeds> &handlers, Demand *d) {
+void plan_events(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers, Demand *d) {
     std::set<std::string, std::less<>> all;
     for (const HandlerNeeds &h : handlers) {
         if (h.has_queue && h.queue != kKeysQueue) continue;
         all.insert(h.events.begin(), h.events.end());
     }
     all.erase("task");  // not a Redis event
+    // What the handlers take: the rest is subscribed for keywatch's own use.
+    const std::set<std::string, std::less<>> wanted = all;
     if (d->track_keys) all.insert(std::begin(kTrackingEvents), std::end(kTrackingEvents));
+    if (!c.adopt_rules.empty()) {
+        // The adoption column of the event table: what can set, move or remove a TTL.
+        bool snapshot = AdoptRules(c.adopt_rules, c.ns).any_snapshot();
+        for (const std::string &e : adopt_events(snapshot)) {
+            if (!wanted.count(e) && !all.count(e)) d->adopt_only_events.push_back(e);
+            all.insert(e);
+        }
+    }
     for (const EventSpec &e : event_table())
         if (all.count(e.name)) d->events.emplace_back(e.name);
     for (const std::string &e : all)
@@ -76,6 +86,7 @@ HandlerNeeds HandlerNeeds::of(const Filter &f) {
 std::vector<std::string> Demand::queues() const {
     std::vector<std::string> out;
     if (track_keys) out.push_back(kKeysQueue);
+    out.insert(out.end(), adopt_queues.begin(), adopt_queues.end());
     out.insert(out.end(), task_queues.begin(), task_queues.end());
     return out;
 }
@@ -104,7 +115,15 @@ int plan_demand(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers, 
         tasks.insert(c.queues.begin(), c.queues.end());
     }
     d.task_queues.assign(tasks.begin(), tasks.end());
-    plan_events(handlers, &d);
+    if (c.track_enable)
+        for (const AdoptRule &r : c.adopt_rules) {
+            if (r.queue == kKeysQueue)
+                d.track_keys = true;
+            else if (std::find(d.adopt_queues.begin(), d.adopt_queues.end(), r.queue) ==
+                     d.adopt_queues.end())
+                d.adopt_queues.push_back(r.queue);
+        }
+    plan_events(c, handlers, &d);
     if (d.events.empty() && !d.sweeps()) {
         *err =
             "the handlers ask for nothing keywatch can deliver: register a handler for "

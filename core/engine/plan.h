@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/engine/filter.h"
+#include "core/queue/adopt_rules.h"
 
 namespace keywatch {
 
@@ -30,9 +31,10 @@ struct PlanConfig {
     std::string ns = "kw";
     bool track_enable = true;
     bool dedupe = false;
-    bool alone_claims = true;         // queue.done_mode=auto (the engine asks PUBSUB CHANNELS)
-    std::vector<std::string> queues;  // the `queues` option
-};                                    // from a Config: plan_config() (config_slices.h)
+    bool alone_claims = true;            // queue.done_mode=auto (the engine asks PUBSUB CHANNELS)
+    std::vector<std::string> queues;     // the `queues` option
+    std::vector<AdoptRule> adopt_rules;  // the `adopt.rules` option
+};                                       // from a Config: plan_config() (config_slices.h)
 
 // Phase 1, needing no server: what the handlers ask for.
 struct Demand {
@@ -43,9 +45,15 @@ struct Demand {
     // tracking), then the names it lacks, sorted.
     std::vector<std::string> events;
     std::vector<std::string> unknown_events;  // those of events the table lacks
-    // The engine runs sweepers (queues or dedupe).
-    bool sweeps() const { return track_keys || !task_queues.empty() || dedupe; }
-    // The queues served: "keys" (when tracking), then the task queues.
+    // The adopt rules' queues other than "keys", in rule order, each once.
+    std::vector<std::string> adopt_queues;
+    // Events subscribed only for adoption (no handler takes them): never dispatched.
+    std::vector<std::string> adopt_only_events;
+    // The engine runs sweepers (queues, dedupe or adoption).
+    bool sweeps() const {
+        return track_keys || !task_queues.empty() || dedupe || !adopt_queues.empty();
+    }
+    // The queues served: "keys" (when tracking), the adopt queues, then the task queues.
     std::vector<std::string> queues() const;
 };
 // KW_ERR_STATE (*err says why) when a handler takes the tasks of any queue and `queues`

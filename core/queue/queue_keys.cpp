@@ -38,6 +38,14 @@ std::string dedupe_key(const std::string &ns, const std::string &tag, int db,
     return ns + ":dedupe:{" + tag + "}:" + std::to_string(db) + ":" + event + ":" + key;
 }
 
+bool is_keywatch_key(std::string_view ns, std::string_view key) {
+    if (key.size() <= ns.size() || key.compare(0, ns.size(), ns) != 0 || key[ns.size()] != ':')
+        return false;
+    if (key.compare(ns.size(), 8, ":dedupe:") == 0) return true;
+    size_t brace = key.find(":{", ns.size() + 1);
+    return brace != std::string::npos && key.find("}:", brace) != std::string::npos;
+}
+
 bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
                      std::string *queue, std::string *tag) {
     const std::string suffix = "}:" + part;

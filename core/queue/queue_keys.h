@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keywatch {
@@ -56,6 +57,10 @@ bool parse_due_key(const std::string &ns, const std::string &key, std::string *q
 // Same for "<ns>:<queue>:{<tag>}:<part>" with any part (due, dead, ...).
 bool parse_queue_key(const std::string &ns, const std::string &key, const std::string &part,
                      std::string *queue, std::string *tag);
+
+// True for keywatch's own keys in namespace ns: "<ns>:dedupe:..." and
+// "<ns>:<queue>:{<tag>}:<part>". Their events are never news, and no rule adopts them.
+bool is_keywatch_key(std::string_view ns, std::string_view key);
 
 // Standalone Redis keeps every queue in one slot tag.
 inline constexpr const char *kStandaloneTag = "0";

@@ -16,6 +16,15 @@ namespace scripts {
 // return kPastMax for a later one, before writing anything.
 #define KW_LUA_MAX "local MAX_MS = " KW_MAX_TIME_MS_TEXT "\n"
 
+// A snapshot "<deadline>|<value>": its value if it was taken for deadline d, else false.
+#define KW_LUA_UNSTAMP                                                                 \
+    "local function unstamp(p, d)\n"                                                   \
+    "  if not p then return false end\n"                                               \
+    "  local bar = string.find(p, '|', 1, true)\n"                                     \
+    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n" \
+    "  return string.sub(p, bar + 1)\n"                                                \
+    "end\n"
+
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
 // Trap: Lua 5.1 turns a number into text (`..`, tostring) with "%.14g", so a deadline of
 // 1e14 ms (year 5138) or later, which keywatch accepts, would lose digits: numbers that go
@@ -31,12 +40,7 @@ namespace scripts {
     "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                               \
     "  return tonumber(a), tonumber(d), o\n"                                                  \
     "end\n"                                                                                   \
-    "local function unstamp(p, d)\n"                                                          \
-    "  if not p then return false end\n"                                                      \
-    "  local bar = string.find(p, '|', 1, true)\n"                                            \
-    "  if not bar or tonumber(string.sub(p, 1, bar - 1)) ~= d then return false end\n"        \
-    "  return string.sub(p, bar + 1)\n"                                                       \
-    "end\n"                                                                                   \
+    KW_LUA_UNSTAMP                                                                            \
     "local function prefixed(prefix, ids)\n"                                                  \
     "  local out = {}\n"                                                                      \
     "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                               \
@@ -161,17 +165,109 @@ return {n, z}
 )lua",
                          true};
 
-const Script kAdopt = {"adopt", KW_LUA_MAX R"lua(
-local exp = redis.call('PEXPIRETIME', KEYS[3])
-if exp < 0 then return exp end
-if exp > MAX_MS then return -9 end
-if ARGV[1] == '1' then
-  if redis.call('TYPE', KEYS[3]).ok ~= 'string' then return -3 end
-  redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
-  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], string.format('%d|', exp) .. redis.call('GET', KEYS[3]))
+// KEYS: the rule's queue P (due, data), with queues=2 also queue `keys` K (due, data), then
+// the keys to adopt. Every read before the first write; a gone key (-2) is left to the claim
+// or `forget`. The item id is the key and its score the key's PEXPIRETIME, read here: any
+// number of engines running this for one key write one identical record.
+const Script kAdopt = {"adopt", KW_LUA_MAX KW_LUA_UNSTAMP R"lua(
+local snap, two, strict = ARGV[1] == '1', ARGV[2] == '2', ARGV[3] == '1'
+local PD, PH, KD, KH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ids, e = {}, {}
+for i = (two and 5 or 3), #KEYS do
+  ids[#ids + 1] = KEYS[i]
+  e[#ids] = redis.call('PEXPIRETIME', KEYS[i])
 end
-redis.call('ZADD', KEYS[1], exp, KEYS[3])
-return exp
+local n = #ids
+if n == 0 then return '' end
+if strict then
+  if e[1] < 0 then return e[1] end
+  if e[1] > MAX_MS then return -9 end
+  if snap and redis.call('TYPE', ids[1]).ok ~= 'string' then return -3 end
+end
+local sp = redis.call('ZMSCORE', PD, unpack(ids))
+local sk = two and redis.call('ZMSCORE', KD, unpack(ids)) or {}
+local out, add_p, add_k, rem_p, rem_k = {}, {}, {}, {}, {}
+local stamp_p, stamp_k, values = {}, {}, {}
+for i = 1, n do
+  local id, x = ids[i], e[i]
+  local p, k = sp[i] and tonumber(sp[i]), sk[i] and tonumber(sk[i])
+  local c = 'g'
+  if x == -1 then
+    c = 'n'
+    if p then c, rem_p[#rem_p + 1] = 'u', id end
+    if k then c, rem_k[#rem_k + 1] = 'u', id end
+  elseif x > MAX_MS then
+    c = 'x'
+  elseif x >= 0 then
+    -- A key tracked in `keys` keeps its record there; else the rule's queue.
+    local cur, add, stamp = p, add_p, stamp_p
+    if k then cur, add, stamp = k, add_k, stamp_k end
+    if cur == x then c = '=' elseif cur then c = 'r' else c = 'a' end
+    if c ~= '=' then
+      add[#add + 1] = x
+      add[#add + 1] = id
+      if cur then stamp[#stamp + 1] = {id, cur, x} end
+    end
+    if snap and not k then
+      if redis.call('TYPE', id).ok == 'string' then
+        values[#values + 1] = {id, x, redis.call('GET', id)}
+      else
+        c = 'S'
+      end
+    end
+  end
+  out[i] = c
+end
+local function fields(list)
+  local f = {}
+  for j, s in ipairs(list) do f[j] = 'p:' .. s[1] end
+  return f
+end
+local old_p = #stamp_p > 0 and redis.call('HMGET', PH, unpack(fields(stamp_p))) or {}
+local old_k = #stamp_k > 0 and redis.call('HMGET', KH, unpack(fields(stamp_k))) or {}
+local old_v = #values > 0 and redis.call('HMGET', PH, unpack(fields(values))) or {}
+-- Writes.
+if #add_p > 0 then redis.call('ZADD', PD, unpack(add_p)) end
+if #add_k > 0 then redis.call('ZADD', KD, unpack(add_k)) end
+local function untrack(due, data, list)
+  if #list == 0 then return end
+  redis.call('ZREM', due, unpack(list))
+  local h = {}
+  for _, id in ipairs(list) do
+    local n = #h
+    h[n + 1], h[n + 2], h[n + 3] = 'p:' .. id, 'm:' .. id, 'e:' .. id
+  end
+  redis.call('HDEL', data, unpack(h))
+end
+untrack(PD, PH, rem_p)
+untrack(KD, KH, rem_k)
+local function restamp(data, list, olds)
+  local h = {}
+  for j, s in ipairs(list) do
+    local v = unstamp(olds[j], s[2])
+    if v then
+      h[#h + 1] = 'p:' .. s[1]
+      h[#h + 1] = string.format('%d|', s[3]) .. v
+    end
+  end
+  if #h > 0 then redis.call('HSET', data, unpack(h)) end
+end
+restamp(PH, stamp_p, old_p)
+restamp(KH, stamp_k, old_k)
+local h = {}
+for j, v in ipairs(values) do
+  local stamped = string.format('%d|', v[2]) .. v[3]
+  if old_v[j] ~= stamped then
+    h[#h + 1] = 'p:' .. v[1]
+    h[#h + 1] = stamped
+  end
+end
+if #h > 0 then
+  redis.call('HSETNX', PH, '~', string.rep('k', 72))
+  redis.call('HSET', PH, unpack(h))
+end
+if strict then return e[1] end
+return table.concat(out)
 )lua",
                        true};
 

@@ -18,7 +18,8 @@
 //   KEYS[5] done      ZSET id -> ack time; recently finished tracked keys, so the late
 //                     `expired` notification of a key already handled is not mistaken
 //                     for an untracked key (pruned by claim_due)
-// track, untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key.
+// track, untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key
+// (adopt: see below, with more keys).
 // A snapshot of a tracked key is stored as "<deadline>|<value>": one left over from an
 // earlier incarnation of the key (other deadline) is ignored, so that a track without
 // snapshot need not delete it.
@@ -41,7 +42,17 @@ struct Script {
 namespace scripts {
 extern const Script kTrack;       // ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]
 extern const Script kUntrack;     // ARGV delete(0|1)
-extern const Script kAdopt;       // ARGV snapshot(0|1)
+// adopt        P due, P data [K due, K data] key...  ARGV snapshot(0|1) queues(1|2)
+//              strict(0|1). Makes the queues agree with each key's TTL (PEXPIRETIME): P is
+//              the rule's queue, K `keys` (given when P is another queue: a key tracked there
+//              keeps its record and snapshot, only its score moves). Reply: one letter per key,
+//              a adopted, r deadline moved, = unchanged (nothing written), u untracked (TTL
+//              gone), n no TTL and not tracked, g gone (left to the claim or forget), x past
+//              kMaxTimeMs, S adopted without snapshot (not a string). With a snapshot the
+//              value is stored ("<deadline>|<value>") for keys of P. strict (one key, the
+//              client's kw_client_adopt): the key's deadline, or -2 gone, -1 no TTL, kPastMax,
+//              -3 a snapshot of a non-string, each with nothing written.
+extern const Script kAdopt;
 extern const Script kSchedule;    // ARGV id payload at_ms delay_ms mode(''|NX)
 extern const Script kReschedule;  // ARGV id at_ms delay_ms
 extern const Script kCancel;      // ARGV id

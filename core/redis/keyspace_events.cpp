@@ -9,24 +9,27 @@ const std::vector<EventSpec> &event_table() {
     // t_string.c, bitops.c, hyperloglog.c, t_list.c, sort.c, t_set.c, t_hash.c, t_zset.c,
     // geo.c, t_stream.c, cluster.c), plus 7.4's hash-field expiry. The first eight are "*".
     static const std::vector<EventSpec> table = {
-        {"expired", 'x', "a key with a TTL was deleted on expiry", "", true},
-        {"evicted", 'e', "a key was evicted under maxmemory", "", true},
-        {"del", 'g', "DEL/UNLINK/GETDEL, EXPIRE with a past time, a collection emptied", "", true},
-        {"set", '$', "SET/SETNX/SETEX/PSETEX/MSET(NX)/GETSET, BITOP's destination", "", true},
-        {"expire", 'g', "EXPIRE family, SET/GETEX with a TTL, SETEX/PSETEX", "", true},
-        {"persist", 'g', "PERSIST, GETEX PERSIST", "", true},
-        {"rename_from", 'g', "RENAME(NX): the source key", "", true},
-        {"rename_to", 'g', "RENAME(NX): the destination key", "", true},
+        {"expired", 'x', "a key with a TTL was deleted on expiry", "", true, AdoptUse::Claim},
+        {"evicted", 'e', "a key was evicted under maxmemory", "", true, AdoptUse::Claim},
+        {"del", 'g', "DEL/UNLINK/GETDEL, EXPIRE with a past time, a collection emptied", "", true,
+         AdoptUse::Forget},
+        {"set", '$', "SET/SETNX/SETEX/PSETEX/MSET(NX)/GETSET, BITOP's destination", "", true,
+         AdoptUse::Adopt},
+        {"expire", 'g', "EXPIRE family, SET/GETEX with a TTL, SETEX/PSETEX", "", true,
+         AdoptUse::Adopt},
+        {"persist", 'g', "PERSIST, GETEX PERSIST", "", true, AdoptUse::Adopt},
+        {"rename_from", 'g', "RENAME(NX): the source key", "", true, AdoptUse::Forget},
+        {"rename_to", 'g', "RENAME(NX): the destination key", "", true, AdoptUse::Adopt},
         {"new", 'n', "a key was created", "", false},
-        {"move_from", 'g', "MOVE: the key in the source db", "", false},
-        {"move_to", 'g', "MOVE: the key in the destination db", "", false},
-        {"copy_to", 'g', "COPY: the destination key", "", false},
-        {"restore", 'g', "RESTORE, MIGRATE's target", "", false},
-        {"setrange", '$', "SETRANGE", "", false},
-        {"incrby", '$', "INCR/DECR/INCRBY/DECRBY", "", false},
-        {"incrbyfloat", '$', "INCRBYFLOAT", "", false},
-        {"append", '$', "APPEND", "", false},
-        {"setbit", '$', "SETBIT, BITFIELD", "", false},
+        {"move_from", 'g', "MOVE: the key in the source db", "", false, AdoptUse::Forget},
+        {"move_to", 'g', "MOVE: the key in the destination db", "", false, AdoptUse::Adopt},
+        {"copy_to", 'g', "COPY: the destination key", "", false, AdoptUse::Adopt},
+        {"restore", 'g', "RESTORE, MIGRATE's target", "", false, AdoptUse::Adopt},
+        {"setrange", '$', "SETRANGE", "", false, AdoptUse::Snapshot},
+        {"incrby", '$', "INCR/DECR/INCRBY/DECRBY", "", false, AdoptUse::Snapshot},
+        {"incrbyfloat", '$', "INCRBYFLOAT", "", false, AdoptUse::Snapshot},
+        {"append", '$', "APPEND", "", false, AdoptUse::Snapshot},
+        {"setbit", '$', "SETBIT, BITFIELD", "", false, AdoptUse::Snapshot},
         {"pfadd", '$', "PFADD, PFMERGE's destination", "", false},
         {"lpush", 'l', "LPUSH(X), LMOVE/RPOPLPUSH's destination", "", false},
         {"rpush", 'l', "RPUSH(X), LMOVE/RPOPLPUSH's destination", "", false},
@@ -98,6 +101,15 @@ std::vector<std::string> star_events() {
     std::vector<std::string> out;
     for (const EventSpec &e : event_table())
         if (e.in_star) out.emplace_back(e.name);
+    return out;
+}
+
+std::vector<std::string> adopt_events(bool snapshot) {
+    std::vector<std::string> out;
+    for (const EventSpec &e : event_table())
+        if (e.adopt == AdoptUse::Adopt || e.adopt == AdoptUse::Forget ||
+            e.adopt == AdoptUse::Claim || (snapshot && e.adopt == AdoptUse::Snapshot))
+            out.emplace_back(e.name);
     return out;
 }
 

@@ -13,12 +13,23 @@
 
 namespace keywatch {
 
+// What an event about a key that matches an adopt rule (on the tracked db) makes the engine
+// do. Every such event is only a hint: the `adopt` script reads the key's TTL and decides.
+enum class AdoptUse {
+    None,      // not an adoption event (a TTL only removed: the claim checks at the deadline)
+    Adopt,     // the TTL may have been set, moved or removed: run `adopt`
+    Forget,    // the key left: today's `forget` (ZREM only if the key is really gone)
+    Claim,     // delivery: today's `claim_live`
+    Snapshot,  // the value changed, the TTL kept: run `adopt` only when a rule snapshots
+};
+
 struct EventSpec {
-    std::string_view name;     // as published on __keyevent@<db>__:<name>
-    char flag;                 // the notify-keyspace-events letter it needs besides 'E'
-    std::string_view meaning;  // what Redis did, for messages and docs
-    std::string_view since;    // "" (Redis 7.0) or the version that added it ("7.4")
-    bool in_star;              // one of the events a filter's "*" means
+    std::string_view name;            // as published on __keyevent@<db>__:<name>
+    char flag;                        // the notify-keyspace-events letter it needs besides 'E'
+    std::string_view meaning;         // what Redis did, for messages and docs
+    std::string_view since;           // "" (Redis 7.0) or the version that added it ("7.4")
+    bool in_star;                     // one of the events a filter's "*" means
+    AdoptUse adopt = AdoptUse::None;  // what it means for a key an adopt rule matches
 };
 
 // Every event, in the table's order (the order of flags, subscriptions and ACL rules).
@@ -29,6 +40,9 @@ const EventSpec *find_event(std::string_view name);
 const std::vector<std::string> &event_names();
 // What a filter's "*" means: the events marked in_star, in table order.
 std::vector<std::string> star_events();
+// The events adoption subscribes to (Adopt, Forget and Claim; Snapshot too when a rule
+// snapshots), in table order.
+std::vector<std::string> adopt_events(bool snapshot);
 // "E" plus the flag of each known event, each once, in table order; the names the table
 // lacks (a newer server's events) go to *unknown (when not null), in the order given.
 std::string notify_flags_for(const std::vector<std::string> &events,

@@ -27,13 +27,13 @@ SlotQueue *SlotQueues::queue(const std::string &name, const std::string &tag) {
     q.name = name;
     q.tag = tag;
     q.keys = keys;
-    q.is_keys = name == kKeysQueue;
+    q.is_keys = key_queues_.count(name) > 0;
     q.stats = opts_.stats ? opts_.stats->queue(name) : nullptr;
     q.slot = opts_.cluster ? key_slot("{" + tag + "}") : 0;
     q.timer = std::make_unique<Timer>(loop_.base(), [this, &q] { sweep_(q); });
     // The slot index holds the standard queue of each slot only (a stray due key with
     // another tag that hashes to the same slot, found by a scan, is swept on its own).
-    if (q.is_keys && tag == (opts_.cluster ? SlotTags::instance().tag(q.slot) : opts_.tag))
+    if (name == kKeysQueue && tag == (opts_.cluster ? SlotTags::instance().tag(q.slot) : opts_.tag))
         keys_by_slot_[static_cast<size_t>(q.slot)] = &q;
     return &q;
 }
@@ -50,6 +50,11 @@ SlotQueue *SlotQueues::queue_of(const std::string &name, const std::string &id, 
     SlotQueue *&q = keys_by_slot_[static_cast<size_t>(slot)];
     if (!q) q = queue(name, tag());
     return q;
+}
+
+void SlotQueues::serve_key_queue(const std::string &name) {
+    key_queues_.insert(name);
+    if (served_.insert(name).second && !opts_.cluster) queue(name, opts_.tag);
 }
 
 bool SlotQueues::known(const std::string &name, const std::string &tag) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/stats.h"
+#include "core/queue/queue_keys.h"
 #include "core/redis/event_loop.h"
 #include "core/sweeper/slot_queue.h"
 #include "keywatch_types.h"
@@ -55,6 +56,9 @@ class SlotQueues {
     // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
     // slot if known (cluster), else -1.
     SlotQueue *queue_of(const std::string &name, const std::string &id, int slot = -1);
+    // Serves `name` as a key queue too (an adopt rule's queue: items are keys, swept like
+    // `keys`). Standalone: created at once.
+    void serve_key_queue(const std::string &name);
     // Whether the queue `name` (any tag) is served here.
     bool served(const std::string &name) const { return served_.count(name) > 0; }
     // Whether the queue `name` in the slot tag `tag` exists already.
@@ -75,7 +79,8 @@ class SlotQueues {
     std::unordered_map<std::string, SlotQueue> queues_;  // by due key
     // The `keys` queue of each slot (standalone: one), as queue_of() finds it often.
     std::vector<SlotQueue *> keys_by_slot_;
-    std::set<std::string> served_;  // names of the queues served
+    std::set<std::string> served_;                  // names of the queues served
+    std::set<std::string> key_queues_{kKeysQueue};  // those whose items are keys
 };
 
 }  // namespace keywatch

@@ -44,7 +44,20 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
                  [this](Queue &q, const redisReply *r) { claims_failing(q, r); },
                  [this](Queue &q) { claims_work(q); }, queue_log()}),
       v1_engines_(loop, opts_.scan_interval_ms, link_,
-                  [this](kw_log_level level, const std::string &message) { log(level, message); }) {
+                  [this](kw_log_level level, const std::string &message) { log(level, message); }),
+      adoption_({opts_.adopt, opts_.cluster, opts_.on_unrouted_adopt,
+                 [this] { catchup_.request("adoptions dropped"); }},
+                link_, queues_, *counters, queue_log()),
+      catchup_(
+          loop,
+          {&opts_.adopt, opts_.catchup_enable, opts_.catchup_first_reason, url.db,
+           opts_.catchup_count, opts_.catchup_rate, opts_.node_name, opts_.reconnect,
+           opts_.subscribed, opts_.catchup_counters, opts_.node_stats},
+          link_,
+          [this](std::vector<AdoptKey> &&keys, AdoptScan::Answered answered) {
+              adoption_.add(std::move(keys), std::move(answered));
+          },
+          [this](kw_log_level level, const std::string &message) { log(level, message); }) {
     if (!opts_.claims_in_flight) opts_.claims_in_flight = &own_claims_in_flight_;
 }
 
@@ -69,6 +82,7 @@ void Sweeper::stop_claiming() {
     set_sweeping(false);
     arrivals_.stop();
     v1_engines_.stop();
+    catchup_.stop();
     queues_.for_each([](Queue &q) { q.timer->cancel(); });
     completions_.send();  // acks held back for claims go out now
 }
@@ -110,12 +124,15 @@ void Sweeper::resume() {
         std::vector<Event> backlog;
         backlog.swap(live_backlog_);
         if (!backlog.empty()) claim_live(std::move(backlog));
+        adoption_.resume();  // after the claims, as in a read
+        catchup_.request("sweeper reconnected");
     }
     completions_.send();
 }
 
 void Sweeper::on_lost() {
     set_sweeping(false);
+    catchup_.connection_lost();
     completions_.connection_lost();
     v1_engines_.lost();
     *opts_.claims_in_flight -= claims_out_;  // their answers will not come

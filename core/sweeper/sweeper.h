@@ -10,6 +10,9 @@
 //    items this engine holds (claimed, not completed: queued, running or held) every
 //    lease/3, up to hold.timeout after their claim (then releases them for redelivery);
 //  - de-duplicates untracked live events across instances when asked (SET NX PX).
+//  - adopts keys adopt rules match (Adoption, adoption.h) and finds those whose TTL was set
+//    unheard with a catch-up scan (AdoptScan, adopt_scan.h) once the node's subscriber is
+//    subscribed: at start, after either connection came back and after dropped adoptions.
 // While the server cannot serve (-LOADING, or -CLUSTERDOWN for the whole cluster) all of
 // this waits and one command every kPollMs tells when it can (NodeLink). A lost connection
 // is re-made with capped backoff, cut short while completions wait and their leases run
@@ -54,6 +57,9 @@
 #include <vector>
 
 #include "core/base/backoff.h"
+#include "core/queue/adopt_rules.h"
+#include "core/sweeper/adopt_scan.h"
+#include "core/sweeper/adoption.h"
 #include "core/sweeper/cluster_arrivals.h"
 #include "core/sweeper/completion_batches.h"
 #include "core/sweeper/completion_store.h"
@@ -126,6 +132,18 @@ class Sweeper {
         // Cluster: live events whose claim was refused because their slot is on the move
         // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), to be asked of the slot's master later.
         std::function<void(std::vector<Event> &&)> on_unrouted_live;
+        AdoptRules adopt;  // adopt rules (empty: none)
+        // Events subscribed only for adoption: the intake never dispatches them.
+        std::vector<std::string> adopt_only_events;
+        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN/CLUSTERDOWN, to be adopted on
+        // the slot's master later (null: dropped and counted).
+        std::function<void(std::vector<AdoptKey> &&)> on_unrouted_adopt;
+        // The catch-up scan of adopt rules (adopt_scan.h): catchup.enable/count/rate, where
+        // it counts (null: nowhere), and the reason its first scan gives.
+        bool catchup_enable = true;
+        int64_t catchup_count = 1000, catchup_rate = 250000;
+        CatchupCounters *catchup_counters = nullptr;
+        std::string catchup_first_reason = "engine start";
         // Claims on their way from all the engine's sweepers (one counter they share on
         // the loop thread; null: this sweeper's own).
         int *claims_in_flight = nullptr;
@@ -156,6 +174,15 @@ class Sweeper {
     void claim_live(std::vector<Event> &&events);  // expired/evicted on the tracked db
     void forget(std::vector<std::string> &&keys);  // del events on the tracked db
     void untracked(std::vector<Event> &&events);   // other live events (dedupe if on)
+    // Keys whose TTL an event may have set, moved or removed (rule index each), or that a
+    // catch-up scan found: one adopt call per chunk per slot queue, sent now (adoption.h).
+    // answered (optional) runs once every call for them is answered, kept or dropped.
+    void adopt(std::vector<AdoptKey> &&keys, Adoption::Answered answered = {});
+    const AdoptRules &adopt_rules() const { return opts_.adopt; }
+    // Keys may have had their TTL set unheard (the subscriber reconnected): a catch-up scan
+    // of the node from the start, once its subscriber is subscribed and it serves.
+    void adoption_rescan(const std::string &reason) { catchup_.request(reason); }
+    const std::vector<std::string> &adopt_only_events() const { return opts_.adopt_only_events; }
     void complete(std::vector<Completion> &&done);
     // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
     // new items, a slot migrated in): sweep that slot queue soon.
@@ -240,6 +267,8 @@ class Sweeper {
         std::shared_ptr<size_t> count;
         size_t n;
     };
+    // The key queue a key's items live in: its adopt rule's queue, else `keys`.
+    const std::string &key_queue(const std::string &key) const;
     // A live event that must wait for the connection (bounded: kMaxBacklog).
     void keep_for_later(Event &&ev);
 
@@ -252,6 +281,8 @@ class Sweeper {
     CompletionBatches completions_;
     ClusterArrivals arrivals_;
     V1Engines v1_engines_;  // asked only when claims may be alone (engines_channel set)
+    Adoption adoption_;
+    AdoptScan catchup_;
     bool claiming_ = false;
     bool started_ = false;             // start() was called (before it, live claims wait)
     std::vector<Event> live_backlog_;  // live claims waiting for the connection

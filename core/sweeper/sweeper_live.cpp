@@ -2,7 +2,8 @@
 // the node's intake, are claimed in one script call per chunk (claim_live), so that one
 // instance gets each tracked key and the others are handed back as untracked; our own
 // items and keys handled a moment ago are recognised without asking. `del` events drop
-// keys from the queue (forget); untracked events are de-duplicated across instances when
+// keys from the queue (forget); keys other programs write are adopted (adopt, adoption.h);
+// untracked events are de-duplicated across instances when
 // asked (SET NX PX). Loop thread only.
 #include "core/sweeper/sweeper.h"
 
@@ -25,15 +26,20 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
     // Asked even once claiming has stopped (events read just before a stop): only Redis
     // can tell a tracked key from an untracked one, and a tracked key claimed now is given
     // back at once rather than delivered a second time as an untracked event.
-    if (!queues_.served(kKeysQueue)) {
+    if (!queues_.served(kKeysQueue) && opts_.adopt.empty()) {
         untracked(std::move(events));
         return;
     }
-    // Per slot queue (one in standalone).
+    // Per slot queue (one per key queue in standalone).
     std::map<Queue *, std::vector<Event>> ask;
+    std::vector<Event> plain;  // in no queue served here
     int64_t now = wall_ms();
     for (auto &ev : events) {
-        Queue *q = queues_.queue_of(kKeysQueue, ev.key, ev.slot);
+        Queue *q = queues_.queue_of(key_queue(ev.key), ev.key, ev.slot);
+        if (!q) {
+            plain.push_back(std::move(ev));
+            continue;
+        }
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
         if (auto h = q->held.find(ev.key); h != q->held.end()) {
@@ -56,6 +62,7 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         }
         ask[q].push_back(std::move(ev));
     }
+    if (!plain.empty()) untracked(std::move(plain));
     shed_beyond_room(ask);
     if (ask.empty()) return;
     if (!link_.serving()) {
@@ -173,11 +180,16 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
     if (c.b >= 0) q.batches[seq].b = c.b;
     saw_listeners(c.listeners);
     std::vector<Event> tracked, plain;
+    // A rule queue's U: the key may be a kw_client_track key, in `keys`: asked there too.
+    std::map<Queue *, std::vector<Event>> again;
+    const bool ask_keys = q.name != kKeysQueue && queues_.served(kKeysQueue);
     size_t next = 0;  // the next claimed item
     for (size_t i = 0; i < events.size(); i++) {
         Event &live = events[i];
         if (c.letters[i] == 'C') {
             if (next < c.items.size()) tracked.push_back(hold(q, c.items[next++], &live, seq));
+        } else if (c.letters[i] == 'U' && ask_keys) {
+            again[queues_.queue_of(kKeysQueue, live.key, live.slot)].push_back(std::move(live));
         } else if (c.letters[i] == 'U') {
             plain.push_back(std::move(live));
         } else {
@@ -193,6 +205,17 @@ void Sweeper::on_live_claimed(Queue &q, std::vector<Event> &events, redisReply *
     }
     if (!tracked.empty()) sink_->deliver_tracked(tracked);
     if (!plain.empty()) untracked(std::move(plain));
+    for (auto &kv : again) send_live(*kv.first, std::move(kv.second));
+}
+
+const std::string &Sweeper::key_queue(const std::string &key) const {
+    static const std::string keys = kKeysQueue;
+    int r = opts_.adopt.match(key);
+    return r < 0 ? keys : opts_.adopt.rules()[static_cast<size_t>(r)].queue;
+}
+
+void Sweeper::adopt(std::vector<AdoptKey> &&keys, Adoption::Answered answered) {
+    adoption_.add(std::move(keys), std::move(answered));
 }
 
 void Sweeper::keep_for_later(Event &&ev) {
@@ -200,9 +223,16 @@ void Sweeper::keep_for_later(Event &&ev) {
 }
 
 void Sweeper::forget(std::vector<std::string> &&keys) {
-    if (!queues_.served(kKeysQueue) || !link_.serving()) return;  // the sweep checks later
+    if (!link_.serving()) return;  // the sweep checks later
+    // From `keys` and from the key's rule queue: a key a rule matches may be in either.
     std::map<Queue *, std::vector<std::string>> by_queue;
-    for (auto &k : keys) by_queue[queues_.queue_of(kKeysQueue, k)].push_back(std::move(k));
+    for (auto &k : keys) {
+        const std::string &rq = key_queue(k);
+        if (rq != kKeysQueue)
+            if (Queue *q = queues_.queue_of(rq, k)) by_queue[q].push_back(k);
+        if (Queue *q = queues_.served(kKeysQueue) ? queues_.queue_of(kKeysQueue, k) : nullptr)
+            by_queue[q].push_back(std::move(k));
+    }
     for (auto &kv : by_queue) {
         Queue *q = kv.first;
         for_chunks(kv.second, [this, q](auto begin, auto end) {

@@ -582,3 +582,54 @@ def test_a_cluster_with_a_master_killed_fails_naming_it() -> None:
                    for c in failed), failed
     finally:
         starter.stop()
+
+
+# ---- adopt rules (-c adopt.rules=...) ------------------------------------------------------
+
+def test_adopt_rules_are_listed_with_each_masters_catch_up_scan(
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--notify-keyspace-events", "KEA", "--appendonly", "yes")
+    s.admin.mset({f"sess:{i}": "v" for i in range(1000)})
+    status, doc = check_json("--redis", s.url, "-c",
+                             "adopt.rules=prefix=sess: queue=sessions; glob=cache:*:v2")
+    assert status == 0, doc
+    (first,) = lines(doc, "adopt rule 1")
+    assert first["verdict"] == "ok" and first["detail"] == 'prefix "sess:" -> queue sessions'
+    (events,) = lines(doc, "adopt: events")
+    assert "set, expire, persist" in events["detail"], events
+    (second,) = lines(doc, "adopt rule 2")
+    assert 'glob "cache:*:v2" -> queue keys' in second["detail"]
+    (scan,) = lines(doc, "adopt: catch-up")
+    assert scan["verdict"] == "ok" and scan["node"] == f"127.0.0.1:{s.port}"
+    assert "reads the 1000 keys of db 0 in 2 passes, one MATCH per rule" in scan["detail"], scan
+    assert verdict(doc, "acl: script commands") == "ok"
+
+
+def test_a_rule_that_matches_every_key_is_warned_with_what_its_scan_reads(
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--notify-keyspace-events", "KEA", "--appendonly", "yes")
+    s.admin.mset({f"any:{i}": "v" for i in range(2500)})
+    status, doc = check_json("--redis", s.url, "-c", "adopt.rules=prefix=")
+    assert status == 0, doc  # a warning does not block keywatch
+    (scan,) = lines(doc, "adopt: catch-up")
+    assert scan["verdict"] == "warn"
+    assert scan["node"] == f"127.0.0.1:{s.port}"
+    assert scan["detail"].startswith(
+        f'adopt rule 1 (prefix "") matches every key of db 0: the catch-up scan of '
+        f"127.0.0.1:{s.port} reads all 2500 keys"), scan
+    assert "give the rule a prefix" in scan["fix"]
+
+
+def test_adoption_needs_the_set_and_generic_notifications(
+        configured_redis: Callable[..., Server]) -> None:
+    s = configured_redis("--notify-keyspace-events", "Ex", "--appendonly", "yes")
+    status, doc = check_json("--redis", s.url, "-c", "adopt.rules=prefix=sess:")
+    assert status == 1, doc
+    (line,) = lines(doc, "notifications")
+    assert line["verdict"] == "fail" and "$" in line["detail"] and "g" in line["detail"], line
+
+
+def test_a_rule_naming_keywatchs_own_keys_is_bad_input() -> None:
+    r = check("--redis", "redis://127.0.0.1:1", "-c", "adopt.rules=prefix=kw:keys:")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "names keys of keywatch's own namespace" in r.stderr, r.stderr
