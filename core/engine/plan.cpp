@@ -64,6 +64,8 @@ std::vector<std::string> plan_commands(const Plan &p) {
         cmds.push_back(c);
     }
     if (p.demand.dedupe) cmds.push_back("set");
+    // The catch-up scan of adopt rules reads the keyspace's size for its progress.
+    if (!p.config.adopt_rules.empty()) cmds.push_back("dbsize");
     std::vector<std::string> out;
     for (auto &c : cmds)
         if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
