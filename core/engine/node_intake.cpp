@@ -37,13 +37,14 @@ void NodeIntake::count(const Event &ev) {
     if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
 }
 
-bool NodeIntake::route_adoption(Event &ev, bool *forgotten) {
+bool NodeIntake::route_adoption(Event &ev, bool tracked_db, bool *forgotten) {
     const AdoptRules &rules = sweeper_->adopt_rules();
     if (!last_spec_ || last_spec_->name != ev.name) {
         last_spec_ = find_event(ev.name);
         const auto &only = sweeper_->adopt_only_events();
         last_adopt_only_ = std::find(only.begin(), only.end(), ev.name) != only.end();
     }
+    if (!tracked_db) return last_adopt_only_;  // another db's: no rule takes its keys
     const AdoptUse use = last_spec_ ? last_spec_->adopt : AdoptUse::None;
     if (use != AdoptUse::Adopt && use != AdoptUse::Snapshot && use != AdoptUse::Forget)
         return false;
@@ -67,7 +68,8 @@ void NodeIntake::on_event(Event &&ev) {
     count(ev);
     bool tracked_db = sweeper_ && ev.db == opts_.tracked_db;
     bool forgotten = false;
-    if (tracked_db && !sweeper_->adopt_rules().empty() && route_adoption(ev, &forgotten)) {
+    if (sweeper_ && !sweeper_->adopt_rules().empty() &&
+        route_adoption(ev, tracked_db, &forgotten)) {
         // Subscribed for adoption only: no handler takes it.
     } else if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.

@@ -74,10 +74,10 @@ class NodeIntake : public EventSink, public SweeperSink {
 
   private:
     void count(const Event &ev);
-    // An event on the tracked db, when there are adopt rules: the key queued for adopt or
-    // forget as the event table says. True if the event goes no further (adoption only).
-    // *forgotten: the key was queued for forget.
-    bool route_adoption(Event &ev, bool *forgotten);
+    // An event, when there are adopt rules: on the tracked db, the key queued for adopt or
+    // forget as the event table says (*forgotten: for forget). True if the event goes no
+    // further (subscribed for adoption only, whatever its db).
+    bool route_adoption(Event &ev, bool tracked_db, bool *forgotten);
     static void on_flush(evutil_socket_t, short, void *arg);
 
     Options opts_;

@@ -66,6 +66,8 @@ std::vector<std::string> plan_commands(const Plan &p) {
     if (p.demand.dedupe) cmds.push_back("set");
     // Claims that may be alone look for engines of the earlier version (v1_engines.h).
     if (p.demand.track_keys && p.config.alone_claims) cmds.push_back("pubsub|channels");
+    // The catch-up scan of adopt rules reads the keyspace's size for its progress.
+    if (!p.config.adopt_rules.empty()) cmds.push_back("dbsize");
     std::vector<std::string> out;
     for (auto &c : cmds)
         if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
