@@ -597,9 +597,9 @@ TEST_F(QueueTest, ClaimsLookAtLeasesOnlyAboutOnceASecondWhenNoLeaseRunsOut) {
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ASSERT_TRUE(e->stat_reaches("sweep.calls", at_least(60)));
     const int64_t zcounts = command_calls(*raw, "zcount");
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::steady_clock::now() - started)
-                             .count();
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+            .count();
     EXPECT_LE(zcounts, 2 * (seconds + 2)) << "looks at leases in " << seconds << "s";
 }
 
@@ -686,14 +686,14 @@ TEST_F(QueueTest, ClaimsWorkWithoutPubsubPermission) {
     // A user that may not run PUBSUB: claims count no listeners, so they are shared, and
     // delivery goes on as usual.
     auto admin = client();
-    ASSERT_EQ(admin->command({"ACL", "SETUSER", "nopubsub", "on", ">pw", "~*", "&*", "+@all",
-                              "-pubsub"}),
-              "OK");
+    ASSERT_EQ(
+        admin->command({"ACL", "SETUSER", "nopubsub", "on", ">pw", "~*", "&*", "+@all", "-pubsub"}),
+        "OK");
     Client c(redis().url());
     track_gone_keys(c, *admin, "np:", 10);
     EventSink sink;
-    auto e = std::make_unique<Engine>("redis://nopubsub:pw@127.0.0.1:" +
-                                      std::to_string(redis().port()));
+    auto e =
+        std::make_unique<Engine>("redis://nopubsub:pw@127.0.0.1:" + std::to_string(redis().port()));
     e->set("sweep.interval", "50ms");
     e->add(&sink, {{"events", "expired"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();

@@ -39,8 +39,7 @@ namespace scripts {
     "  if not m then return 0, nil, nil end\n"                                                \
     "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                               \
     "  return tonumber(a), tonumber(d), o\n"                                                  \
-    "end\n"                                                                                   \
-    KW_LUA_UNSTAMP                                                                            \
+    "end\n" KW_LUA_UNSTAMP                                                                    \
     "local function prefixed(prefix, ids)\n"                                                  \
     "  local out = {}\n"                                                                      \
     "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                               \
@@ -721,7 +720,7 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "  redis.call('ZADD', kleases, lease_end, member_of(owner, seq, b))\n"                      \
     "  return b\n"                                                                              \
     "end\n"                                                                                     \
-    "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n"  \
+    "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n" \
     "-- listens on the engines channel of this node, so no other engine can hold a late\n"      \
     "-- notification of what this claim takes. No channel, 'S' or an error (no PUBSUB\n"        \
     "-- permission) mean shared. Returns shared, listeners (-1: not asked).\n"                  \

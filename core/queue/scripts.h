@@ -40,8 +40,8 @@ struct Script {
 };
 
 namespace scripts {
-extern const Script kTrack;       // ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]
-extern const Script kUntrack;     // ARGV delete(0|1)
+extern const Script kTrack;    // ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]
+extern const Script kUntrack;  // ARGV delete(0|1)
 // adopt        P due, P data [K due, K data] key...  ARGV snapshot(0|1) queues(1|2)
 //              strict(0|1). Makes the queues agree with each key's TTL (PEXPIRETIME): P is
 //              the rule's queue, K `keys` (given when P is another queue: a key tracked there

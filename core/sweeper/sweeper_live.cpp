@@ -134,13 +134,10 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     const std::vector<uint64_t> pending = q.pending_claims(wall_ms(), opts_.lease_ms);
     for (uint64_t p : pending) keys.push_back(q.keys.batch(opts_.owner, p));
     for (auto &ev : events) keys.push_back(ev.key);
-    std::vector<std::string> argv = {std::to_string(opts_.lease_ms),
-                                     opts_.owner,
-                                     std::to_string(seq),
-                                     all_expired ? "x" : "e",
-                                     opts_.engines_channel,
-                                     shared_flag(),
-                                     std::to_string(pending.size())};
+    std::vector<std::string> argv = {
+        std::to_string(opts_.lease_ms), opts_.owner,           std::to_string(seq),
+        all_expired ? "x" : "e",        opts_.engines_channel, shared_flag(),
+        std::to_string(pending.size())};
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
