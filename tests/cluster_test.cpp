@@ -802,16 +802,13 @@ TEST_F(ClusterTest, AcksRefusedWithMovedAfterAReshardAreRoutedToTheNewOwner) {
     sink.hook = [&](const Event &) {
         if (!moved.exchange(true)) migrate_slot(slot);
     };
-    // Default lease and scan interval, as this test has always run (it set a 4 s lease
-    // after the engine was made, which was never used). With the 4 s lease, 9 of the 10
-    // items stayed in flight on the new owner in about 1 run of 15 (issue 23's note): to be
-    // found, then the lease set here again.
-    auto e = engine(&sink);
+    // A redelivery would show within the wait below.
+    auto e = engine(&sink, {{"lease", "4s"}, {"sweep.scan_interval", "1s"}});
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     ClusterClient c(cluster_->seed_url());
     c.track_all(keys, 300);
     ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(20000))) << sink.describe();
-    std::this_thread::sleep_for(milliseconds(8000));  // room for a second delivery
+    std::this_thread::sleep_for(milliseconds(8000));  // lease + scan: room for a redelivery
     auto seen = tally(sink);
     EXPECT_EQ(seen.size(), keys.size());
     for (auto &kv : seen) EXPECT_EQ(kv.second, 1) << kv.first << " delivered twice";

@@ -175,7 +175,15 @@ void Fanout::claim_parked(std::vector<Event> &&events) {
 }
 
 void Fanout::complete(std::vector<Completion> &&done) {
-    auto parts = split(std::move(done), [this](Completion &c) { return route(c.id, &c.slot); });
+    // First to the sweeper that claimed the item: it names the claim's batch, and sends the
+    // completion on where the slot is served now if it moved (a reshard). Else by slot.
+    auto parts = split(std::move(done), [this](Completion &c) {
+        if (opts_.cluster && c.done_ms == 0)
+            for (auto &kv : nodes_by_endpoint_)
+                if (kv.second.sweeper && kv.second.sweeper->holds(c))
+                    return kv.second.sweeper.get();
+        return route(c.id, &c.slot);
+    });
     for (auto &kv : parts) {
         if (kv.first)
             kv.first->complete(std::move(kv.second));

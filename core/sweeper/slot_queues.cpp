@@ -38,18 +38,26 @@ SlotQueue *SlotQueues::queue(const std::string &name, const std::string &tag) {
     return &q;
 }
 
+int SlotQueues::slot_of(const std::string &id, int slot) const {
+    if (!opts_.cluster) return 0;
+    return slot < 0 ? key_slot(id) : slot;
+}
+
+const std::string &SlotQueues::tag_of(int slot) const {
+    return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
+}
+
 SlotQueue *SlotQueues::queue_of(const std::string &name, const std::string &id, int slot) {
-    if (!opts_.cluster)
-        slot = 0;
-    else if (slot < 0)
-        slot = key_slot(id);
-    auto tag = [&]() -> const std::string & {
-        return opts_.cluster ? SlotTags::instance().tag(slot) : opts_.tag;
-    };
-    if (name != kKeysQueue || !opts_.track_keys) return queue(name, tag());
+    slot = slot_of(id, slot);
+    if (name != kKeysQueue || !opts_.track_keys) return queue(name, tag_of(slot));
     SlotQueue *&q = keys_by_slot_[static_cast<size_t>(slot)];
-    if (!q) q = queue(name, tag());
+    if (!q) q = queue(name, tag_of(slot));
     return q;
+}
+
+SlotQueue *SlotQueues::existing_of(const std::string &name, const std::string &id, int slot) {
+    slot = slot_of(id, slot);
+    return known(name, tag_of(slot)) ? queue_of(name, id, slot) : nullptr;
 }
 
 void SlotQueues::serve_key_queue(const std::string &name) {

@@ -56,6 +56,8 @@ class SlotQueues {
     // The queue `name` of the slot item `id` lives in (see queue()); `slot`: the id's
     // slot if known (cluster), else -1.
     SlotQueue *queue_of(const std::string &name, const std::string &id, int slot = -1);
+    // The queue queue_of() would give, if it exists already (null otherwise): never creates.
+    SlotQueue *existing_of(const std::string &name, const std::string &id, int slot = -1);
     // Serves `name` as a key queue too (an adopt rule's queue: items are keys, swept like
     // `keys`). Standalone: created at once.
     void serve_key_queue(const std::string &name);
@@ -73,6 +75,9 @@ class SlotQueues {
     }
 
   private:
+    int slot_of(const std::string &id, int slot) const;  // standalone: 0
+    const std::string &tag_of(int slot) const;
+
     EventLoop &loop_;
     Options opts_;
     std::function<void(SlotQueue &)> sweep_;

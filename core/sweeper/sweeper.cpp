@@ -101,6 +101,13 @@ void Sweeper::complete(std::vector<Completion> &&done) {
     completions_.complete(std::move(done));
 }
 
+bool Sweeper::holds(const Completion &c) {
+    SlotQueue *q = queues_.existing_of(c.queue, c.id, c.slot);
+    if (!q) return false;
+    auto h = q->held.find(c.id);
+    return h != q->held.end() && (c.claimed_ms == 0 || h->second.claimed_ms == c.claimed_ms);
+}
+
 void Sweeper::retry_now() {
     link_.retry_now();
 }

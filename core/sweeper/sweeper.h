@@ -184,6 +184,10 @@ class Sweeper {
     void adoption_rescan(const std::string &reason) { catchup_.request(reason); }
     const std::vector<std::string> &adopt_only_events() const { return opts_.adopt_only_events; }
     void complete(std::vector<Completion> &&done);
+    // Whether this sweeper holds the item `c` completes, from the claim `c` comes from (a
+    // completion goes first to the sweeper that claimed it: only it knows the claim's
+    // batch, which the completion must name wherever the slot is served now).
+    bool holds(const Completion &c);
     // Cluster: a keyspace notification on a due key of this node (one of kArrivalEvents:
     // new items, a slot migrated in): sweep that slot queue soon.
     void touched(const std::string &due_key, const std::string &event) {
