@@ -41,8 +41,7 @@ std::string every_key_warning(const AdoptRule &rule, size_t rule_index, int db,
 }
 
 AdoptScan::AdoptScan(EventLoop &loop, Options opts, NodeLink &link, Adopt adopt, Log log)
-    : loop_(loop),
-      opts_(std::move(opts)),
+    : opts_(std::move(opts)),
       link_(link),
       adopt_(std::move(adopt)),
       log_(std::move(log)),

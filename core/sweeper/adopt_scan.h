@@ -94,7 +94,6 @@ class AdoptScan {
     std::string node() const;
     std::string match_text() const;
 
-    EventLoop &loop_;
     Options opts_;
     NodeLink &link_;
     Adopt adopt_;
