@@ -817,7 +817,8 @@ TEST_F(ClusterTest, AcksRefusedWithMovedAfterAReshardAreRoutedToTheNewOwner) {
         return contains(c.inspect(),
                         "\"due\":0,\"due_now\":0,\"inflight\":0,"
                         "\"oldest_overdue_ms\":-1,\"queue\":\"keys\"");
-    })) << c.inspect() << "\n"
+    })) << c.inspect()
+        << "\n"
         << e->stats_text({"items.claimed", "items.acked", "items.late_acks", "items.released",
                           "items.lease_expired"});
 }

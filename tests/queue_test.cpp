@@ -1557,9 +1557,10 @@ TEST_F(QueueNoActiveExpireTest, AClaimWhoseAnswerWasLostIsNotHandedOverAsUntrack
     EXPECT_TRUE(wait_until([&] {
         return c.inspect("keys", "inflight") == 0 && c.inspect("keys", "due") == 0 &&
                raw->command({"ZCOUNT", "kw:keys:{0}:leases", "(0", "+inf"}) == "0";
-    })) << "nothing leased (done markers, scored below 0, may stay); inflight " << c.inspect("keys", "inflight") << ", due " << c.inspect("keys", "due")
-        << ", leases " << raw->command({"ZRANGE", "kw:keys:{0}:leases", "0", "-1", "WITHSCORES"})
-        << ", now " << raw->command({"TIME"}) << "\n"
+    })) << "nothing leased (done markers, scored below 0, may stay); inflight "
+        << c.inspect("keys", "inflight") << ", due " << c.inspect("keys", "due") << ", leases "
+        << raw->command({"ZRANGE", "kw:keys:{0}:leases", "0", "-1", "WITHSCORES"}) << ", now "
+        << raw->command({"TIME"}) << "\n"
         << e->stats_text({"items.claimed", "items.acked", "items.released", "items.late_acks"});
     size_t untracked = 0;
     for (auto &ev : sink.events()) untracked += ev.id.rfind("q:keys:", 0) != 0;
