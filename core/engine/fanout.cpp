@@ -178,11 +178,11 @@ void Fanout::complete(std::vector<Completion> &&done) {
     // First to the sweeper that claimed the item: it names the claim's batch, and sends the
     // completion on where the slot is served now if it moved (a reshard). Else by slot.
     auto parts = split(std::move(done), [this](Completion &c) {
-        if (opts_.cluster && c.done_ms == 0)
-            for (auto &kv : nodes_by_endpoint_)
-                if (kv.second.sweeper && kv.second.sweeper->holds(c))
-                    return kv.second.sweeper.get();
-        return route(c.id, &c.slot);
+        Sweeper *owner = route(c.id, &c.slot);
+        if (!opts_.cluster || c.done_ms != 0 || (owner && owner->holds(c))) return owner;
+        for (auto &kv : nodes_by_endpoint_)  // the slot moved since the claim (rare)
+            if (kv.second.sweeper && kv.second.sweeper->holds(c)) return kv.second.sweeper.get();
+        return owner;
     });
     for (auto &kv : parts) {
         if (kv.first)
