@@ -148,7 +148,19 @@ void RedisProcess::start() {
         _exit(127);
     }
     pid_ = pid;
-    wait_ready(10000);
+    try {
+        wait_ready(10000);
+    } catch (const std::runtime_error &) {
+        // Tests run in parallel: another test's server may have taken the free port between
+        // free_port() and this server's bind. A port we chose ourselves is chosen again.
+        if (opts_.port != 0 || started_once_ || ++port_retries_ > 5 ||
+            log_tail().find("Address already in use") == std::string::npos)
+            throw;
+        port_ = free_port(opts_.host);
+        start();
+        return;
+    }
+    started_once_ = true;
 }
 
 void RedisProcess::wait_ready(int timeout_ms) {
@@ -162,10 +174,14 @@ void RedisProcess::wait_ready(int timeout_ms) {
         }
         try {
             std::string pong = command({"PING"});
-            if (pong == "PONG" || pong.rfind("NOAUTH", 0) == 0) {
-                // Loading an AOF answers -LOADING: keep waiting for that.
+            // Loading an AOF answers -LOADING: keep waiting for that.
+            if (pong.rfind("NOAUTH", 0) == 0) return;
+            // The server answering must be this one, not another test's on a port this one
+            // failed to bind (it then exits, and the loop above sees that).
+            if (pong == "PONG" && command({"INFO", "server"}).find(
+                                      "process_id:" + std::to_string(pid_) + "\r") !=
+                                      std::string::npos)
                 return;
-            }
         } catch (const std::exception &) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -87,6 +87,8 @@ class RedisProcess {
     Options opts_;
     pid_t pid_ = -1;
     int port_ = 0;
+    bool started_once_ = false;  // a later start() keeps its port (restart)
+    int port_retries_ = 0;
     std::string dir_;
 };
 

@@ -14,6 +14,8 @@
 #   KW_FAST=1              only the release and python stages (a quick local run)
 #   KW_STAGES="asan fuzz"  only these stages
 #   KW_SANITIZE=address    only the asan stage; KW_SANITIZE=thread only the tsan stage
+#   KW_TEST_JOBS=N         tests run N at a time (default: 3 in release, 2 in the sanitizer
+#                          stages; most tests wait on Redis and timers, not on the CPU)
 # Extra arguments go to every ctest call (e.g. -R cli. to run some tests).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,6 +69,18 @@ build_dir() {
     case $1 in release) echo "$root/build" ;; *) echo "$root/build-$1" ;; esac
 }
 
+# How many tests of a stage run at once. Every test has its own servers on free ports and
+# private folders; a test that must have the machine to itself is RUN_SERIAL (tests/CMakeLists.txt).
+test_jobs() {
+    if [ -n "${KW_TEST_JOBS:-}" ]; then
+        echo "$KW_TEST_JOBS"
+    elif [ "$1" = release ]; then
+        echo 3
+    else
+        echo 2
+    fi
+}
+
 times=()
 failed=()
 passed_total=0 failed_total=0
@@ -107,7 +121,8 @@ run_stage() {
         [ "$stage" = release ] || sanitizer_env "$reports"
         cd "$build"
         # Each test has its own timeout too; this one catches a test that forgot to set one.
-        ctest --output-on-failure --no-tests=$no_tests --timeout 600 "$@"
+        ctest --output-on-failure --no-tests=$no_tests --timeout 600 \
+            --parallel "$(test_jobs "$stage")" "$@"
     ) 2>&1 | tee "$log" || ok=0
     t2=$(date +%s)
     count_tests "$log"
