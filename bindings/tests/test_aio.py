@@ -197,7 +197,9 @@ def test_sigint_stops_async_engine_run(redis, python_child):
     elapsed = time.monotonic() - sent
     assert child.returncode == 0, child.stderr.read()
     assert child.stdout.read() == "stopped\n"
-    assert elapsed < 1.0, f"run() took {elapsed:.2f} s to stop after SIGINT"
+    # Not a speed test: a stop that waits out a lease or the 30 s exit timeout fails here,
+    # a loaded machine does not.
+    assert elapsed < 10.0, f"run() took {elapsed:.2f} s to stop after SIGINT"
 
 
 def test_interpreter_exit_with_a_held_event_does_not_wait_for_the_loop(redis, python_child):
