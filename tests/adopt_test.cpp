@@ -301,6 +301,25 @@ TEST_F(AdoptTest, ASetKeepTtlRefreshesTheSnapshot) {
     EXPECT_EQ(ev.source, KW_SOURCE_SWEEP);
 }
 
+// Events subscribed only for adoption (here `set` and `expire`: the handler takes `expired`)
+// are subscribed in the rule's database alone: another database's SET EX traffic never
+// reaches the engine (with every database's channels it was read and dropped).
+TEST_F(AdoptTest, AdoptionEventsOfAnotherDatabaseNeverReachTheEngine) {
+    auto raw = client();
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    ASSERT_TRUE(sweeping(*e));
+    std::vector<std::vector<std::string>> cmds = {{"SELECT", "1"}};
+    for (int i = 0; i < 200; i++)
+        cmds.push_back({"SET", "app:" + std::to_string(i), "v", "EX", "600"});
+    pipeline(cmds);
+    raw->command({"SET", "app:db0", "v", "EX", "600"});  // after them on the server
+    ASSERT_TRUE(adopted(*raw, "app:db0"));
+    EXPECT_TRUE(e->stat_reaches("events.received", at_most(2))) << "app:db0's set and expire only";
+    EXPECT_EQ(raw->command({"ZCARD", "kw:keys:{0}:due"}), "1");
+}
+
 // 10 000 keys in one pipeline: adopt calls carry many keys each, not one per event.
 TEST_F(AdoptTest, AdoptionsAreBatchedPerLoopIteration) {
     auto raw = client();
