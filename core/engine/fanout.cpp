@@ -163,16 +163,24 @@ std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Route route) {
     for (auto &item : items) out[route(item)].push_back(std::move(item));
     return out;
 }
+// Parked items to the sweepers of their slots' masters (send); those whose slot has no
+// known master yet are parked again (park).
+template <typename T, typename Route, typename Send, typename Park>
+void unpark(std::vector<T> &&items, Route route, Send send, Park park) {
+    for (auto &kv : split(std::move(items), route)) {
+        if (kv.first)
+            send(*kv.first, std::move(kv.second));
+        else
+            park(std::move(kv.second));
+    }
+}
 }  // namespace
 
 void Fanout::claim_parked(std::vector<Event> &&events) {
-    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
-    for (auto &kv : parts) {
-        if (kv.first)
-            kv.first->claim_live(std::move(kv.second));
-        else
-            park_live(std::move(kv.second));  // slot still without a known master
-    }
+    unpark(
+        std::move(events), [this](Event &e) { return route(e.key, &e.slot); },
+        [](Sweeper &s, std::vector<Event> &&e) { s.claim_live(std::move(e)); },
+        [this](std::vector<Event> &&e) { park_live(std::move(e)); });
 }
 
 void Fanout::complete(std::vector<Completion> &&done) {
@@ -254,13 +262,10 @@ void Fanout::route_parked() {
     if (!parked_adopt_.empty()) {
         std::vector<AdoptKey> keys;
         keys.swap(parked_adopt_);
-        auto parts = split(std::move(keys), [this](AdoptKey &k) { return route(k.key, &k.slot); });
-        for (auto &kv : parts) {
-            if (kv.first)
-                kv.first->adopt(std::move(kv.second));
-            else
-                park_adopt(std::move(kv.second));  // slot still without a known master
-        }
+        unpark(
+            std::move(keys), [this](AdoptKey &k) { return route(k.key, &k.slot); },
+            [](Sweeper &s, std::vector<AdoptKey> &&k) { s.adopt(std::move(k)); },
+            [this](std::vector<AdoptKey> &&k) { park_adopt(std::move(k)); });
     }
     if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
