@@ -157,6 +157,8 @@ TEST(ParseChannel, RefusesOtherChannels) {
 TEST(KeyeventPattern, NamesEveryDbAndTheEvent) {
     EXPECT_EQ(keyevent_pattern("expired"), "__keyevent@*__:expired");
     EXPECT_EQ(keyevent_pattern("rename_from"), "__keyevent@*__:rename_from");
+    EXPECT_EQ(keyevent_pattern("set", 0), "__keyevent@0__:set");
+    EXPECT_EQ(keyevent_pattern("expire", 15), "__keyevent@15__:expire");
 }
 
 TEST(KeyeventPattern, ChannelsItMatchesParseBackToTheEvent) {

@@ -2,6 +2,7 @@
 // Redis, worked out without a server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -119,6 +120,32 @@ TEST(Plan, AClusterThatSweepsHearsItsDueKeys) {
     const Plan listens = plan_of(c, {handler("set")}, Deployment{true, true, 0});
     EXPECT_TRUE(listens.keyspace_patterns.empty());
     EXPECT_EQ(listens.notify_flags, "E$");
+}
+
+// Events subscribed only for adoption are about keys of redis.url's database: subscribed
+// there alone (and granted so), while what a handler takes stays every database's.
+TEST(Plan, AdoptionOnlyEventsAreSubscribedInTheTrackedDatabaseAlone) {
+    PlanConfig c;
+    std::string err;
+    ASSERT_TRUE(parse_adopt_rules("prefix=app:", &c.adopt_rules, &err)) << err;
+    const Plan p = plan_of(c, {handler("expired,set")}, Deployment{false, true, 3});
+    ASSERT_FALSE(p.demand.adopt_only_events.empty());
+    for (size_t i = 0; i < p.demand.events.size(); i++) {
+        const std::string &e = p.demand.events[i];
+        const auto &only = p.demand.adopt_only_events;
+        const bool adopt_only = std::find(only.begin(), only.end(), e) != only.end();
+        EXPECT_EQ(p.keyevent_patterns[i], (adopt_only ? "__keyevent@3__:" : "__keyevent@*__:") + e);
+        EXPECT_NE(p.channel_rules.find("&" + p.keyevent_patterns[i] + " "), std::string::npos)
+            << p.channel_rules;
+    }
+    EXPECT_EQ(p.keyevent_patterns[0], "__keyevent@*__:expired");
+    EXPECT_NE(
+        std::find(p.keyevent_patterns.begin(), p.keyevent_patterns.end(), "__keyevent@*__:set"),
+        p.keyevent_patterns.end())
+        << "a handler takes set";
+    EXPECT_NE(
+        std::find(p.keyevent_patterns.begin(), p.keyevent_patterns.end(), "__keyevent@3__:expire"),
+        p.keyevent_patterns.end());
 }
 
 TEST(Plan, StandaloneChecksTheScriptsOnTheServedQueuesKeys) {

@@ -124,7 +124,8 @@
       "keys gone before their adoption after an event that could set a TTL (a TTL shorter than "   \
       "the adoption delay)")                                                                       \
     X(ADOPT_DROPPED, "adopt.dropped", COUNTER, "keys",                                             \
-      "adoptions dropped while the connection was away (a catch-up scan follows)")                 \
+      "adoptions dropped: more than 100000 waited for the connection or, on a cluster, for "       \
+      "their slot's master (a catch-up scan follows)")                                             \
     X(CATCHUP_SCANNING, "catchup.scanning.<node>", GAUGE, "bool",                                  \
       "1 while the catch-up scan for adopt rules reads one node, else 0 (only with adopt.rules)")  \
     X(CATCHUP_PROGRESS, "catchup.progress.<node>", GAUGE, "permille",                              \

@@ -148,7 +148,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     sweep.track_keys = demand.track_keys;
     sweep.task_queues = demand.task_queues;
     sweep.adopt_only_events = demand.adopt_only_events;
-    opts.events = demand.events;
+    opts.event_patterns = plan.keyevent_patterns;
     opts.unknown_events = demand.unknown_events;
     opts.keyspace_patterns = plan.keyspace_patterns;
     opts.notify_flags = plan.notify_flags;
@@ -168,7 +168,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     fo->sweep.catchup_counters = &catchup_counters_;
     fo->stats = &stats_;
     queues_ = need_sweeper;
-    for (auto &e : opts.events) counters_.per_event[e];  // keys fixed from here on
+    for (auto &e : demand.events) counters_.per_event[e];  // keys fixed from here on
     stats_.set_handlers(handlers_.size());
     if (sweep.track_keys) stats_.set_queues({kKeysQueue});
     stats_.set_queues(sweep.task_queues);

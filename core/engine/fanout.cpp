@@ -58,6 +58,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };
+            sw.on_unrouted_adopt = [this](std::vector<AdoptKey> &&k) { park_adopt(std::move(k)); };
         }
         n.sweeper = std::make_unique<Sweeper>(loop_, url, sw, n.intake.get(), opts_.counters);
         n.intake->attach(n.sweeper.get());
@@ -162,16 +163,24 @@ std::map<Sweeper *, std::vector<T>> split(std::vector<T> &&items, Route route) {
     for (auto &item : items) out[route(item)].push_back(std::move(item));
     return out;
 }
+// Parked items to the sweepers of their slots' masters (send); those whose slot has no
+// known master yet are parked again (park).
+template <typename T, typename Route, typename Send, typename Park>
+void unpark(std::vector<T> &&items, Route route, Send send, Park park) {
+    for (auto &kv : split(std::move(items), route)) {
+        if (kv.first)
+            send(*kv.first, std::move(kv.second));
+        else
+            park(std::move(kv.second));
+    }
+}
 }  // namespace
 
 void Fanout::claim_parked(std::vector<Event> &&events) {
-    auto parts = split(std::move(events), [this](Event &e) { return route(e.key, &e.slot); });
-    for (auto &kv : parts) {
-        if (kv.first)
-            kv.first->claim_live(std::move(kv.second));
-        else
-            park_live(std::move(kv.second));  // slot still without a known master
-    }
+    unpark(
+        std::move(events), [this](Event &e) { return route(e.key, &e.slot); },
+        [](Sweeper &s, std::vector<Event> &&e) { s.claim_live(std::move(e)); },
+        [this](std::vector<Event> &&e) { park_live(std::move(e)); });
 }
 
 void Fanout::complete(std::vector<Completion> &&done) {
@@ -225,11 +234,38 @@ void Fanout::park_live(std::vector<Event> &&events) {
     if (!parked_live_.empty()) refresh_soon(50);
 }
 
+void Fanout::park_adopt(std::vector<AdoptKey> &&keys) {
+    size_t room = kMaxParkedLive - std::min(kMaxParkedLive, parked_adopt_.size());
+    std::set<Sweeper *> rescan;  // where the keys beyond room are looked for again
+    for (auto &k : keys) {
+        if (room > 0) {
+            room--;
+            parked_adopt_.push_back(std::move(k));
+            continue;
+        }
+        opts_.counters->adopt_dropped.fetch_add(1, std::memory_order_relaxed);
+        rescan.insert(route(k.key, &k.slot));
+    }
+    if (rescan.count(nullptr))  // a slot without a known master: every master looks
+        for (auto &kv : nodes_by_endpoint_) rescan.insert(kv.second.sweeper.get());
+    for (Sweeper *sw : rescan)
+        if (sw) sw->adoption_rescan("adoptions dropped");
+    if (!parked_adopt_.empty()) refresh_soon(50);
+}
+
 void Fanout::route_parked() {
     if (!parked_live_.empty()) {
         std::vector<Event> live;
         live.swap(parked_live_);
         claim_parked(std::move(live));
+    }
+    if (!parked_adopt_.empty()) {
+        std::vector<AdoptKey> keys;
+        keys.swap(parked_adopt_);
+        unpark(
+            std::move(keys), [this](AdoptKey &k) { return route(k.key, &k.slot); },
+            [](Sweeper &s, std::vector<AdoptKey> &&k) { s.adopt(std::move(k)); },
+            [this](std::vector<AdoptKey> &&k) { park_adopt(std::move(k)); });
     }
     if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
@@ -449,6 +485,13 @@ void Fanout::apply(const Topology &t) {
         // Live claims it read go to the slots' masters; the rest goes on as usual.
         std::vector<Event> claims = it->second.intake->take_claims();
         if (!claims.empty()) park_live(std::move(claims));
+        std::vector<AdoptKey> adopts = it->second.intake->take_adopts();
+        if (it->second.sweeper) {
+            std::vector<AdoptKey> waiting = it->second.sweeper->take_adoptions();
+            adopts.insert(adopts.end(), std::make_move_iterator(waiting.begin()),
+                          std::make_move_iterator(waiting.end()));
+        }
+        if (!adopts.empty()) park_adopt(std::move(adopts));
         it->second.intake->flush();
         if (it->second.sweeper) {
             // What it had not confirmed goes to the slots' new masters.

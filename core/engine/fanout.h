@@ -5,7 +5,8 @@
 // hands its events to) and, when the engine serves queues, a Sweeper: the path of an event
 // stays on its node and never passes through here. Fanout routes by slot only what has
 // no node of its own: completions (to the master serving the item's slot) and
-// what a sweeper gave up after MOVED/ASK (parked until the next topology).
+// what a sweeper gave up after MOVED/ASK (live claims, adoptions: parked until the next
+// topology).
 //
 // In cluster mode it follows the topology: it asks a node for CLUSTER SHARDS (CLUSTER
 // SLOTS on servers without it) every cluster.refresh and whenever a subscriber loses its
@@ -104,6 +105,11 @@ class Fanout : private SubscriberSink {
     // claim met a slot on the move: kept (at most kMaxParkedLive, the rest dropped and
     // counted as events.unrouted) until the next topology, then claimed there.
     void park_live(std::vector<Event> &&events);
+    // Cluster: adoptions refused because their slot is on the move or served elsewhere
+    // (nothing written), or read from a master just dropped: kept (at most kMaxParkedLive;
+    // beyond, dropped, counted as adopt.dropped and rescanned) until the next topology,
+    // then sent to the slot's master (the adopt script is idempotent).
+    void park_adopt(std::vector<AdoptKey> &&keys);
     void route_parked();  // after a topology change
     // Parked live events to the sweepers of their slots' masters now.
     void claim_parked(std::vector<Event> &&events);
@@ -145,6 +151,7 @@ class Fanout : private SubscriberSink {
     std::vector<Node> retired_;                 // shut down; freed at the next refresh
     CompletionStore parked_;                    // see park(): waiting only, never sent
     std::vector<Event> parked_live_;            // see park_live()
+    std::vector<AdoptKey> parked_adopt_;        // see park_adopt()
     static constexpr size_t kMaxParkedLive = 100000;
     std::set<std::string> names_;       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh

@@ -62,6 +62,12 @@ class NodeIntake : public EventSink, public SweeperSink {
         out.swap(claims_);
         return out;
     }
+    // Likewise the adoptions gathered.
+    std::vector<AdoptKey> take_adopts() {
+        std::vector<AdoptKey> out;
+        out.swap(adopts_);
+        return out;
+    }
 
     // SweeperSink: node N's sweeper hands over what it claimed and what was not tracked.
     void deliver_tracked(std::vector<Event> &items) override;

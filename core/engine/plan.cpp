@@ -144,7 +144,13 @@ int make_plan(const PlanConfig &c, const Demand &demand, const Deployment &d, Pl
     p.deployment = d;
     const bool sweeps = demand.sweeps();
     p.notify_flags = notify_flags_for(demand.events, nullptr);
-    for (const std::string &e : demand.events) p.keyevent_patterns.push_back(keyevent_pattern(e));
+    for (const std::string &e : demand.events) {
+        // An event subscribed only for adoption is about keys of the tracked db alone: other
+        // databases' traffic of it never reaches the engine.
+        const auto &only = demand.adopt_only_events;
+        const bool adopt_only = std::find(only.begin(), only.end(), e) != only.end();
+        p.keyevent_patterns.push_back(keyevent_pattern(e, adopt_only ? d.db : -1));
+    }
     if (d.cluster && sweeps) {
         // Each master's sweeper hears of new items in its slot queues from keyspace
         // notifications on their due keys.
@@ -161,7 +167,7 @@ int make_plan(const PlanConfig &c, const Demand &demand, const Deployment &d, Pl
                 p.script_keys.push_back(k);
     }
     p.commands = plan_commands(p);
-    p.channel_rules = channel_acl_rules(demand.events, p.keyspace_patterns);
+    p.channel_rules = channel_acl_rules(p.keyevent_patterns, p.keyspace_patterns);
     p.acl_rule = "on >PASSWORD -@all";
     for (const std::string &cmd : p.commands) p.acl_rule += " +" + cmd;
     p.acl_rule += " ~" + c.ns + ":* %R~* resetchannels " + p.channel_rules;

@@ -76,7 +76,8 @@ struct Plan {
     // "E" plus the flags of the events (table order); in a cluster that sweeps also 'K' and
     // those of the sweepers' arrival events.
     std::string notify_flags;
-    std::vector<std::string> keyevent_patterns;  // one per event
+    // One per event: every db's, but the tracked db's alone for adoption-only events.
+    std::vector<std::string> keyevent_patterns;
     std::vector<std::string> keyspace_patterns;  // a cluster that sweeps: its due keys
     // Standalone and sweeping: the keys of the queues served (the scripts' ACL check).
     std::vector<std::string> script_keys;

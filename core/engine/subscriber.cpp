@@ -212,7 +212,7 @@ void Subscriber::connect_subscriber() {
 
 void Subscriber::subscribe() {
     std::vector<std::string> patterns = {"PSUBSCRIBE"};
-    for (auto &e : opts_.events) patterns.push_back(keyevent_pattern(e));
+    patterns.insert(patterns.end(), opts_.event_patterns.begin(), opts_.event_patterns.end());
     patterns.insert(patterns.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
     confirmations_ = patterns.size();  // one per pattern, plus the heartbeat channel
     // The engines channel first, in the same write (trap T9): a claim that counts one
@@ -279,7 +279,7 @@ void Subscriber::become_ready() {
     attempt_ = 0;
     last_hb_ms_ = steady_ms();
     health_timer_.arm(opts_.health_interval_ms);
-    set_state(KW_CONN_READY, "subscribed to " + std::to_string(opts_.events.size()) +
+    set_state(KW_CONN_READY, "subscribed to " + std::to_string(opts_.event_patterns.size()) +
                                  " keyevent channel pattern(s) on " + endpoint_);
     if (!started_once_) {
         started_once_ = true;

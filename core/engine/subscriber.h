@@ -61,7 +61,8 @@ class Subscriber {
         int64_t health_interval_ms;
         int64_t health_timeout_ms;
         bool notify_enable;
-        std::vector<std::string> events;  // event names to PSUBSCRIBE
+        // The keyevent channel patterns to PSUBSCRIBE (the plan's keyevent_patterns).
+        std::vector<std::string> event_patterns;
         // Events name their node with this string, which must outlive every event (the
         // engine interns it); null: the subscriber's own endpoint string.
         const std::string *node_name = nullptr;

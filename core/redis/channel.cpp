@@ -32,8 +32,8 @@ bool parse_channel(std::string_view channel, ParsedChannel *out) {
     return true;
 }
 
-std::string keyevent_pattern(std::string_view event) {
-    std::string p = "__keyevent@*__:";
+std::string keyevent_pattern(std::string_view event, int db) {
+    std::string p = "__keyevent@" + (db < 0 ? std::string("*") : std::to_string(db)) + "__:";
     p.append(event.data(), event.size());
     return p;
 }
@@ -44,10 +44,10 @@ std::string keyspace_pattern(int db, std::string_view key_glob) {
     return p;
 }
 
-std::string channel_acl_rules(const std::vector<std::string> &events,
+std::string channel_acl_rules(const std::vector<std::string> &keyevent_patterns,
                               const std::vector<std::string> &keyspace_patterns) {
     std::string rules;
-    for (auto &e : events) rules += "&" + keyevent_pattern(e) + " ";
+    for (auto &p : keyevent_patterns) rules += "&" + p + " ";
     for (auto &p : keyspace_patterns) rules += "&" + p + " ";
     return rules + "&" + kHeartbeatChannelPrefix + "*";
 }

@@ -23,8 +23,9 @@ struct ParsedChannel {
 // (including a db that is not a non-negative decimal number that fits an int).
 bool parse_channel(std::string_view channel, ParsedChannel *out);
 
-// "__keyevent@*__:<event>": the pattern keywatch PSUBSCRIBEs to for one event name.
-std::string keyevent_pattern(std::string_view event);
+// "__keyevent@*__:<event>": the pattern keywatch PSUBSCRIBEs to for one event name, in
+// every database; with a db >= 0, "__keyevent@<db>__:<event>": in that one only.
+std::string keyevent_pattern(std::string_view event, int db = -1);
 
 // "__keyspace@<db>__:<key_glob>": the pattern for the keyspace channels of the keys a glob
 // matches (a cluster's sweepers: their due keys, db 0).
@@ -51,11 +52,11 @@ inline std::string engines_channel(const std::string &ns) {
 }
 
 // The channel rules (after an ACL user's "resetchannels") that allow what a subscriber
-// does: "&<pattern>" for each keyevent pattern of events, each keyspace pattern, and the
-// heartbeat channels. Redis 7.0 compares a PSUBSCRIBE pattern literally with these rules,
+// does: "&<pattern>" for each keyevent pattern (keyevent_pattern()), each keyspace pattern,
+// and the heartbeat channels. Redis 7.0 compares a PSUBSCRIBE pattern literally with these rules,
 // so the patterns are listed exactly; the heartbeat channel is a plain channel, which its
 // pattern rule covers.
-std::string channel_acl_rules(const std::vector<std::string> &events,
+std::string channel_acl_rules(const std::vector<std::string> &keyevent_patterns,
                               const std::vector<std::string> &keyspace_patterns);
 
 }  // namespace keywatch

@@ -1,6 +1,7 @@
 #include "core/redis/event_loop.h"
 
 #include <event2/thread.h>
+#include <signal.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -27,7 +28,16 @@ void EventLoop::start() {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = false;
     }
-    thread_ = std::thread([this] { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); });
+    thread_ = std::thread([this] {
+        // A write to a connection whose server died (kill -9, a reset) fails with EPIPE
+        // here, handled as a lost connection; unblocked, its SIGPIPE would end the host
+        // process (the default action), unless the application ignores it.
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    });
 }
 
 void EventLoop::stop() {

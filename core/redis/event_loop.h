@@ -1,5 +1,6 @@
 // EventLoop: one thread running a libevent event_base. Every Redis connection and every
-// timer lives on this thread; other threads hand work over with post().
+// timer lives on this thread; other threads hand work over with post(). The thread blocks
+// SIGPIPE: a write to a dead server is an error there, never the end of the process.
 // post() is thread-safe; everything else is called from the owner or the loop thread as
 // noted.
 #pragma once

@@ -106,13 +106,14 @@ void Adoption::on_reply(SlotQueue &p, std::vector<AdoptKey> &keys, redisReply *r
         case ReplyError::Ask:
         case ReplyError::TryAgain:
         case ReplyError::ClusterDown:
+            // The slot is on the move or served elsewhere now: nothing was written. Sent
+            // again to the slot's master after the next topology (the script is
+            // idempotent), else dropped and rescanned.
             tally->not_adopted += n;
-            if (opts_.on_unrouted) {
+            if (opts_.on_unrouted)
                 opts_.on_unrouted(std::move(keys));
-                counters_.unrouted.fetch_add(n, std::memory_order_relaxed);
-            } else {
+            else
                 drop(keys.size());
-            }
             return;
         default:
             break;
@@ -164,6 +165,12 @@ void Adoption::drop(size_t count) {
     if (count == 0) return;
     counters_.adopt_dropped.fetch_add(static_cast<int64_t>(count), std::memory_order_relaxed);
     if (opts_.on_dropped) opts_.on_dropped();
+}
+
+std::vector<AdoptKey> Adoption::take_waiting() {
+    std::vector<AdoptKey> out;
+    out.swap(waiting_);
+    return out;
 }
 
 void Adoption::resume() {

@@ -5,8 +5,9 @@
 // keys a call, on the node's one connection, so that after a read's live claims and forgets.
 // Replies are counted (adopt.adopted, rescheduled, untracked, late). Keys that cannot go now
 // wait for the connection (at most kMaxAdoptWaiting), beyond that they are dropped, counted,
-// and on_dropped asks for a catch-up scan. Keys of a slot on the move (cluster) go to
-// on_unrouted. Loop thread only (owned by a Sweeper).
+// and on_dropped asks for a catch-up scan. Keys of a slot on the move or served elsewhere
+// (cluster: MOVED, ASK, TRYAGAIN, CLUSTERDOWN) go to on_unrouted, to be sent again where the
+// slot is served. Loop thread only (owned by a Sweeper).
 #pragma once
 
 #include <cstddef>
@@ -50,7 +51,8 @@ class Adoption {
     struct Options {
         AdoptRules rules;
         bool cluster = false;
-        // Cluster: keys whose call met MOVED/ASK/TRYAGAIN/CLUSTERDOWN (null: dropped).
+        // Cluster: keys whose call met MOVED/ASK/TRYAGAIN/CLUSTERDOWN, nothing written, to
+        // be sent again to the slot's master (null: dropped, and on_dropped).
         std::function<void(std::vector<AdoptKey> &&)> on_unrouted;
         // Keys were dropped: what they said is lost until a catch-up scan (null: none).
         std::function<void()> on_dropped;
@@ -71,6 +73,8 @@ class Adoption {
     void resume();
     // Keys waiting for the connection.
     size_t waiting() const { return waiting_.size(); }
+    // Those keys, taken out (the node is retired: the owner routes them by slot).
+    std::vector<AdoptKey> take_waiting();
 
   private:
     struct Pending;

@@ -135,8 +135,8 @@ class Sweeper {
         AdoptRules adopt;  // adopt rules (empty: none)
         // Events subscribed only for adoption: the intake never dispatches them.
         std::vector<std::string> adopt_only_events;
-        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN/CLUSTERDOWN, to be adopted on
-        // the slot's master later (null: dropped and counted).
+        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN/CLUSTERDOWN (nothing written),
+        // to be adopted on the slot's master later (null: dropped, counted, rescanned).
         std::function<void(std::vector<AdoptKey> &&)> on_unrouted_adopt;
         // The catch-up scan of adopt rules (adopt_scan.h): catchup.enable/count/rate, where
         // it counts (null: nowhere), and the reason its first scan gives.
@@ -182,6 +182,8 @@ class Sweeper {
     // Keys may have had their TTL set unheard (the subscriber reconnected): a catch-up scan
     // of the node from the start, once its subscriber is subscribed and it serves.
     void adoption_rescan(const std::string &reason) { catchup_.request(reason); }
+    // Adoptions waiting for the connection, taken out (the node is retired).
+    std::vector<AdoptKey> take_adoptions() { return adoption_.take_waiting(); }
     const std::vector<std::string> &adopt_only_events() const { return opts_.adopt_only_events; }
     void complete(std::vector<Completion> &&done);
     // Whether this sweeper holds the item `c` completes, from the claim `c` comes from (a
