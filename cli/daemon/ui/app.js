@@ -60,7 +60,7 @@ function rates(name) {
 }
 function spark(name, w = 120, hgt = 24) {
   const r = rates(name), max = Math.max(1, ...r);
-  const pts = r.map((v, i) => `${(i / (HISTORY - 2)) * w},${hgt - (v / max) * (hgt - 2) - 1}`);
+  const pts = r.map((v, i) => `${(i / Math.max(1, r.length - 1)) * w},${hgt - (v / max) * (hgt - 2) - 1}`);
   const svg = `<svg width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}"><polyline fill="none" stroke="#2f6fdf" stroke-width="1.5" points="${pts.join(" ")}"/></svg>`;
   const last = r.length ? r[r.length - 1] : 0;
   const e = h("span", { class: "spark", "data-series": name });
@@ -91,6 +91,7 @@ async function overview() {
   const [nodes, queues] = await Promise.all([api("nodes"), api("queues")]);
   const t = queues.now_ms, st = queues.stats;
   record("events", t, st["events.received"] || 0);
+  record("claimed", t, st["items.claimed"] || 0);
   record("items", t, st["items.acked"] || 0);
   for (const q of queues.queues) record("q:" + q.queue, t, (q.stats || {})["queue.claimed"] || 0);
   const ready = h("p", { id: "ready", class: nodes.ready ? "ok" : "bad" }, nodes.ready ? "ready" : "not ready");
@@ -108,6 +109,7 @@ async function overview() {
     h("h2", {}, "Readiness"), ready, reasons,
     h("div", { class: "cards" },
       h("div", { class: "card" }, "events received", spark("events")),
+      h("div", { class: "card" }, "items claimed", spark("claimed")),
       h("div", { class: "card" }, "items acked", spark("items"))),
     h("h2", {}, "Nodes"),
     h("table", { id: "nodes" }, h("tr", {}, h("th", {}, "node"), h("th", {}, "state"), h("th", {}, "sweeping"), h("th", { class: "n" }, "events")), nodeRows),
