@@ -139,7 +139,8 @@ def test_api_reads_match_inspect_and_admin_replays_and_purges(redis, daemon, key
     assert jobs["lateness"]["buckets"][-1][0] == "+Inf"
     status, handlers = get(d, "/api/v1/handlers")
     assert status == 200 and handlers["handlers"][0]["name"] == "recorder"
-    assert handlers["handlers"][0]["stats"]["handler.duration"]["count"] >= 1
+    wait_for(lambda: get(d, "/api/v1/handlers")[1]["handlers"][0]["stats"]["handler.duration"]
+             ["count"] == 5, 20, "5 handler calls timed")
     status, config = get(d, "/api/v1/config")
     assert status == 200 and config["http"] == {"listen": "127.0.0.1:0", "token": True,
                                                   "admin": True}
