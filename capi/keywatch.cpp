@@ -688,6 +688,17 @@ int kw_client_dead_list_json(kw_client_t *client, const char *queue, size_t limi
     });
 }
 
+int kw_client_dead_page_json(kw_client_t *client, const char *queue, const char *after,
+                             size_t limit, char **out) {
+    if (out) *out = nullptr;
+    return client_call(client, queue && out, "kw_client_dead_page_json", [&](auto &c) {
+        std::vector<keywatch::DeadLetter> letters;
+        if (int rc = c.dead_list(queue, limit, &letters, after ? after : ""); rc != KW_OK)
+            return rc;
+        return dup_out(client, keywatch::dead_letters_json(letters), out);
+    });
+}
+
 int kw_client_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
                           size_t limit, int64_t *count) {
     return client_call(client, queue != nullptr, "kw_client_dead_replay", [&](auto &c) {

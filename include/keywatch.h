@@ -765,6 +765,13 @@ KW_API int kw_client_inspect_json(kw_client_t *client, char **out);
  * with *out NULL: KW_ERR_INVALID_ARG for a bad queue name, else as kw_client_inspect_json. */
 KW_API int kw_client_dead_list_json(kw_client_t *client, const char *queue, size_t limit,
                                     char **out);
+/* The same, one page at a time: the entries after `after`, the cursor of the last entry of
+ * the previous page (its entry, "<ms>-<seq>", on a cluster followed by "@" and its
+ * slot_tag: streams of different slots may hold the same entry id); NULL or "" for the
+ * first page. Oldest first (by entry, then slot_tag), at most limit.
+ * KW_ERR_INVALID_ARG also for an `after` that is not such a cursor. */
+KW_API int kw_client_dead_page_json(kw_client_t *client, const char *queue, const char *after,
+                                    size_t limit, char **out);
 /* Put dead letters back in their queue, due now, attempts reset: one entry (entry_id) or
  * the oldest `limit` (entry_id NULL). *count (may be NULL) receives how many.
  * KW_ERR_NOT_FOUND for an unknown queue or entry. */

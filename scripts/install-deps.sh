@@ -18,6 +18,8 @@ packages=(
     python3-dev python3-venv python3-redis mypy
     # The daemon's end-to-end tests (cli/tests/daemon/): /metrics parsed by a real parser.
     python3-prometheus-client
+    # The dashboard's browser tests (cli/tests/daemon/test_dashboard_browser.py).
+    chromium chromium-driver python3-selenium
     clang-format
     # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
     clang-14 libclang-rt-14-dev

@@ -355,6 +355,19 @@ TEST_F(CApiStatsTest, JsonGettersReportFailuresAsStatuses) {
     ASSERT_EQ(kw_client_dead_list_json(c, "never", 10, &out), KW_OK);
     EXPECT_STREQ(out, "[]");
     kw_free(out);
+    // A page: after a cursor that is not one, KW_ERR_INVALID_ARG naming it; a good one (with
+    // or without a slot tag) on an unknown queue, an empty array.
+    for (const char *bad : {"abc", "12", "1-x", "-1", "1-2-3@x"}) {
+        out = reinterpret_cast<char *>(1);
+        EXPECT_EQ(kw_client_dead_page_json(c, "never", bad, 10, &out), KW_ERR_INVALID_ARG) << bad;
+        EXPECT_EQ(out, nullptr);
+        EXPECT_NE(std::string(kw_client_last_error(c)).find("cursor"), std::string::npos);
+    }
+    for (const char *good : {"", "1795241184005-0", "1795241184005-3@12"}) {
+        ASSERT_EQ(kw_client_dead_page_json(c, "never", good, 10, &out), KW_OK) << good;
+        EXPECT_STREQ(out, "[]");
+        kw_free(out);
+    }
     // The server gone: inspect still answers (documented), saying what it could not read;
     // the dead-letter list fails with a status a binding can map.
     redis().kill9();

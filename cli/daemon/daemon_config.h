@@ -69,6 +69,7 @@ struct HttpConfig {
     bool enabled = true;                    // [http] enabled = false turns the server off
     std::string listen = "127.0.0.1:9464";  // "host:port"; port 0 = any free port
     std::string token;                      // bearer token ([http] token or token_file); "" = none
+    bool admin = false;  // the API's and dashboard's actions (replay, purge); needs a token
 };
 
 struct MetricsConfig {

@@ -27,7 +27,7 @@ bool read_listen(const toml::node &node, ConfigReader *reader, std::string *out)
 
 }  // namespace
 
-const std::vector<std::string> kHttpKeys = {"enabled", "listen", "token", "token_file"};
+const std::vector<std::string> kHttpKeys = {"admin", "enabled", "listen", "token", "token_file"};
 const std::vector<std::string> kLogKeys = {"file", "format", "level"};
 const std::vector<std::string> kMetricsKeys = {"queue_interval"};
 
@@ -50,6 +50,12 @@ bool read_http_section(const toml::node &node, ConfigReader *reader, HttpConfig 
     }
     if (token_file && !reader->secret_file(*token_file, "[http] token_file", &out->token))
         return false;
+    if (auto n = t->get("admin"); n && !reader->bool_value(*n, "[http] admin", &out->admin))
+        return false;
+    if (out->admin && out->token.empty())
+        return reader->fail(t->get("admin")->source(), "[http] admin",
+                            "the dashboard's actions (replay, purge) need a token: set [http] "
+                            "token or token_file, or leave admin out");
     return true;
 }
 

@@ -2,17 +2,53 @@
 
 #include <utility>
 
+#include "cli/daemon/config_reader.h"
 #include "cli/daemon/daemon_routes.h"
 #include "cli/daemon/http_server.h"
 #include "cli/daemon/metrics.h"
 #include "cli/daemon/queue_gauges.h"
+#include "cli/redact_url.h"
 
 namespace keywatch::cli {
+namespace {
+
+// GET /api/v1/config: what the daemon runs, secrets hidden as `run --check` and the log
+// hide them (secret_key's names, passwords in URLs).
+nlohmann::json config_summary(const DaemonConfig &config, const std::vector<std::string> &lines) {
+    nlohmann::json engine = nlohmann::json::object();
+    for (const auto &[name, value] : config.engine) {
+        std::string shown = secret_key(name) ? "***" : value;
+        if (name == "redis.url") {
+            shown.clear();
+            size_t start = 0;
+            for (size_t comma; (comma = value.find(',', start)) != std::string::npos;
+                 start = comma + 1)
+                shown += redact_url(value.substr(start, comma - start)) + ",";
+            shown += redact_url(value.substr(start));
+        }
+        engine[name] = shown;
+    }
+    return {{"config", config.path},
+            {"summary", lines},
+            {"engine", engine},
+            {"http",
+             {{"listen", config.http.listen},
+              {"token", !config.http.token.empty()},
+              {"admin", config.http.admin}}},
+            {"log",
+             {{"format", config.log.format == LogFormat::Json ? "json" : "text"},
+              {"level", DaemonLog::level_name(config.log.level)},
+              {"file", config.log.file}}},
+            {"metrics", {{"queue_interval_ms", config.metrics.queue_interval_ms}}}};
+}
+
+}  // namespace
 
 struct DaemonHttp::Impl {
     HttpServer server;  // first to stop: no route runs once it has
     std::unique_ptr<QueueGauges> gauges;
     std::unique_ptr<Metrics> metrics;
+    std::unique_ptr<DashboardApi> api;
 };
 
 DaemonHttp::DaemonHttp() : impl_(std::make_unique<Impl>()) {}
@@ -23,18 +59,26 @@ DaemonHttp::~DaemonHttp() {
 
 bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
                        const kw_conf_t *engine_conf, std::vector<std::string> handler_names,
-                       DaemonLog *log, std::string *err) {
+                       DaemonLog *log, std::string *err, const std::vector<std::string> &summary) {
     impl_->gauges = std::make_unique<QueueGauges>(
         engine_conf, config.metrics.queue_interval_ms,
         [log](kw_log_level level, const std::string &message) {
             log->write(level, message, {{"component", "queue_gauges"}});
         });
-    impl_->metrics =
-        std::make_unique<Metrics>(engine, std::move(handler_names), impl_->gauges.get());
+    impl_->metrics = std::make_unique<Metrics>(engine, handler_names, impl_->gauges.get());
+    DashboardApi::Context api;
+    api.engine = engine;
+    api.conf = engine_conf;
+    api.handler_names = std::move(handler_names);
+    api.gauges = impl_->gauges.get();
+    api.admin = config.http.admin;
+    api.config = config_summary(config, summary);
+    impl_->api = std::make_unique<DashboardApi>(std::move(api));
     HttpServer::Options opts;
     opts.listen = config.http.listen;
     opts.token = config.http.token;
-    if (!impl_->server.start(opts, daemon_routes(impl_->metrics.get(), engine), err)) {
+    if (!impl_->server.start(opts, daemon_routes(impl_->metrics.get(), engine, impl_->api.get()),
+                             err)) {
         *err = "[http] listen: " + *err;
         return false;
     }

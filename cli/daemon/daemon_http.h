@@ -1,7 +1,8 @@
 // The daemon's HTTP side, wired: an HttpServer serving /metrics (Metrics over the engine's
 // statistics and the QueueGauges read from Redis), /healthz (200 "ok", open without the
 // token) and /readyz (check_readiness: 200, or 503 with a JSON body naming what is not
-// ready). Warns in the log when it listens beyond loopback without a token.
+// ready), the JSON API under /api/v1/ and the dashboard at / (DashboardApi, dashboard_ui.h).
+// Warns in the log when it listens beyond loopback without a token.
 // Not thread-safe: start/stop from the daemon's main thread; routes run on the server's.
 #pragma once
 
@@ -23,10 +24,12 @@ class DaemonHttp {
     DaemonHttp &operator=(const DaemonHttp &) = delete;
 
     // Listens on config.http.listen. engine and log must outlive this object;
-    // handler_names label the handlers' metrics. False with *err (the address and why)
-    // when it cannot listen.
+    // handler_names label the handlers' metrics; summary (DaemonEngine::describe) heads
+    // the API's config summary. False with *err (the address and why) when it cannot
+    // listen.
     bool start(const DaemonConfig &config, kw_engine_t *engine, const kw_conf_t *engine_conf,
-               std::vector<std::string> handler_names, DaemonLog *log, std::string *err);
+               std::vector<std::string> handler_names, DaemonLog *log, std::string *err,
+               const std::vector<std::string> &summary = {});
     // Starts reading the queue gauges (every [metrics] queue_interval, with a client of
     // engine_conf's redis options): once the engine has started, so that a start that
     // fails reports its one error, not also a gauge read that failed beside it.

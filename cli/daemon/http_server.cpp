@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/queue.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -108,6 +110,8 @@ struct HttpServer::Impl {
     static void on_request(evhttp_request *req, void *arg) { static_cast<Impl *>(arg)->serve(req); }
     void serve(evhttp_request *req);
     bool authorized(evhttp_request *req) const;
+    // The route serving path: its own, or the longest prefix route above it.
+    const HttpRoute *find(const std::string &path) const;
     void release();
 };
 
@@ -143,12 +147,51 @@ bool HttpServer::Impl::authorized(evhttp_request *req) const {
     return same_secret(auth + 7, token);
 }
 
-void HttpServer::Impl::serve(evhttp_request *req) {
+const HttpRoute *HttpServer::Impl::find(const std::string &path) const {
+    if (auto it = routes.find(path); it != routes.end()) return &it->second;
+    const HttpRoute *best = nullptr;
+    size_t best_len = 0;
+    for (const auto &[prefix, route] : routes)
+        if (route.prefix && prefix.size() > best_len && path.compare(0, prefix.size(), prefix) == 0)
+            best = &route, best_len = prefix.size();
+    return best;
+}
+
+namespace {
+
+// The request's method, decoded path and query, content type and body.
+HttpRequest request_of(evhttp_request *req) {
+    HttpRequest r;
+    const evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    r.method = cmd == EVHTTP_REQ_GET ? "GET" : cmd == EVHTTP_REQ_HEAD ? "HEAD" : "POST";
     const evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : nullptr;
-    auto route = routes.find(path ? path : "");
-    bool open = route != routes.end() && route->second.open;
-    if (!open && !authorized(req)) {
+    size_t len = 0;
+    if (char *decoded = path ? evhttp_uridecode(path, 0, &len) : nullptr) {
+        r.path.assign(decoded, len);
+        free(decoded);
+    }
+    const char *query = uri ? evhttp_uri_get_query(uri) : nullptr;
+    evkeyvalq params;
+    TAILQ_INIT(&params);
+    if (query && evhttp_parse_query_str(query, &params) == 0)
+        for (evkeyval *kv = params.tqh_first; kv; kv = kv->next.tqe_next)
+            r.query[kv->key] = kv->value;
+    evhttp_clear_headers(&params);
+    const char *type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    r.content_type = type ? type : "";
+    evbuffer *in = evhttp_request_get_input_buffer(req);
+    r.body.resize(evbuffer_get_length(in));
+    evbuffer_copyout(in, r.body.data(), r.body.size());
+    return r;
+}
+
+}  // namespace
+
+void HttpServer::Impl::serve(evhttp_request *req) {
+    const HttpRequest request = request_of(req);
+    const HttpRoute *route = find(request.path);
+    if (!(route && route->open) && !authorized(req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"keywatch\"");
         send(req, text(401,
@@ -156,19 +199,22 @@ void HttpServer::Impl::serve(evhttp_request *req) {
                        "\"Authorization: Bearer <token>\"\n"));
         return;
     }
-    if (route == routes.end()) {
-        send(req, text(404, "not found: " + std::string(path ? path : "") + "\n"));
+    if (!route) {
+        send(req, text(404, "not found: " + request.path + "\n"));
         return;
     }
     evhttp_cmd_type method = evhttp_request_get_command(req);
-    if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        send(req, text(405, "method not allowed: use GET\n"));
+    if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD &&
+        !(method == EVHTTP_REQ_POST && route->post)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+                          route->post ? "GET, HEAD, POST" : "GET, HEAD");
+        send(req, text(405, route->post ? "method not allowed: use GET or POST\n"
+                                        : "method not allowed: use GET\n"));
         return;
     }
     HttpResponse resp;
     try {
-        resp = route->second.handle();
+        resp = route->handle(request);
     } catch (const std::exception &e) {
         resp = text(500, std::string("internal error: ") + e.what() + "\n");
     }

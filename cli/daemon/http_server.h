@@ -1,6 +1,7 @@
-// The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving a
-// few fixed routes by path (the query string is ignored): GET and HEAD, any other method
-// 405 with "Allow: GET, HEAD", an unknown path 404, a route that throws 500. With a bearer
+// The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving
+// routes by path (a route may serve every path under its own, "/api/v1/"): GET and HEAD,
+// POST only to a route that takes it (which answers 405 itself where it does not), any
+// other method 405 with "Allow", an unknown path 404, a route that throws 500. With a bearer
 // token set, every route not marked open requires "Authorization: Bearer <token>" (else
 // 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included). Requests
 // are bounded (10 s timeout, 8 KiB of headers, 4 KiB of body). Routes are called on the
@@ -22,9 +23,19 @@ struct HttpResponse {
     std::string body;
 };
 
+struct HttpRequest {
+    std::string method;                        // "GET", "HEAD" or "POST"
+    std::string path;                          // decoded, without the query string
+    std::map<std::string, std::string> query;  // decoded; a name given twice: the last value
+    std::string content_type;                  // "" when not sent
+    std::string body;                          // at most 4 KiB
+};
+
 struct HttpRoute {
-    std::function<HttpResponse()> handle;
-    bool open = false;  // served without the token (e.g. /healthz)
+    std::function<HttpResponse(const HttpRequest &)> handle;
+    bool open = false;    // served without the token (e.g. /healthz)
+    bool prefix = false;  // also serves every path under this one (the route ends with '/')
+    bool post = false;    // POST reaches the route too
 };
 
 class HttpServer {

@@ -117,8 +117,8 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
           StopSignal *stop) {
     std::string err;
     DaemonHttp http;
-    if (config.http.enabled &&
-        !http.start(config, engine->engine(), engine->conf(), engine->handler_names(), log, &err))
+    if (config.http.enabled && !http.start(config, engine->engine(), engine->conf(),
+                                           engine->handler_names(), log, &err, engine->describe()))
         return fail(args, config, log, kExitFailure, err);
     if (!engine->start(&err)) return fail(args, config, log, kExitFailure, err);
     http.start_gauges();

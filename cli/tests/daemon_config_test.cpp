@@ -354,7 +354,7 @@ TEST(DaemonConfigErrors, UnknownTopLevelNameListsTablesAndOptions) {
 TEST(DaemonConfigErrors, UnknownKeyInTheDaemonsOwnSections) {
     EXPECT_EQ(error_of("[http]\ntokn = \"x\"\n"),
               "kw.toml:2:1: [http] tokn: unknown key (did you mean 'token'?); valid keys in "
-              "[http]: enabled, listen, token, token_file");
+              "[http]: admin, enabled, listen, token, token_file");
     EXPECT_EQ(error_of("[log]\nlevle = \"info\"\n"),
               "kw.toml:2:1: [log] levle: unknown key (did you mean 'level'?); valid keys in "
               "[log]: file, format, level");
@@ -591,6 +591,15 @@ TEST(DaemonConfigErrors, TokenGivenTwiceOrEmptyIsRefused) {
               "token or token_file");
     EXPECT_EQ(error_of("[http]\ntoken = \"\"\n"),
               "kw.toml:2:9: [http] token: empty token: leave token out to serve without one");
+}
+
+TEST(DaemonConfigErrors, AdminWithoutATokenIsRefused) {
+    EXPECT_EQ(error_of("[http]\nadmin = true\n"),
+              "kw.toml:2:9: [http] admin: the dashboard's actions (replay, purge) need a token: "
+              "set [http] token or token_file, or leave admin out");
+    EXPECT_TRUE(parsed("[http]\nadmin = true\ntoken = \"t\"\n").http.admin);
+    EXPECT_FALSE(parsed("[http]\nadmin = false\n").http.admin);
+    EXPECT_FALSE(parsed("[http]\ntoken = \"t\"\n").http.admin);
 }
 
 // ---- Secret files ----------------------------------------------------------------------

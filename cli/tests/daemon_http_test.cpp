@@ -17,7 +17,7 @@ using kwtest::http_get;
 using kwtest::http_request;
 
 HttpRoute route(const std::string &body, bool open = false) {
-    return {[body] {
+    return {[body](const HttpRequest &) {
                 HttpResponse r;
                 r.body = body;
                 return r;
@@ -86,12 +86,39 @@ TEST(HttpServer, ARouteThatThrowsAnswers500AndTheServerGoesOn) {
     HttpServer server;
     std::string err;
     std::map<std::string, HttpRoute> routes = two_routes();
-    routes["/boom"] = {[]() -> HttpResponse { throw std::runtime_error("no snapshot"); }, false};
+    routes["/boom"] = {
+        [](const HttpRequest &) -> HttpResponse { throw std::runtime_error("no snapshot"); },
+        false};
     ASSERT_TRUE(server.start({"127.0.0.1:0", ""}, std::move(routes), &err)) << err;
     auto r = http_get(server.address(), "/boom");
     EXPECT_EQ(r.status, 500);
     EXPECT_NE(r.body.find("no snapshot"), std::string::npos) << r.body;
     EXPECT_EQ(http_get(server.address(), "/metrics").status, 200);
+}
+
+// A prefix route serves the paths under it with the path and query decoded; POST reaches
+// only a route that takes it.
+TEST(HttpServer, PrefixRoutesGetTheDecodedRequestAndPostOnlyWhereTaken) {
+    HttpServer server;
+    std::string err;
+    std::map<std::string, HttpRoute> routes = two_routes();
+    routes["/api/"] = {[](const HttpRequest &req) {
+                           HttpResponse r;
+                           r.body = req.method + " " + req.path + " limit=" +
+                                    (req.query.count("limit") ? req.query.at("limit") : "-");
+                           return r;
+                       },
+                       false, true, true};
+    ASSERT_TRUE(server.start({"127.0.0.1:0", ""}, std::move(routes), &err)) << err;
+    auto r = http_get(server.address(), "/api/queues/a%2Fb%20c?limit=5&x=%40");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body, "GET /api/queues/a/b c limit=5");
+    EXPECT_EQ(http_request(server.address(), "POST", "/api/x").body, "POST /api/x limit=-");
+    auto put = http_request(server.address(), "PUT", "/api/x");
+    EXPECT_EQ(put.status, 405);
+    EXPECT_EQ(put.headers["allow"], "GET, HEAD, POST");
+    EXPECT_EQ(http_request(server.address(), "POST", "/metrics").status, 405);
+    EXPECT_EQ(http_get(server.address(), "/apix").status, 404);
 }
 
 TEST(HttpServer, AddressInUseIsAClearError) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <strings.h>
 #include <set>
+#include <tuple>
 
 #include "core/redis/reply_error.h"
 #include "core/redis/reply_text.h"
@@ -720,26 +721,71 @@ DeadLetter dead_letter(const redisReply *e, const std::string &slot_tag) {
 
 }  // namespace
 
-int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLetter> *out) {
+namespace {
+
+// Where a dead letter sorts: its entry id, then (a cluster's streams share ids) its slot tag.
+struct DeadOrder {
+    long long ms = 0, seq = 0;
+    std::string tag;
+    bool operator<(const DeadOrder &o) const {
+        return std::tie(ms, seq, tag) < std::tie(o.ms, o.seq, o.tag);
+    }
+};
+
+// "<ms>-<seq>" or "<ms>-<seq>@<tag>" (a page's cursor); false for other text.
+bool parse_dead_order(const std::string &text, DeadOrder *out) {
+    const size_t at = text.find('@'), dash = text.find('-');
+    const std::string entry = text.substr(0, at);
+    auto digits = [](const std::string &s) {
+        return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == s.npos;
+    };
+    if (dash == std::string::npos || dash > entry.size() || !digits(entry.substr(0, dash)) ||
+        !digits(entry.substr(dash + 1)))
+        return false;
+    out->ms = std::stoll(entry.substr(0, dash));
+    out->seq = std::stoll(entry.substr(dash + 1));
+    out->tag = at == std::string::npos ? "" : text.substr(at + 1);
+    return true;
+}
+
+DeadOrder order_of(const DeadLetter &d) {
+    DeadOrder o;
+    parse_dead_order(d.entry, &o);
+    o.tag = d.slot_tag;
+    return o;
+}
+
+}  // namespace
+
+int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLetter> *out,
+                      const std::string &after) {
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    DeadOrder from;
+    if (!after.empty() && !parse_dead_order(after, &from))
+        return fail(KW_ERR_INVALID_ARG, "'" + after +
+                                            "' is not a page's cursor: <ms>-<seq>, on a cluster "
+                                            "followed by @<slot tag>");
     if (int rc = connect(); rc != KW_OK) return rc;
     limit = std::max<size_t>(limit, 1);
+    // From the cursor's id on (inclusive: another slot's stream may hold the same id).
+    const std::string start =
+        after.empty() ? "-" : std::to_string(from.ms) + "-" + std::to_string(from.seq);
     std::vector<DeadLetter> entries;
     for (auto &ref : find_queues("dead", qname)) {
         ReplyPtr r = call(ref.node, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
-                                     "-", "+", "COUNT", std::to_string(limit)});
+                                     start, "+", "COUNT", std::to_string(limit + 1)});
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS, "XRANGE failed: " + reply_to_string(r.get()));
-        for (size_t i = 0; i < r->elements; i++)
-            entries.push_back(
-                dead_letter(r->element[i], router_.cluster() ? ref.tag : std::string()));
+        for (size_t i = 0; i < r->elements; i++) {
+            DeadLetter d = dead_letter(r->element[i], router_.cluster() ? ref.tag : std::string());
+            if (after.empty() || from < order_of(d)) entries.push_back(std::move(d));
+        }
     }
-    // Oldest first across every slot's stream (ids are <ms>-<seq>).
-    auto ms = [](const DeadLetter &d) { return std::stoll(d.entry.substr(0, d.entry.find('-'))); };
+    // Oldest first across every slot's stream.
     std::stable_sort(entries.begin(), entries.end(),
-                     [&](const auto &a, const auto &b) { return ms(a) < ms(b); });
+                     [](const auto &a, const auto &b) { return order_of(a) < order_of(b); });
     if (entries.size() > limit) entries.resize(limit);
     *out = std::move(entries);
     return KW_OK;

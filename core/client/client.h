@@ -106,8 +106,11 @@ class Client {
     // Producer results are outputs of the calls above; admin results are these structs
     // (JSON is made at the C API's edge, capi/keywatch.cpp).
     int inspect(Inspection *out);
-    // Oldest first over every slot's stream, at most max(limit, 1).
-    int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out);
+    // Oldest first over every slot's stream (by entry id, then slot tag), at most
+    // max(limit, 1); with after (a page's cursor: the last entry's id "<ms>-<seq>", on a
+    // cluster followed by "@<slot tag>"), only the entries after it.
+    int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out,
+                  const std::string &after = "");
     int dead_replay(const std::string &queue, const std::string &entry, size_t limit,
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
