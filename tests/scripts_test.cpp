@@ -746,6 +746,55 @@ TEST_F(BatchScriptTest, AClaimOfTrackedKeysNobodyElseHearsIsAloneAndItsItemsStil
         << "no done record, no marker";
 }
 
+TEST_F(BatchScriptTest, AClaimIsAloneOnlyWhileItsOwnSubscriberIsTheOneListener) {
+    // One subscriber on the engines channel, but not the caller's: its own channel (its
+    // heartbeat channel) has none, as while its subscriber reconnects and another engine
+    // listens. The claim must be shared (the other engine may hear what it takes); with its
+    // own channel subscribed too, it is alone.
+    const std::string channel = "__keywatch:heartbeat:engines:kw";
+    const std::string own = "__keywatch:heartbeat:2:00000000000000aa";
+    auto other = client();
+    other->command({"SUBSCRIBE", channel});
+    int64_t now = redis_now();
+    c_->command({"ZADD", keys_.due, std::to_string(now - 10), "k1", std::to_string(now - 5), "k2"});
+    auto claim_due = [&](uint64_t seq, const std::string &id) {
+        c_->command({"ZADD", keys_.due, std::to_string(now - 10), id});
+        Reply r = evalk(keywatch::scripts::batch::kClaimDue,
+                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done,
+                         keys_.seq, keys_.batch("A", seq)},
+                        {"10", "30000", "A", std::to_string(seq), "1", "0", "", "0", channel, own});
+        keywatch::ClaimReply c;
+        std::string err;
+        EXPECT_TRUE(r && keywatch::parse_claim_reply(r.get(), &c, &err)) << err;
+        return c;
+    };
+    keywatch::ClaimReply c = claim_due(1, "k3");
+    EXPECT_EQ(c.items.size(), 3u);
+    EXPECT_EQ(c.listeners, 1);
+    EXPECT_GE(c.b, 0) << "the one listener is another engine: shared";
+    auto live_b = [&](uint64_t seq, const std::string &id) -> int64_t {
+        c_->command({"ZADD", keys_.due, std::to_string(now - 10), id});
+        Reply l = evalk(keywatch::scripts::batch::kClaimLive,
+                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done,
+                         keys_.seq, keys_.batch("A", seq), id},
+                        {"30000", "A", std::to_string(seq), "x", channel, "", "0", own});
+        if (!l || l->type != REDIS_REPLY_ARRAY || l->elements < 4) return -99;
+        return l->element[3]->integer;
+    };
+    EXPECT_GE(live_b(2, "k4"), 0) << "live claim: shared too";
+    // The caller's subscriber is back: it is the one listener (the other one left).
+    other.reset();
+    auto mine = client();
+    mine->command({"SUBSCRIBE", channel});
+    auto mine_own = client();
+    mine_own->command({"SUBSCRIBE", own});
+    ASSERT_TRUE(wait_until([&] {
+        return c_->command({"PUBSUB", "NUMSUB", channel, own}) == channel + "\n1\n" + own + "\n1";
+    })) << c_->command({"PUBSUB", "NUMSUB", channel, own});
+    EXPECT_EQ(claim_due(3, "k5").b, -1) << "alone";
+    EXPECT_EQ(live_b(4, "k6"), -1) << "alone";
+}
+
 TEST_F(BatchScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone) {
     int64_t now = redis_now();
     std::string hour = std::to_string(now + 3600 * 1000), later = std::to_string(now + 7200 * 1000);

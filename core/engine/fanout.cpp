@@ -55,6 +55,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         if (sweepers_started_) sw.catchup_first_reason = "new master";
         // The subscriber outlives the sweeper (Node's member order).
         sw.subscribed = [sub = n.sub.get()] { return sub->state() == KW_CONN_READY; };
+        sw.own_channel = n.sub->own_channel();
         if (opts_.cluster) {
             sw.on_redirect = [this](std::vector<Completion> &&c) { park(std::move(c)); };
             sw.on_unrouted_live = [this](std::vector<Event> &&e) { park_live(std::move(e)); };

@@ -108,6 +108,9 @@ class Subscriber {
 
     const std::string &endpoint() const { return endpoint_; }
     kw_conn_state state() const { return state_.load(std::memory_order_relaxed); }
+    // The channel it publishes its heartbeats on, subscribed on every connection after
+    // the engines channel and the patterns (set at construction; any thread).
+    const std::string &own_channel() const { return hb_channel_; }
 
   private:
     void connect_all();

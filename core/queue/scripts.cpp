@@ -722,15 +722,22 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "end\n"                                                                                     \
     "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n" \
     "-- listens on the engines channel of this node, so no other engine can hold a late\n"      \
-    "-- notification of what this claim takes. No channel, 'S' or an error (no PUBSUB\n"        \
-    "-- permission) mean shared. Returns shared, listeners (-1: not asked).\n"                  \
-    "local function sharing(is_keys, chan, flags)\n"                                            \
+    "-- notification of what this claim takes. With `own` (the engine's heartbeat channel,\n"   \
+    "-- which its subscriber subscribes after the engines channel, on the same connection)\n"  \
+    "-- that one listener must be this engine: own has a subscriber now. No channel, 'S' or\n"  \
+    "-- an error (no PUBSUB permission) mean shared. Returns shared, listeners (-1: not\n"      \
+    "-- asked).\n"                                                                             \
+    "local function sharing(is_keys, chan, flags, own)\n"                                       \
     "  if not is_keys then return true, -1 end\n"                                               \
     "  if not chan or chan == '' then return true, -1 end\n"                                    \
-    "  local r = redis.pcall('PUBSUB', 'NUMSUB', chan)\n"                                       \
+    "  local with_own = own ~= nil and own ~= ''\n"                                             \
+    "  local r\n"                                                                              \
+    "  if with_own then r = redis.pcall('PUBSUB', 'NUMSUB', chan, own)\n"                        \
+    "  else r = redis.pcall('PUBSUB', 'NUMSUB', chan) end\n"                                    \
     "  if type(r) ~= 'table' or r.err or not r[2] then return true, -1 end\n"                   \
     "  local n = tonumber(r[2])\n"                                                              \
-    "  return n > 1 or string.find(flags or '', 'S', 1, true) ~= nil, n\n"                      \
+    "  local mine = not with_own or tonumber(r[4] or 0) > 0\n"                                  \
+    "  return n > 1 or not mine or string.find(flags or '', 'S', 1, true) ~= nil, n\n"           \
     "end\n"                                                                                     \
     "local function reschedule(id, old, exp)\n"                                                 \
     "  redis.call('ZADD', KEYS[1], exp, id)\n"                                                  \
@@ -850,7 +857,9 @@ end
 local got, gn = records(fire)
 local rgot, rn = records(rc_ids)
 local shared, listeners = true, -1
-if #fire + #rc_ids > 0 then shared, listeners = sharing(is_keys, ARGV[9 + nstale], ARGV[7]) end
+if #fire + #rc_ids > 0 then
+  shared, listeners = sharing(is_keys, ARGV[9 + nstale], ARGV[7], ARGV[10 + nstale])
+end
 if not recs and #rc_ids > 0 then
   -- A reclaim always reads the metas: its attempt is counted.
   local f = {}
@@ -1023,7 +1032,7 @@ local fire, fscores = {}, {}
 local live_fire = false
 for i = 1, #ids do live_fire = live_fire or scores[i] ~= false end
 local shared, listeners = true, -1
-if live_fire then shared, listeners = sharing(true, ARGV[5], ARGV[6]) end
+if live_fire then shared, listeners = sharing(true, ARGV[5], ARGV[6], ARGV[8]) end
 for i, id in ipairs(ids) do
   if scores[i] then
     local score = tonumber(scores[i])

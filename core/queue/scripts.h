@@ -72,19 +72,22 @@ extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, 
 // The batch layout's scripts (scripts.cpp explains the layout). Their KEYS, in order:
 //   claim_due   due inflight leases data done seq batch [stale batch keys...]
 //               ARGV limit lease_ms owner seq is_keys done_window_ms flags('L': look at
-//               leases, 'S': shared) n_stale stale_member... [engines channel]
+//               leases, 'S': shared) n_stale stale_member... [engines channel
+//               [own channel]]
 //               -> {now, next_due, next_lease|-2, live|-1, b, ids, runs(deadline count...),
 //                   reclaimed(id deadline attempt error|false payload|false ...),
 //                   extras(index attempt deadline error|false payload|false ...),
 //                   stale members, untracked, moved, listeners|-1}
 //   claim_live  due inflight leases data done seq batch [pending batch...] event_key...
 //               ARGV lease_ms owner seq mode(x|e) [engines channel [flags('S')
-//               [n_pending]]] (pending: the caller's claims sent before this one, whose
-//               items count as taken)
+//               [n_pending [own channel]]]] (pending: the caller's claims sent before this
+//               one, whose items count as taken)
 //               -> {now, letters, items (as reclaimed), b, listeners|-1}
 //   A batch of tracked keys is alone (b = -1: no inflight entries, no done records) when
 //   the engines channel is given and at most one subscriber listens on it (this engine's;
-//   design section 2.3), shared otherwise (b from seq).
+//   design section 2.3) and, if the own channel (the caller's heartbeat channel, which its
+//   subscriber subscribes after the engines channel) is given, that channel has a
+//   subscriber (so the one listener is the caller); shared otherwise (b from seq).
 //   ack         due inflight leases data done batch... ARGV owner is_keys
 //               {seq b '*' | seq b 'i' n id...}... -> acked count per batch
 //   fail        due inflight leases data dead done batch ARGV owner seq b is_keys id error

@@ -111,6 +111,10 @@ class Sweeper {
         // Whether this node's subscriber is subscribed now, so that the one listener a
         // claim may count is this engine (null or false: claims are shared).
         std::function<bool()> subscribed;
+        // This node's subscriber's heartbeat channel, which it subscribes after the engines
+        // channel: a claim is alone only if that channel has a subscriber when it runs (the
+        // one listener is then this engine, not another one while ours is away).
+        std::string own_channel;
         bool dedupe;
         int64_t dedupe_ttl_ms;
         int64_t connect_timeout_ms;

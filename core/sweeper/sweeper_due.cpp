@@ -76,6 +76,7 @@ void Sweeper::sweep(Queue &q) {
     argv[7] = std::to_string(stale);
     q.stale.clear();
     argv.push_back(opts_.engines_channel);
+    argv.push_back(opts_.own_channel);
     bool sent = link_.eval(scripts::batch::kClaimDue, keys, std::move(argv),
                            [this, &q, limit, seq](redisReply *r) { on_swept(q, r, limit, seq); });
     q.sweeping_seq = seq;

@@ -137,7 +137,7 @@ void Sweeper::send_live(Queue &q, std::vector<Event> &&events) {
     std::vector<std::string> argv = {
         std::to_string(opts_.lease_ms), opts_.owner,           std::to_string(seq),
         all_expired ? "x" : "e",        opts_.engines_channel, shared_flag(),
-        std::to_string(pending.size())};
+        std::to_string(pending.size()), opts_.own_channel};
     auto evs = std::make_shared<std::vector<Event>>(std::move(events));
     auto asking = std::make_shared<LiveAsk>(live_asking_, evs->size());
     Queue *qp = &q;
