@@ -120,9 +120,9 @@ void RedisProcess::start() {
                                      "--protected-mode",
                                      "no"};
     if (opts_.tls_only) {
-        args[2] = "0";
-        args.insert(args.end(), {"--tls-port", std::to_string(port_), "--unixsocket",
-                                 admin_endpoint().unix_path});
+        args[2] = "0";  // the --port: no plain TCP port
+        args.insert(args.end(),
+                    {"--tls-port", std::to_string(port_), "--unixsocket", unix_socket()});
     }
     if (!opts_.notify.empty()) args.insert(args.end(), {"--notify-keyspace-events", opts_.notify});
     if (!opts_.password.empty()) args.insert(args.end(), {"--requirepass", opts_.password});
@@ -266,7 +266,7 @@ std::string RedisProcess::command(const std::vector<std::string> &args) const {
 }
 
 Endpoint RedisProcess::admin_endpoint() const {
-    if (opts_.tls_only) return {"", 0, dir_ + "/redis.sock"};
+    if (opts_.tls_only) return {"", 0, unix_socket()};
     return {host(), port_, ""};
 }
 

@@ -79,6 +79,8 @@ class RedisProcess {
     // redis://HOST:PORT (rediss:// when tls_only), [::1] for IPv6, with the password if any.
     std::string url() const;
     std::string host() const { return opts_.host; }
+    // The unix socket it also listens on (tls_only: how command() reaches it); else empty.
+    std::string unix_socket() const { return opts_.tls_only ? dir_ + "/redis.sock" : ""; }
     std::string log_tail(size_t max_bytes = 4000) const;
 
     // One command on a temporary Connection (with the password of Options), its reply as
