@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <stdexcept>
 
+#include "core/redis/sigpipe_guard.h"
+
 namespace keywatch {
 
 EventLoop::EventLoop() {
@@ -27,7 +29,10 @@ void EventLoop::start() {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = false;
     }
-    thread_ = std::thread([this] { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); });
+    thread_ = std::thread([this] {
+        SigpipeGuard quiet;  // a write to a node that is gone is a lost connection
+        event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
+    });
 }
 
 void EventLoop::stop() {
