@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/redis/slots.h"
+#include "cluster_support.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
 
@@ -16,49 +17,6 @@ namespace kwtest {
 namespace {
 
 using keywatch::RedisCluster;
-
-// A client (kw_client_t) of the cluster with its TLS options.
-class TlsClient {
-  public:
-    TlsClient(const RedisCluster &cluster, const std::string &seed) {
-        conf_ = kw_conf_new();
-        char err[512] = "";
-        EXPECT_EQ(kw_conf_set(conf_, "redis.url", seed.c_str(), err, sizeof err), KW_OK) << err;
-        for (auto &nv : cluster.certificates()->client_options())
-            EXPECT_EQ(kw_conf_set(conf_, nv.first.c_str(), nv.second.c_str(), err, sizeof err),
-                      KW_OK)
-                << err;
-        if (kw_client_new(conf_, &client_, err, sizeof err) != KW_OK)
-            throw std::runtime_error(std::string("kw_client_new: ") + err);
-    }
-    ~TlsClient() {
-        kw_client_free(client_);
-        kw_conf_free(conf_);
-    }
-    TlsClient(const TlsClient &) = delete;
-    TlsClient &operator=(const TlsClient &) = delete;
-
-    // Tracks every key in one pipeline; all must succeed.
-    void track_all(const std::vector<std::string> &keys, int64_t ttl_ms) {
-        ASSERT_EQ(kw_client_pipeline_begin(client_), KW_OK) << kw_client_last_error(client_);
-        for (auto &k : keys)
-            kw_client_track(client_, k.data(), k.size(), "v", 1, ttl_ms, 0, nullptr);
-        size_t n = 0;
-        ASSERT_EQ(kw_client_pipeline_end(client_, nullptr, 0, &n), KW_OK)
-            << kw_client_last_error(client_);
-        ASSERT_EQ(n, keys.size());
-    }
-
-  private:
-    kw_conf_t *conf_ = nullptr;
-    kw_client_t *client_ = nullptr;
-};
-
-std::vector<std::string> many_keys(const std::string &prefix, int n) {
-    std::vector<std::string> keys;
-    for (int i = 0; i < n; i++) keys.push_back(prefix + std::to_string(i));
-    return keys;
-}
 
 // What every TLS cluster test does: engines and clients with the cluster's CA and client
 // certificate, keys placed on a given master, expiry by Redis on the key's owner.
@@ -74,23 +32,14 @@ class TlsClusterTest : public ::testing::Test {
         if (sink) e->add(sink, {{"events", "expired"}});
         return e;
     }
-    // A key (with a readable prefix) whose slot node `index` serves as master now.
     std::string key_on(size_t index, const std::string &prefix) {
-        for (int i = 0; i < 100000; i++) {
-            std::string key = prefix + std::to_string(i);
-            if (cluster().master_of_slot(keywatch::key_slot(key)) == static_cast<int>(index))
-                return key;
-        }
-        ADD_FAILURE() << "no key found for node " << index;
-        return prefix;
+        return kwtest::key_on(cluster(), index, prefix);
     }
-    // SET key PX on the master that owns it, then touch it until Redis expires it.
-    void expire_on_owner(const std::string &key) {
-        int owner = cluster().master_of_slot(keywatch::key_slot(key));
-        ASSERT_GE(owner, 0);
-        auto &node = cluster().node(static_cast<size_t>(owner));
-        ASSERT_EQ(node.command({"SET", key, "v", "PX", "30"}), "OK");
-        ASSERT_TRUE(wait_until([&] { return node.command({"EXISTS", key}) == "0"; }));
+    void expire_on_owner(const std::string &key) { kwtest::expire_on_owner(cluster(), key); }
+    // A client of the cluster (seeded at `seed`) with its TLS options.
+    std::unique_ptr<ClusterClient> client(const std::string &seed = "") {
+        return std::make_unique<ClusterClient>(seed.empty() ? cluster().seed_url() : seed,
+                                               cluster().certificates()->client_options());
     }
     // "127.0.0.1:<tls-port>" of node i: how the engine names it when reached over TLS.
     std::string tls_endpoint(size_t i) {
@@ -142,9 +91,9 @@ TEST_F(TlsOnlyCluster, TrackedKeysAreSweptFromEveryMasterOverTls) {
     EventSink sink;
     auto e = engine(&sink);
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
-    TlsClient client(cluster(), cluster().seed_url());
+    auto c = client();
     const auto keys = many_keys("swept:", 300);
-    client.track_all(keys, 1500);
+    c->track_all(keys, 1500);
     ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(30000))) << sink.describe();
     std::map<std::string, int> seen;
     std::set<std::string> nodes;
@@ -170,9 +119,9 @@ TEST_F(TlsOnlyCluster, PluginHandlerDeliversAndWritesToTheClusterOverTls) {
               KW_OK)
         << err;
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
-    TlsClient client(cluster(), cluster().seed_url());
+    auto c = client();
     const auto keys = many_keys("run:", 60);
-    client.track_all(keys, 1000);
+    c->track_all(keys, 1000);
     ASSERT_TRUE(e->stat_reaches("items.acked", static_cast<int64_t>(keys.size())));
     const int owner = cluster().master_of_slot(keywatch::key_slot("tls-events"));
     ASSERT_GE(owner, 0);
@@ -207,9 +156,9 @@ TEST_F(TlsOnlyCluster, MasterKilledWithKill9IsReplacedAndDeliveriesGoOnOverTls) 
         },
         milliseconds(20000)))
         << states.describe();
-    TlsClient client(cluster(), cluster().seed_url());
+    auto c = client();
     const auto keys = many_keys("after-failover:", 60);
-    client.track_all(keys, 1000);
+    c->track_all(keys, 1000);
     ASSERT_TRUE(sink.wait_count(keys.size(), milliseconds(30000))) << sink.describe();
     std::set<std::string> seen;
     for (auto &ev : sink.events()) seen.insert(ev.key);
@@ -250,8 +199,8 @@ TEST_F(BothPortsCluster, RedissSeedReachesEveryNodeAtItsTlsPort) {
     for (auto &ev : sink.events()) nodes.insert(ev.node);
     EXPECT_EQ(nodes, want);
     // The client too: its writes land on each master through the TLS port.
-    TlsClient client(cluster(), seed);
-    client.track_all(many_keys("both-tracked:", 30), 60000);
+    auto c = client(seed);
+    c->track_all(many_keys("both-tracked:", 30), 60000);
     for (size_t m : cluster().masters()) {
         const std::string clients = cluster().node(m).command({"CLIENT", "LIST"});
         EXPECT_NE(clients.find("laddr=" + tls_endpoint(m)), std::string::npos) << clients;
