@@ -99,7 +99,7 @@ bool RedisProcess::port_free(int port, const std::string &host) {
 
 std::string RedisProcess::url() const {
     std::string auth = opts_.password.empty() ? "" : ":" + opts_.password + "@";
-    return "redis://" + auth + Endpoint{host(), port_, ""}.str();
+    return (opts_.tls_only ? "rediss://" : "redis://") + auth + Endpoint{host(), port_, ""}.str();
 }
 
 void RedisProcess::start() {
@@ -119,6 +119,11 @@ void RedisProcess::start() {
                                      "no",
                                      "--protected-mode",
                                      "no"};
+    if (opts_.tls_only) {
+        args[2] = "0";  // the --port: no plain TCP port
+        args.insert(args.end(),
+                    {"--tls-port", std::to_string(port_), "--unixsocket", unix_socket()});
+    }
     if (!opts_.notify.empty()) args.insert(args.end(), {"--notify-keyspace-events", opts_.notify});
     if (!opts_.password.empty()) args.insert(args.end(), {"--requirepass", opts_.password});
     if (opts_.appendonly)
@@ -232,10 +237,15 @@ std::string RedisProcess::log_tail(size_t max_bytes) const {
 }
 
 RedisProcess::Connection::Connection(const std::string &host, int port, const std::string &password)
-    : where_(Endpoint{host, port, ""}.str()) {
+    : Connection(Endpoint{host, port, ""}, password) {}
+
+RedisProcess::Connection::Connection(const Endpoint &at, const std::string &password)
+    : where_(at.str()) {
     // Owned here until the handshake is done: a throw below frees it.
     std::unique_ptr<redisContext, decltype(&redisFree)> c(
-        redisConnectWithTimeout(host.c_str(), port, timeval{5, 0}), &redisFree);
+        at.is_unix() ? redisConnectUnixWithTimeout(at.unix_path.c_str(), timeval{5, 0})
+                     : redisConnectWithTimeout(at.host.c_str(), at.port, timeval{5, 0}),
+        &redisFree);
     if (!c || c->err)
         throw std::runtime_error("cannot connect to " + where_ + ": " +
                                  (c ? c->errstr : "out of memory"));
@@ -268,7 +278,12 @@ std::string RedisProcess::Connection::command(const std::vector<std::string> &ar
 }
 
 std::string RedisProcess::command(const std::vector<std::string> &args) const {
-    return Connection(host(), port_, opts_.password).command(args);
+    return Connection(admin_endpoint(), opts_.password).command(args);
+}
+
+Endpoint RedisProcess::admin_endpoint() const {
+    if (opts_.tls_only) return {"", 0, unix_socket()};
+    return {host(), port_, ""};
 }
 
 }  // namespace keywatch

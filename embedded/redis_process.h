@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/redis/endpoint.h"
+
 struct redisContext;
 
 namespace keywatch {
@@ -23,6 +25,10 @@ class RedisProcess {
         std::string binary = "redis-server";
         int port = 0;                    // 0: pick a free port
         std::string host = "127.0.0.1";  // the loopback address it binds (--bind): or "::1"
+        // TLS only: `port` is its tls-port and there is no plain TCP port (port 0); the
+        // certificates' arguments go in `extra`. This class then talks to it over a unix
+        // socket in its directory, and url() is rediss://.
+        bool tls_only = false;
     };
 
     // A blocking connection that stays open (so SELECT sticks), for set-up in tests and
@@ -32,6 +38,8 @@ class RedisProcess {
     class Connection {
       public:
         Connection(const std::string &host, int port, const std::string &password = "");
+        // At host:port or, for an Endpoint with a unix_path, at that socket.
+        explicit Connection(const Endpoint &at, const std::string &password = "");
         ~Connection();
         Connection(const Connection &) = delete;
         Connection &operator=(const Connection &) = delete;
@@ -68,8 +76,11 @@ class RedisProcess {
     pid_t pid() const { return pid_; }
     int port() const { return port_; }
     const std::string &dir() const { return dir_; }
-    std::string url() const;  // redis://HOST:PORT, [::1] for IPv6 (with the password if any)
+    // redis://HOST:PORT (rediss:// when tls_only), [::1] for IPv6, with the password if any.
+    std::string url() const;
     std::string host() const { return opts_.host; }
+    // The unix socket it also listens on (tls_only: how command() reaches it); else empty.
+    std::string unix_socket() const { return opts_.tls_only ? dir_ + "/redis.sock" : ""; }
     std::string log_tail(size_t max_bytes = 4000) const;
 
     // One command on a temporary Connection (with the password of Options), its reply as
@@ -83,6 +94,8 @@ class RedisProcess {
 
   private:
     void wait_ready(int timeout_ms);
+    // Where command() talks to it: host:port, or the unix socket when tls_only.
+    Endpoint admin_endpoint() const;
 
     Options opts_;
     pid_t pid_ = -1;

@@ -47,10 +47,13 @@ void check_reply(const redisReply *r) {
                       "only MOVED and ASK name a node");
     std::string err;
     keywatch::Topology t;
-    if (keywatch::parse_cluster_shards(r, "127.0.0.1", &t, &err))
-        check_topology(t);
-    else
-        KW_FUZZ_CHECK(!err.empty(), "a refused CLUSTER SHARDS reply says why");
+    for (bool tls : {false, true}) {
+        err.clear();
+        if (keywatch::parse_cluster_shards(r, "127.0.0.1", &t, &err, tls))
+            check_topology(t);
+        else
+            KW_FUZZ_CHECK(!err.empty(), "a refused CLUSTER SHARDS reply says why");
+    }
     err.clear();
     keywatch::Topology s;
     if (keywatch::parse_cluster_slots(r, "127.0.0.1", &s, &err))

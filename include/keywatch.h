@@ -122,7 +122,10 @@ KW_API const char *kw_err_name(int status);
  *                         false is for tests only)
  *  tls.server_name        name to check in the server's certificate and to send as SNI
  *                         (default: the URL's host; an IP address is checked against the
- *                         certificate's IP entries)
+ *                         certificate's IP entries; on a cluster: each node's announced
+ *                         hostname, else its address; when set, for every node)
+ * A rediss:// cluster seed: every node is reached at its tls-port (CLUSTER SHARDS) with
+ * these same options; a node without one is refused, named, at start.
  *
  * Reliable delivery (the compensation queue and delayed tasks):
  *  namespace              prefix of every key keywatch writes (default "kw")

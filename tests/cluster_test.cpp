@@ -18,6 +18,7 @@
 #include "core/queue/queue_keys.h"
 #include "core/queue/scripts.h"
 #include "core/redis/slots.h"
+#include "cluster_support.h"
 #include "redis_fixture.h"
 #include "tests/support/redis_cluster.h"
 #include "worker_process.h"
@@ -26,50 +27,6 @@ namespace kwtest {
 namespace {
 
 using keywatch::RedisCluster;
-
-class ClusterClient {
-  public:
-    explicit ClusterClient(const std::string &url) {
-        conf_ = kw_conf_new();
-        char err[512] = "";
-        EXPECT_EQ(kw_conf_set(conf_, "redis.url", url.c_str(), err, sizeof err), KW_OK) << err;
-        if (kw_client_new(conf_, &client_, err, sizeof err) != KW_OK)
-            throw std::runtime_error(std::string("kw_client_new: ") + err);
-    }
-    ~ClusterClient() {
-        kw_client_free(client_);
-        kw_conf_free(conf_);
-    }
-    kw_client_t *get() { return client_; }
-    std::string error() { return kw_client_last_error(client_); }
-    // Tracks every key in one pipeline; all must succeed.
-    void track_all(const std::vector<std::string> &keys, int64_t ttl_ms) {
-        ASSERT_EQ(kw_client_pipeline_begin(client_), KW_OK) << error();
-        for (auto &k : keys)
-            kw_client_track(client_, k.data(), k.size(), "v", 1, ttl_ms, 0, nullptr);
-        size_t n = 0;
-        ASSERT_EQ(kw_client_pipeline_end(client_, nullptr, 0, &n), KW_OK) << error();
-        ASSERT_EQ(n, keys.size());
-    }
-    std::string inspect() {
-        char *json = nullptr;
-        EXPECT_EQ(kw_client_inspect_json(client_, &json), KW_OK) << error();
-        std::string out = json ? json : "";
-        kw_free(json);
-        return out;
-    }
-
-  private:
-    kw_conf_t *conf_ = nullptr;
-    kw_client_t *client_ = nullptr;
-};
-
-// Keys spread over every master.
-std::vector<std::string> many_keys(const std::string &prefix, int n) {
-    std::vector<std::string> keys;
-    for (int i = 0; i < n; i++) keys.push_back(prefix + std::to_string(i));
-    return keys;
-}
 
 // The count of each key among the events.
 std::map<std::string, int> tally(const EventSink &sink) {
@@ -87,15 +44,8 @@ class ClusterTest : public ::testing::Test {
     }
     void TearDown() override { cluster_.reset(); }
 
-    // A key (with a readable prefix) whose slot the node `index` serves as master now.
     std::string key_on(size_t index, const std::string &prefix) {
-        for (int i = 0; i < 100000; i++) {
-            std::string key = prefix + std::to_string(i);
-            if (cluster_->master_of_slot(keywatch::key_slot(key)) == static_cast<int>(index))
-                return key;
-        }
-        ADD_FAILURE() << "no key found for node " << index;
-        return prefix;
+        return kwtest::key_on(*cluster_, index, prefix);
     }
     // One key per master, in the order of masters().
     std::vector<std::string> keys_on_masters(const std::string &prefix) {
@@ -110,14 +60,7 @@ class ClusterTest : public ::testing::Test {
         EXPECT_EQ(conf.set("redis.url", cluster_->seed_url(), &err), KW_OK) << err;
         return conf;
     }
-    // SET key PX on the master that owns it, then touch it until Redis expires it.
-    void expire_on_owner(const std::string &key) {
-        int owner = cluster_->master_of_slot(keywatch::key_slot(key));
-        ASSERT_GE(owner, 0);
-        auto &node = cluster_->node(static_cast<size_t>(owner));
-        ASSERT_EQ(node.command({"SET", key, "v", "PX", "30"}), "OK");
-        ASSERT_TRUE(wait_until([&] { return node.command({"EXISTS", key}) == "0"; }));
-    }
+    void expire_on_owner(const std::string &key) { kwtest::expire_on_owner(*cluster_, key); }
     // Which keys of a slot MIGRATE moves first (redis-cli moves them in batches of
     // GETKEYSINSLOT, in whatever order the node lists them).
     enum class Order { AsListed, TrackedKeysFirst, QueueFirst };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/redis/topology.h"
+#include "core/redis/url.h"
 
 namespace {
 
@@ -63,10 +64,79 @@ Reply shard(std::vector<long long> ranges, std::vector<Reply> nodes) {
                        Reply::arr(std::move(nodes))});
 }
 
+// A node as CLUSTER SHARDS lists it with its own ports: plain (`port`) and TLS (`tls-port`),
+// 0 for one it does not have (Redis then leaves the field out); `hostname` if announced.
+Reply node_with_ports(int port, int tls_port, const std::string &hostname = "") {
+    std::vector<Reply> f = {Reply::str("id"), Reply::str("id-" + std::to_string(port + tls_port))};
+    if (port) f.insert(f.end(), {Reply::str("port"), Reply::num(port)});
+    if (tls_port) f.insert(f.end(), {Reply::str("tls-port"), Reply::num(tls_port)});
+    f.insert(f.end(), {Reply::str("ip"), Reply::str("127.0.0.1")});
+    if (!hostname.empty()) f.insert(f.end(), {Reply::str("hostname"), Reply::str(hostname)});
+    f.insert(f.end(), {Reply::str("role"), Reply::str("master"), Reply::str("health"),
+                       Reply::str("online")});
+    return Reply::arr(std::move(f));
+}
+
+// With both ports open (tls-cluster yes), a rediss:// seed reaches every node at its
+// tls-port and a redis:// seed at its plain port (before: the plain port for both).
+TEST(ParseClusterShards, TheSeedsSchemeChoosesThePort) {
+    Reply r = Reply::arr({shard({0, 8191}, {node_with_ports(7000, 8000)}),
+                          shard({8192, 16383}, {node_with_ports(7001, 8001)})});
+    Topology plain, tls;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "seed", &plain, &err, false)) << err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "seed", &tls, &err, true)) << err;
+    EXPECT_EQ(plain.master_for_slot(0)->port, 7000);
+    EXPECT_EQ(plain.master_for_slot(9000)->port, 7001);
+    EXPECT_EQ(tls.master_for_slot(0)->port, 8000);
+    EXPECT_EQ(tls.master_for_slot(9000)->port, 8001);
+}
+
+// A node with only the other kind of port is refused, naming it and what to do: over TLS
+// a node without tls-port (tls-cluster no hides the others' TLS ports), over plain TCP a
+// node with only a TLS port (port 0).
+TEST(ParseClusterShards, ANodeWithOnlyTheOtherKindOfPortIsRefusedByName) {
+    Reply plain_only = Reply::arr({shard({0, 8191}, {node_with_ports(7000, 8000)}),
+                                   shard({8192, 16383}, {node_with_ports(7001, 0)})});
+    Topology t;
+    std::string err;
+    EXPECT_FALSE(parse_cluster_shards(plain_only.get(), "seed", &t, &err, true));
+    EXPECT_NE(err.find("cluster node 127.0.0.1:7001 (id-7001) lists no tls-port"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("tls-cluster yes"), std::string::npos) << err;
+    Reply tls_only = Reply::arr({shard({0, 16383}, {node_with_ports(0, 8000)})});
+    err.clear();
+    EXPECT_FALSE(parse_cluster_shards(tls_only.get(), "seed", &t, &err, false));
+    EXPECT_NE(err.find("cluster node 127.0.0.1:8000 (id-8000) has only a TLS port"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("use rediss://"), std::string::npos) << err;
+    ASSERT_TRUE(parse_cluster_shards(tls_only.get(), "seed", &t, &err, true)) << err;
+    EXPECT_EQ(t.master_for_slot(0)->port, 8000);
+}
+
+// Over TLS a node is verified (and named in SNI) by the hostname the cluster announces for
+// it; without one, by its address; tls.server_name, when set, wins for every node.
+TEST(Topology, ANodesTlsNameIsItsAnnouncedHostname) {
+    Reply r = Reply::arr({shard({0, 8191}, {node_with_ports(0, 8000, "node-a.example")}),
+                          shard({8192, 16383}, {node_with_ports(0, 8001)})});
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_cluster_shards(r.get(), "seed", &t, &err, true)) << err;
+    RedisUrl seed;
+    ASSERT_TRUE(parse_redis_url("rediss://127.0.0.1:8001", &seed, &err)) << err;
+    EXPECT_EQ(t.url_of(seed, {"127.0.0.1", 8000, ""}).tls_options.server_name, "node-a.example");
+    EXPECT_EQ(t.url_of(seed, {"127.0.0.1", 8001, ""}).tls_options.server_name, "");
+    EXPECT_EQ(t.url_of(seed, {"127.0.0.1", 8000, ""}).endpoint(), "127.0.0.1:8000");
+    seed.tls_options.server_name = "redis.example";
+    EXPECT_EQ(t.url_of(seed, {"127.0.0.1", 8000, ""}).tls_options.server_name, "redis.example");
+}
+
 TEST(Topology, Ipv6MasterIsNamedInBrackets) {
     // The same name RedisUrl gives it: Fanout and Client key their nodes by it.
-    EXPECT_EQ((ClusterNode{"::1", 7000, ""}.endpoint()), "[::1]:7000");
-    EXPECT_EQ((ClusterNode{"10.0.0.1", 7000, ""}.endpoint()), "10.0.0.1:7000");
+    EXPECT_EQ((ClusterNode{"::1", 7000, "", ""}.endpoint()), "[::1]:7000");
+    EXPECT_EQ((ClusterNode{"10.0.0.1", 7000, "", ""}.endpoint()), "10.0.0.1:7000");
 }
 
 TEST(ParseClusterShards, MapsEverySlotToItsMaster) {

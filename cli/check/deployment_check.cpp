@@ -161,8 +161,8 @@ std::vector<std::pair<RedisUrl, std::string>> masters(const RedisUrl &seed, bool
     if (!cluster) return {{seed, kStandaloneTag}};
     std::vector<std::pair<RedisUrl, std::string>> out;
     for (size_t i = 0; i < topo.masters.size(); i++) {
-        out.push_back(
-            {seed.at(topo.masters[i].address()), tag_for_master(topo, static_cast<int>(i))});
+        out.push_back({topo.url_of(seed, topo.masters[i].address()),
+                       tag_for_master(topo, static_cast<int>(i))});
     }
     return out;
 }

@@ -33,7 +33,7 @@ int ClusterRouter::fail(int status, std::string msg) {
 BlockingRedis *ClusterRouter::node(const Endpoint &n) {
     std::unique_ptr<BlockingRedis> &c = nodes_[n];
     if (c && c->connected()) return c.get();
-    if (!c) c = std::make_unique<BlockingRedis>(seed_.at(n), "client", true, base_);
+    if (!c) c = std::make_unique<BlockingRedis>(topology_.url_of(seed_, n), "client", true, base_);
     if (int rc = c->connect(options_.connect_timeout_ms); rc != KW_OK) {
         fail(rc, c->error());
         return nullptr;
@@ -68,8 +68,8 @@ int ClusterRouter::refresh_topology() {
     for (auto &n : candidates) {
         bool is_cluster = false;
         Topology t;
-        if (probe_topology(seed_.at(n), options_.connect_timeout_ms, "cluster", &is_cluster, &t,
-                           &why) == KW_OK) {
+        if (probe_topology(topology_.url_of(seed_, n), options_.connect_timeout_ms, "cluster",
+                           &is_cluster, &t, &why) == KW_OK) {
             topology_ = std::move(t);
             index_masters();
             return KW_OK;

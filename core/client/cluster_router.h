@@ -93,7 +93,9 @@ class ClusterRouter {
     int refresh_topology();
 
     // The seed's URL (credentials, TLS) at node n; the seed itself when n is empty.
-    RedisUrl url(const std::optional<Endpoint> &n) const { return n ? seed_.at(*n) : seed_; }
+    RedisUrl url(const std::optional<Endpoint> &n) const {
+        return n ? topology_.url_of(seed_, *n) : seed_;
+    }
     bool cluster() const { return cluster_; }
     const Topology &topology() const { return topology_; }
     const RouterOptions &options() const { return options_; }

@@ -68,7 +68,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
 }
 
 void Fanout::add(const Endpoint &node) {
-    const RedisUrl url = opts_.seed.at(node);
+    const RedisUrl url = opts_.topology.url_of(opts_.seed, node);
     if (nodes_by_endpoint_.count(url.endpoint())) return;
     Node &n = make_node(url);
     if (down_) return;
@@ -383,7 +383,8 @@ void Fanout::refresh() {
     for (auto &kv : nodes_by_endpoint_)
         if (kv.second.state != KW_CONN_READY) probe_order_.push_back(kv.second.url.address());
     // After a failed probe the next one tries the next node.
-    const RedisUrl url = opts_.seed.at(
+    const RedisUrl url = opts_.topology.url_of(
+        opts_.seed,
         probe_order_[(all_ready || probe_failed_ ? probe_next_++ : 0) % probe_order_.size()]);
     // Refreshes run from timers, never inside the old probe's callbacks: safe to replace.
     probe_ = std::make_unique<RedisConn>(loop_.base(), url, "topology");
@@ -423,7 +424,7 @@ void Fanout::refresh() {
                     });
                     return;
                 }
-                if (parse_cluster_shards(r, url.host, &t, &err))
+                if (parse_cluster_shards(r, url.host, &t, &err, url.tls))
                     done(&t, "");
                 else
                     done(nullptr, err);

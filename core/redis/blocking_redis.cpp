@@ -2,6 +2,9 @@
 
 #include <event2/event.h>
 
+#include <optional>
+
+#include "core/redis/sigpipe_guard.h"
 #include "keywatch_types.h"
 
 namespace keywatch {
@@ -21,6 +24,7 @@ bool BlockingRedis::run(Done done, int64_t timeout_ms) {
     // Already done (a reply parsed with an earlier one): no deadline timer to make, arm and
     // free, no loop pass. A pipeline's replies mostly arrive many per read.
     if (done()) return true;
+    SigpipeGuard quiet;  // a write to a server that is gone is a lost connection
     bool expired = false;
     Timer deadline(base_, [&expired] { expired = true; });
     deadline.arm(timeout_ms);
@@ -58,6 +62,9 @@ int BlockingRedis::connect(int64_t timeout_ms) {
 
 bool BlockingRedis::send_argv(int argc, const char **argv, const size_t *lens) {
     if (!connected()) return false;
+    // OpenSSL's bufferevent may write at once, outside run(); a plain one writes in the loop.
+    std::optional<SigpipeGuard> quiet;
+    if (url().tls) quiet.emplace();
     bool sent = conn_->command_argv(
         argc, argv, lens, [this](redisReply *) { replies_.emplace_back(conn_->take_reply()); });
     if (sent) awaited_++;
@@ -104,6 +111,8 @@ ReplyPtr BlockingRedis::command(const std::vector<std::string> &args, int64_t ti
 }
 
 void BlockingRedis::close() {
+    std::optional<SigpipeGuard> quiet;  // a TLS close may write its close_notify
+    if (url().tls) quiet.emplace();
     conn_->close();
     replies_.clear();
     awaited_ = 0;

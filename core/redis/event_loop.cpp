@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <stdexcept>
 
+#include "core/redis/sigpipe_guard.h"
+
 namespace keywatch {
 
 EventLoop::EventLoop() {
@@ -29,13 +31,7 @@ void EventLoop::start() {
         stopping_ = false;
     }
     thread_ = std::thread([this] {
-        // A write to a connection whose server died (kill -9, a reset) fails with EPIPE
-        // here, handled as a lost connection; unblocked, its SIGPIPE would end the host
-        // process (the default action), unless the application ignores it.
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        SigpipeGuard quiet;  // a write to a node that is gone is a lost connection
         event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
     });
 }

@@ -75,6 +75,30 @@ void drop_idle_masters(Topology *t) {
     t->masters = std::move(kept);
 }
 
+// The port a node of CLUSTER SHARDS is reached at: its `tls-port` when the seed is
+// rediss:// (tls), its `port` otherwise. Redis lists `port` only for a plain port and
+// `tls-port` only for a TLS one, and, under tls-cluster no, not the other nodes' TLS ports at
+// all. -1 with *err naming the node and what to do when it has only the other kind.
+long long node_port(std::map<std::string, const redisReply *> &node, const std::string &host,
+                    bool tls, std::string *err) {
+    const long long plain = node.count("port") ? num(node["port"]) : 0;
+    const long long secure = node.count("tls-port") ? num(node["tls-port"]) : 0;
+    const long long port = tls ? secure : plain;
+    if (port > 0 || (tls ? plain : secure) <= 0) return port;  // a bad port: add_master says
+    const std::string name = "cluster node " +
+                             Endpoint{host, static_cast<int>(tls ? plain : secure), ""}.str() +
+                             (str(node["id"]).empty() ? "" : " (" + str(node["id"]) + ")");
+    *err = tls ? name +
+                     " lists no tls-port, only a plain port: the seed is rediss://, so every "
+                     "node is reached at its tls-port; give every node a tls-port and set "
+                     "tls-cluster yes (without it Redis does not tell the other nodes' TLS "
+                     "ports), or use redis://"
+               : name +
+                     " has only a TLS port (tls-port, no plain port): use rediss:// (with "
+                     "tls.ca_file for a private CA)";
+    return -1;
+}
+
 bool assign(Topology *t, int idx, long long lo, long long hi, std::string *err) {
     if (lo < 0 || hi > 16383 || lo > hi) {
         *err = "slot range " + std::to_string(lo) + "-" + std::to_string(hi) + " is not valid";
@@ -120,8 +144,16 @@ int Topology::find(const std::string &endpoint) const {
     return -1;
 }
 
+RedisUrl Topology::url_of(const RedisUrl &seed, const Endpoint &node) const {
+    RedisUrl url = seed.at(node);
+    const int i = find(node.str());
+    if (url.tls && url.tls_options.server_name.empty() && i >= 0)
+        url.tls_options.server_name = masters[static_cast<size_t>(i)].hostname;
+    return url;
+}
+
 bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host, Topology *out,
-                          std::string *err) {
+                          std::string *err, bool tls) {
     Topology t;
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         *err = "CLUSTER SHARDS did not answer with an array";
@@ -155,8 +187,8 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
                     d.master.host = str(node["ip"]);
                     if (d.master.host.empty() || d.master.host == "?")
                         d.master.host = fallback_host;
-                    long long port = num(node["port"]);
-                    if (port <= 0) port = num(node["tls-port"]);
+                    std::string ignored;
+                    long long port = node_port(node, d.master.host, tls, &ignored);
                     d.master.port = port > 0 && port <= 65535 ? static_cast<int>(port) : 0;
                     d.master.id = str(node["id"]);
                 }
@@ -175,9 +207,10 @@ bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host,
         ClusterNode n;
         n.host = str(node["ip"]);
         if (n.host.empty() || n.host == "?") n.host = fallback_host;
-        long long port = num(node["port"]);
-        if (port <= 0) port = num(node["tls-port"]);
         n.id = str(node["id"]);
+        n.hostname = str(node["hostname"]);
+        long long port = node_port(node, n.host, tls, err);
+        if (port < 0) return false;
         int idx = add_master(&t, n, port, err);
         if (idx < 0) return false;
         for (size_t j = 0; j + 1 < slots->elements; j += 2)
@@ -339,7 +372,7 @@ int probe_topology(const RedisUrl &seed, int64_t timeout_ms, const std::string &
         }
         parsed = parse_cluster_slots(r.get(), seed.host, &t, &perr);
     } else {
-        parsed = parse_cluster_shards(r.get(), seed.host, &t, &perr);
+        parsed = parse_cluster_shards(r.get(), seed.host, &t, &perr, seed.tls);
     }
     if (!parsed) {
         *err = "cannot read the cluster topology from " + seed.endpoint() + ": " + perr;

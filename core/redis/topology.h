@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/redis/endpoint.h"
+#include "core/redis/url.h"
 
 namespace keywatch {
 
@@ -19,6 +20,7 @@ struct ClusterNode {
     std::string host;
     int port = 0;
     std::string id;
+    std::string hostname;  // CLUSTER SHARDS' `hostname` (cluster-announce-hostname), if any
     Endpoint address() const { return {host, port, ""}; }
     // "host:port" or "[v6]:port": the name RedisUrl::endpoint gives the same node.
     std::string endpoint() const { return address().str(); }
@@ -46,12 +48,20 @@ struct Topology {
     const ClusterNode *master_for_slot(int slot) const;
     // Index of a master by endpoint, or -1.
     int find(const std::string &endpoint) const;
+    // The URL of the node at `node`: the seed's settings (credentials, db, TLS options) there.
+    // Over TLS the name verified in its certificate and sent as SNI is the master's announced
+    // hostname where the cluster gives one (and tls.server_name is not set), else its address.
+    RedisUrl url_of(const RedisUrl &seed, const Endpoint &node) const;
 };
 
 // Parse the replies. `fallback_host` replaces an empty or "?" address (a node that does
 // not know its own IP). False with *err when the reply has an unexpected shape.
+// CLUSTER SHARDS lists a node's plain `port` and its `tls-port`: tls (a rediss:// seed) takes
+// `tls-port`, otherwise `port`; a node with only the other kind is refused, naming it and
+// what to do. CLUSTER SLOTS (and MOVED/ASK) give the port of the asking connection's kind
+// (under tls-cluster yes; under no, the plain one): taken as given.
 bool parse_cluster_shards(const redisReply *r, const std::string &fallback_host, Topology *out,
-                          std::string *err);
+                          std::string *err, bool tls = false);
 bool parse_cluster_slots(const redisReply *r, const std::string &fallback_host, Topology *out,
                          std::string *err);
 

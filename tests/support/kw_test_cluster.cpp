@@ -5,9 +5,12 @@
 // SIGTERM/SIGINT/SIGHUP. The servers also die with it if it is killed (PR_SET_PDEATHSIG).
 //
 //   kw_test_cluster [--single] [--masters N] [--replicas R] [--notify FLAGS]
-//                   [--password PW (with --single)] [--host 127.0.0.1|::1]
+//                   [--password PW (with --single)] [--host 127.0.0.1|::1] [--tls]
 //   {"mode":"cluster","seed":"redis://127.0.0.1:P","nodes":[{"host":"127.0.0.1",
 //    "port":P,"url":"redis://127.0.0.1:P","pid":N,"dir":"/tmp/...","role":"master"},...]}
+// --tls (a cluster): TLS ports only (RedisCluster's Tls::Only): "rediss://" URLs, each node's
+// "socket" (a unix socket for plain redis-cli), and "tls": the keywatch options of a client
+// ({"tls.ca_file": ..., "tls.cert_file": ..., "tls.key_file": ...}).
 //
 // Nothing else is written on stdout; errors go to stderr with exit status 1 (bad usage 2).
 // Single-threaded.
@@ -42,7 +45,7 @@ struct Args {
 [[noreturn]] void usage(const std::string &what) {
     std::cerr << "kw_test_cluster: " << what
               << "\nusage: kw_test_cluster [--single] [--masters N] [--replicas R]"
-                 " [--notify FLAGS] [--password PW] [--host 127.0.0.1|::1]\n";
+                 " [--notify FLAGS] [--password PW] [--host 127.0.0.1|::1] [--tls]\n";
     std::exit(2);
 }
 
@@ -63,6 +66,10 @@ Args parse(int argc, char **argv) {
             a.single = true;
             continue;
         }
+        if (opt == "--tls") {
+            a.cluster.tls = RedisCluster::Options::Tls::Only;
+            continue;
+        }
         if (i + 1 >= argc) usage(opt == "--help" ? "help" : opt + " needs a value");
         const char *value = argv[++i];
         if (opt == "--masters") {
@@ -80,6 +87,8 @@ Args parse(int argc, char **argv) {
         }
     }
     if (!a.process.password.empty() && !a.single) usage("--password needs --single");
+    if (a.single && a.cluster.tls != RedisCluster::Options::Tls::None)
+        usage("--tls is for a cluster, not with --single");
     return a;
 }
 
@@ -95,8 +104,12 @@ nlohmann::json describe(RedisCluster &c) {
     for (size_t i = 0; i < c.size(); i++) {
         bool m = std::find(masters.begin(), masters.end(), i) != masters.end();
         nodes.push_back(node_json(c.node(i), m));
+        if (c.certificates()) nodes.back()["socket"] = c.node(i).unix_socket();
     }
-    return {{"mode", "cluster"}, {"seed", c.seed_url()}, {"nodes", nodes}};
+    nlohmann::json line = {{"mode", "cluster"}, {"seed", c.seed_url()}, {"nodes", nodes}};
+    if (c.certificates())
+        for (auto &nv : c.certificates()->client_options()) line["tls"][nv.first] = nv.second;
+    return line;
 }
 
 void on_signal(int) {}  // interrupts read(): main returns and the destructors stop the servers

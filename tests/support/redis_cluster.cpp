@@ -43,24 +43,33 @@ void RedisCluster::start() {
                    "--repl-diskless-sync-delay", "0",
                    // Tests turn Redis's own expiry off (DEBUG SET-ACTIVE-EXPIRE 0).
                    "--enable-debug-command", "local"};
-        // The cluster bus listens on port + 10000: both must be free, and both below the
-        // kernel's ephemeral ports (32768 and up): a node restarted by a test must find its
-        // ports unused, and an outgoing connection (an engine reconnecting to the other
-        // nodes) could otherwise be given one of them as its local port.
+        // The cluster bus listens on port + 10000 (tls-port + 10000 under tls-cluster yes):
+        // both must be free, and both below the kernel's ephemeral ports (32768 and up): a
+        // node restarted by a test must find its ports unused, and an outgoing connection
+        // (an engine reconnecting to the other nodes) could otherwise be given one of them
+        // as its local port.
         std::random_device rd;
-        for (int tries = 0; tries < 1000 && o.port == 0; tries++) {
-            int p = 10000 + static_cast<int>(rd() % 12768);
-            if (RedisProcess::port_free(p, o.host) && RedisProcess::port_free(p + 10000, o.host))
-                o.port = p;
+        auto pick = [&](int other) {
+            for (int tries = 0; tries < 1000; tries++) {
+                int p = 10000 + static_cast<int>(rd() % 12768);
+                if (p != other && p != other + 10000 && p + 10000 != other &&
+                    RedisProcess::port_free(p, o.host) &&
+                    RedisProcess::port_free(p + 10000, o.host))
+                    return p;
+            }
+            return 0;
+        };
+        o.port = pick(0);
+        o.tls_only = opts_.tls == Options::Tls::Only;
+        if (opts_.tls != Options::Tls::None) {
+            if (!certs_) certs_ = std::make_unique<TestCertificates>();
+            tls_ports_.push_back(o.tls_only ? o.port : pick(o.port));
+            for (auto &a : tls_args(static_cast<size_t>(i))) o.extra.push_back(a);
         }
         nodes_.push_back(std::make_unique<RedisProcess>(o));
         nodes_.back()->start();
     }
-    // redis-cli 7.0 takes an IPv6 node unbracketed ("::1:7000"), as Redis prints it.
-    std::string cmd = "redis-cli --cluster create";
-    for (auto &n : nodes_) cmd += " " + opts_.host + ":" + std::to_string(n->port());
-    cmd += " --cluster-replicas " + std::to_string(opts_.replicas_per_master) +
-           " --cluster-yes > " + nodes_[0]->dir() + "/create.log 2>&1";
+    const std::string cmd = create_command();
     if (std::system(cmd.c_str()) != 0)
         throw std::runtime_error("redis-cli --cluster create failed (see " + nodes_[0]->dir() +
                                  "/create.log); is redis-tools installed?");
@@ -70,6 +79,29 @@ void RedisCluster::start() {
             logs += "--- node " + std::to_string(n->port()) + "\n" + n->log_tail(800);
         throw std::runtime_error("the cluster did not become healthy:\n" + logs);
     }
+}
+
+std::vector<std::string> RedisCluster::tls_args(size_t i) const {
+    if (opts_.tls == Options::Tls::None) return {};
+    std::vector<std::string> args = certs_->server_files("yes");
+    args.insert(args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    if (opts_.tls == Options::Tls::BesidePlain)
+        args.insert(args.end(), {"--tls-port", std::to_string(tls_ports_[i])});
+    return args;
+}
+
+std::string RedisCluster::create_command() const {
+    // Over TLS the nodes meet at their tls-ports (the cluster bus is at tls-port + 10000).
+    // redis-cli 7.0 takes an IPv6 node unbracketed ("::1:7000"), as Redis prints it.
+    std::string cmd = "redis-cli";
+    if (certs_)
+        cmd += " --tls --cacert " + certs_->path("ca.crt") + " --cert " +
+               certs_->path("client.crt") + " --key " + certs_->path("client.key");
+    cmd += " --cluster create";
+    for (size_t i = 0; i < nodes_.size(); i++)
+        cmd += " " + opts_.host + ":" + std::to_string(certs_ ? tls_ports_[i] : nodes_[i]->port());
+    return cmd + " --cluster-replicas " + std::to_string(opts_.replicas_per_master) +
+           " --cluster-yes > " + nodes_[0]->dir() + "/create.log 2>&1";
 }
 
 bool RedisCluster::wait_healthy(int timeout_ms) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "embedded/redis_process.h"
+#include "tests/support/test_certificates.h"
 
 namespace keywatch {
 
@@ -23,6 +24,12 @@ class RedisCluster {
         bool appendonly = false;
         int node_timeout_ms = 2000;      // cluster-node-timeout: how fast failover starts
         std::string host = "127.0.0.1";  // every node binds and announces it: or "::1"
+        // TLS between every client and node, nodes and replicas (tls-cluster and
+        // tls-replication yes, tls-auth-clients yes), certificates from certificates().
+        // Only: each node's port() is its tls-port and it has no plain port (port 0);
+        // node(i).command() talks to it over a unix socket. BesidePlain: a tls-port
+        // (tls_port(i)) beside each plain port().
+        enum class Tls { None, Only, BesidePlain } tls = Tls::None;
     };
 
     RedisCluster();
@@ -61,11 +68,23 @@ class RedisCluster {
     void migrate_slot(int slot, size_t to,
                       const std::function<bool(const std::string &)> &first = {},
                       const std::function<void()> &before_handover = {});
-    // "redis://127.0.0.1:PORT" (or "redis://[::1]:PORT") of a running node, to seed a client.
+    // "redis://127.0.0.1:PORT" (or "redis://[::1]:PORT", "rediss://" with Tls::Only) of a
+    // running node, to seed a client.
     std::string seed_url();
+    // With TLS: the CA and certificates (client_options() for a keywatch client); else null.
+    const TestCertificates *certificates() const { return certs_.get(); }
+    // Node i's tls-port (Tls::BesidePlain; with Tls::Only its port()); 0 without TLS.
+    int tls_port(size_t i) const { return tls_ports_.empty() ? 0 : tls_ports_[i]; }
 
   private:
+    // The redis-server arguments of node i's TLS (none without it).
+    std::vector<std::string> tls_args(size_t i) const;
+    // `redis-cli --cluster create` of every node, over TLS when the cluster has it.
+    std::string create_command() const;
+
     Options opts_;
+    std::unique_ptr<TestCertificates> certs_;
+    std::vector<int> tls_ports_;
     std::vector<std::unique_ptr<RedisProcess>> nodes_;
 };
 

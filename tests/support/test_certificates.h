@@ -14,6 +14,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keywatch {
@@ -45,10 +46,21 @@ class TestCertificates {
     // redis-server arguments for a TLS port with the server certificate, trusting ca for
     // clients; auth_clients: its tls-auth-clients ("no", "optional", "yes").
     std::vector<std::string> server_args(int tls_port, const std::string &auth_clients) const {
-        return {"--tls-port",         std::to_string(tls_port), "--tls-cert-file",
-                path("server.crt"),   "--tls-key-file",         path("server.key"),
-                "--tls-ca-cert-file", path("ca.crt"),           "--tls-auth-clients",
-                auth_clients};
+        std::vector<std::string> args = {"--tls-port", std::to_string(tls_port)};
+        for (auto &a : server_files(auth_clients)) args.push_back(a);
+        return args;
+    }
+    // The same without the port: the certificate, key and CA arguments alone.
+    std::vector<std::string> server_files(const std::string &auth_clients) const {
+        return {"--tls-cert-file",    path("server.crt"), "--tls-key-file",     path("server.key"),
+                "--tls-ca-cert-file", path("ca.crt"),     "--tls-auth-clients", auth_clients};
+    }
+    // The keywatch options of a client of those servers: the CA, and the client certificate
+    // they may require.
+    std::vector<std::pair<std::string, std::string>> client_options() const {
+        return {{"tls.ca_file", path("ca.crt")},
+                {"tls.cert_file", path("client.crt")},
+                {"tls.key_file", path("client.key")}};
     }
 
   private:
