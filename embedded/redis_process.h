@@ -23,6 +23,9 @@ class RedisProcess {
         std::string binary = "redis-server";
         int port = 0;                    // 0: pick a free port
         std::string host = "127.0.0.1";  // the loopback address it binds (--bind): or "::1"
+        // Not empty: written to DIR/redis.conf at the first start and read first (what a
+        // sentinel needs, with extra = {"--sentinel"}: it rewrites that file).
+        std::string config_text;
     };
 
     // A blocking connection that stays open (so SELECT sticks), for set-up in tests and
