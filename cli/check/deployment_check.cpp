@@ -237,9 +237,8 @@ bool check_sentinels(DeploymentCheck *check, CheckReport *report) {
 }  // namespace
 
 void check_deployment(DeploymentCheck check, CheckReport *report) {
-    if (!check.seeds.empty() && check.seeds.front().is_sentinel() &&
-        !check_sentinels(&check, report))
-        return;
+    const bool sentinel = !check.seeds.empty() && check.seeds.front().is_sentinel();
+    if (sentinel && !check_sentinels(&check, report)) return;
     RedisUrl seed;
     bool cluster = false;
     Topology topo;
@@ -264,7 +263,7 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
                     connection_fix(rc));
         return;
     }
-    report->mode = cluster ? "cluster" : "standalone";
+    report->mode = cluster ? "cluster" : sentinel ? "sentinel" : "standalone";
     report->add("connection", seed.endpoint(), Verdict::Ok,
                 "connected as user '" + user_of(seed) + "'");
     d.cluster = cluster;

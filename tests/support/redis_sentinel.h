@@ -43,6 +43,7 @@ class RedisSentinels {
     // The data nodes: 0 is the first master, 1.. the replicas.
     size_t nodes() const { return nodes_.size(); }
     RedisProcess &node(size_t i) { return *nodes_[i]; }
+    size_t sentinels() const { return sentinels_.size(); }
     RedisProcess &sentinel(size_t i) { return *sentinels_[i]; }
     // Index of the running data node that answers ROLE as master, or -1.
     int master();
