@@ -129,6 +129,11 @@ void RedisProcess::start() {
     if (opts_.appendonly)
         args.insert(args.end(), {"--appendonly", "yes", "--appendfsync", "always"});
     args.insert(args.end(), opts_.extra.begin(), opts_.extra.end());
+    if (!opts_.config_text.empty()) {
+        const std::string conf = dir_ + "/redis.conf";
+        if (access(conf.c_str(), F_OK) != 0) std::ofstream(conf) << opts_.config_text;
+        args.insert(args.begin() + 1, conf);
+    }
 
     pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("fork() failed");

@@ -29,6 +29,9 @@ class RedisProcess {
         // certificates' arguments go in `extra`. This class then talks to it over a unix
         // socket in its directory, and url() is rediss://.
         bool tls_only = false;
+        // Not empty: written to DIR/redis.conf at the first start and read first (what a
+        // sentinel needs, with extra = {"--sentinel"}: it rewrites that file).
+        std::string config_text;
     };
 
     // A blocking connection that stays open (so SELECT sticks), for set-up in tests and

@@ -79,7 +79,11 @@ KW_API const char *kw_err_name(int status);
  *                         tls.*) or unix:///path/to.sock[?db=N]
  *                         (default redis://127.0.0.1:6379). For a Redis Cluster:
  *                         any node (the seed), or several comma-separated seeds tried in
- *                         turn; the topology is read from the first that answers
+ *                         turn; the topology is read from the first that answers.
+ *                         For Sentinel: redis+sentinel://[user:password@]host1:26379,
+ *                         host2:26379/MASTERNAME[/db] (rediss+sentinel:// for TLS to the
+ *                         master): the sentinels are asked for the master, in turn, and
+ *                         again at a failover; the user and password are the master's
  *  redis.mode             auto | standalone | cluster (default auto: a node with cluster
  *                         support enabled means cluster). cluster refuses a standalone server
  *  cluster.refresh        how often the cluster topology is read again besides after a lost
@@ -126,6 +130,12 @@ KW_API const char *kw_err_name(int status);
  *                         hostname, else its address; when set, for every node)
  * A rediss:// cluster seed: every node is reached at its tls-port (CLUSTER SHARDS) with
  * these same options; a node without one is refused, named, at start.
+ *
+ * Sentinel, for redis+sentinel:// URLs (the sentinels' own, apart from the master's):
+ *  sentinel.username      ACL user on the sentinels (default: none)
+ *  sentinel.password      the sentinels' password (default: none, no AUTH)
+ *  sentinel.tls           bool: the sentinels listen for TLS, checked with the tls.*
+ *                         options (default false)
  *
  * Reliable delivery (the compensation queue and delayed tasks):
  *  namespace              prefix of every key keywatch writes (default "kw")

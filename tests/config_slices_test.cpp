@@ -101,6 +101,36 @@ TEST(ConfigSlices, DefaultsAreConfigsOwn) {
     EXPECT_EQ(o.refresh_ms, c.cluster_refresh_ms);
 }
 
+// A sentinel URL is one URL, commas and all (it used to be split into "seeds" at its first
+// comma and refused as an unknown scheme); redis.url reads it back whole, password hidden,
+// and the sentinel.* options reach every URL the engine and the client use.
+TEST(ConfigSlices, SentinelUrlPassesThroughWhole) {
+    Config c;
+    std::string err, got;
+    ASSERT_EQ(c.set("redis.url", "redis+sentinel://u:secret@h1:1,h2:2/m/2", &err), KW_OK) << err;
+    ASSERT_EQ(c.get("redis.url", &got), KW_OK);
+    EXPECT_EQ(got, "redis+sentinel://u:***@h1:1,h2:2/m/2");
+    ASSERT_EQ(c.set("sentinel.password", "sp", &err), KW_OK) << err;
+    ASSERT_EQ(c.set("sentinel.username", "su", &err), KW_OK) << err;
+    ASSERT_EQ(c.set("sentinel.tls", "yes", &err), KW_OK) << err;
+    ASSERT_EQ(c.get("sentinel.password", &got), KW_OK);
+    EXPECT_EQ(got, "***");
+    const RedisUrl u = c.effective_url();
+    ASSERT_EQ(u.sentinels.size(), 2u);
+    EXPECT_EQ(u.master_name, "m");
+    EXPECT_EQ(u.db, 2);
+    EXPECT_EQ(u.sentinel_at(0).password, "sp");
+    EXPECT_EQ(u.sentinel_at(0).user, "su");
+    EXPECT_TRUE(u.sentinel_at(0).tls);
+    ASSERT_EQ(c.effective_seeds().size(), 1u);
+    EXPECT_EQ(c.effective_seeds()[0].sentinel.password, "sp");
+    EXPECT_NE(c.set("sentinel.tls", "maybe", &err), KW_OK);
+    EXPECT_NE(err.find("sentinel.tls"), std::string::npos) << err;
+    ASSERT_EQ(c.set("redis.mode", "cluster", &err), KW_OK);
+    EXPECT_NE(c.validate(&err), KW_OK);
+    EXPECT_NE(err.find("sentinel"), std::string::npos) << err;
+}
+
 TEST(Backoff, DoublesFromMinUpToMax) {
     Backoff b{100, 1000};
     EXPECT_EQ(b.delay(0), 100);

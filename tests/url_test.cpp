@@ -216,5 +216,62 @@ TEST(ParseRedisUrl, ErrorShowsTheAcceptedForms) {
     EXPECT_NE(err.find("unix://"), std::string::npos) << err;
 }
 
+// redis+sentinel://: the sentinels (port 26379 unless given), the master's name and db, the
+// master's credentials; the commas are the sentinels', never seeds.
+TEST(ParseRedisUrl, SentinelUrlListsTheSentinelsAndTheMastersName) {
+    RedisUrl u = parse_ok("redis+sentinel://alice:pw@h1:26380,h2,[::1]:26381/mymaster/3");
+    ASSERT_EQ(u.sentinels.size(), 3u);
+    EXPECT_EQ(u.sentinels[0].str(), "h1:26380");
+    EXPECT_EQ(u.sentinels[1].str(), "h2:26379");
+    EXPECT_EQ(u.sentinels[2].str(), "[::1]:26381");
+    EXPECT_EQ(u.master_name, "mymaster");
+    EXPECT_EQ(u.db, 3);
+    EXPECT_EQ(u.user, "alice");
+    EXPECT_EQ(u.password, "pw");
+    EXPECT_FALSE(u.tls);
+    EXPECT_TRUE(u.is_sentinel());
+    EXPECT_TRUE(parse_ok("rediss+sentinel://h1/m").tls);
+    EXPECT_EQ(parse_ok("redis+sentinel://h1:1/m").db, 0);
+}
+
+// A sentinel is reached with the sentinel.* credentials and TLS, never the master's, db 0.
+TEST(ParseRedisUrl, SentinelIsReachedWithItsOwnCredentials) {
+    RedisUrl u = parse_ok("redis+sentinel://alice:pw@h1:1,h2:2/m/4");
+    u.sentinel.username = "sen";
+    u.sentinel.password = "tinel";
+    u.sentinel.tls = true;
+    RedisUrl at = u.sentinel_at(1);
+    EXPECT_EQ(at.endpoint(), "h2:2");
+    EXPECT_EQ(at.user, "sen");
+    EXPECT_EQ(at.password, "tinel");
+    EXPECT_TRUE(at.tls);
+    EXPECT_EQ(at.db, 0);
+    EXPECT_FALSE(at.is_sentinel());
+    // The master found keeps the URL's own.
+    RedisUrl master = u.at(Endpoint{"10.0.0.5", 6390, ""});
+    EXPECT_EQ(master.password, "pw");
+    EXPECT_EQ(master.db, 4);
+}
+
+TEST(ParseRedisUrl, SentinelUrlMistakesAreNamed) {
+    expect_refused("redis+sentinel://h1:1,h2:2", "master's name");
+    expect_refused("redis+sentinel://h1:1,h2:2/", "master's name");
+    expect_refused("redis+sentinel://h1:1,,h2:2/m", "empty sentinel");
+    expect_refused("redis+sentinel://h1:1,h2:x/m", "sentinel 'h2:x'");
+    expect_refused("redis+sentinel://h1:1/m/x", "database 'x'");
+    expect_refused("redis+sentinel://h1:1/m?db=2", "no query");
+    expect_refused("redis+sentinel:///m", "no sentinel address");
+    expect_refused("redis+sentinel://h1", "MASTERNAME");  // names the form, too
+}
+
+// Several seeds are split at their commas; a sentinel URL never is.
+TEST(SplitUrlList, SentinelUrlIsOneUrl) {
+    EXPECT_EQ(split_url_list("redis://a:1,redis://b:2"),
+              (std::vector<std::string>{"redis://a:1", "redis://b:2"}));
+    EXPECT_EQ(split_url_list("redis+sentinel://h1:1,h2:2/m"),
+              (std::vector<std::string>{"redis+sentinel://h1:1,h2:2/m"}));
+    EXPECT_EQ(split_url_list("redis://a"), (std::vector<std::string>{"redis://a"}));
+}
+
 }  // namespace
 }  // namespace keywatch

@@ -39,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True)
     watch = verbs.add_parser("watch", help="print one JSON line per event")
     watch.add_argument("--redis", default=os.environ.get("KEYWATCH_REDIS_URL"),
-                       help="redis://[user:password@]host:port[/db][?db=N] or unix:///path "
+                       help="redis://[user:password@]host:port[/db][?db=N], unix:///path or "
+                            "redis+sentinel://host1:26379,host2:26379/MASTERNAME "
                             "(default: $KEYWATCH_REDIS_URL)")
     watch.add_argument("--events", default="expired",
                        help="comma-separated event names or '*' (default expired)")

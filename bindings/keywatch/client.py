@@ -68,7 +68,8 @@ def _pipeline_call(call: Call) -> Any:
 
 class Client:
     """A blocking client. ``url`` is a redis:// or unix:// URL (a cluster: any node;
-    ``?db=N`` or ``/N`` names the database); ``options`` are the library's configuration
+    ``?db=N`` or ``/N`` names the database; Sentinel:
+    ``redis+sentinel://host1:26379,host2:26379/MASTERNAME[/db]``); ``options`` are the library's configuration
     options (``namespace="kw"``, ``redis_command_timeout=5``, ...; a '.' in a name may be
     written '_'; durations follow the package's rule: a number is seconds, a timedelta a
     duration, a str the library's text). Raises keywatch.ConnectionError, InvalidURL,

@@ -204,7 +204,8 @@ def _stop_running_engines() -> None:
 
 
 class Engine:
-    """An engine: ``url`` is a redis:// or unix:// URL (a cluster: any node); ``options``
+    """An engine: ``url`` is a redis:// or unix:// URL (a cluster: any node; Sentinel:
+    ``redis+sentinel://host1:26379,host2:26379/MASTERNAME[/db]``); ``options``
     are the library's configuration options (``workers=8``, ``lease=30``,
     ``max_attempts=5``, ``retry_base=1``, ``queues=["emails"]``, ...; a '.' in a name may be
     written '_'; durations: a number is seconds, a timedelta a duration, a str the

@@ -156,10 +156,11 @@ def redis() -> Iterator[RedisServer]:
 
 class Cluster:
     """A real 3-master, 3-replica Redis Cluster started by the project's starter
-    (KW_TEST_CLUSTER); ``seed`` is a node's URL, ``nodes`` what the starter printed."""
+    (KW_TEST_CLUSTER); ``seed`` is a node's URL, ``nodes`` what the starter printed. With
+    "--sentinel", a Sentinel deployment (``seed``: its redis+sentinel:// URL)."""
 
-    def __init__(self, starter: str) -> None:
-        self._proc = subprocess.Popen([starter, "--notify", "KEA"], stdin=subprocess.PIPE,
+    def __init__(self, starter: str, *args: str) -> None:
+        self._proc = subprocess.Popen([starter, "--notify", "KEA", *args], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE)
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
@@ -169,6 +170,7 @@ class Cluster:
         info = json.loads(line)
         self.seed: str = info["seed"]
         self.nodes = info["nodes"]
+        self.sentinels = info.get("sentinels", [])  # --sentinel: the sentinels
 
     def stop(self) -> None:
         assert self._proc.stdin is not None
@@ -183,6 +185,21 @@ def cluster() -> Iterator[Cluster]:
         pytest.skip("KW_TEST_CLUSTER (tests/support/kw_test_cluster, the project's cluster "
                     "starter) not given")
     c = Cluster(starter)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def sentinels() -> Iterator[Cluster]:
+    """A master, 2 replicas and 3 sentinels (kw_test_cluster --sentinel); seed is the
+    redis+sentinel:// URL."""
+    starter = os.environ.get("KW_TEST_CLUSTER")
+    if not starter or not os.access(starter, os.X_OK):
+        pytest.skip("KW_TEST_CLUSTER (tests/support/kw_test_cluster, the project's cluster "
+                    "starter) not given")
+    c = Cluster(starter, "--sentinel")
     try:
         yield c
     finally:

@@ -99,11 +99,8 @@ int run_check(const CheckArgs &a) {
 
     CheckReport report;
     // Every seed of a comma-separated redis.url, each password hidden.
-    for (size_t at = 0; at <= cfg.url_text.size();) {
-        const size_t comma = std::min(cfg.url_text.find(',', at), cfg.url_text.size());
-        report.target += (at ? "," : "") + redact_url(cfg.url_text.substr(at, comma - at));
-        at = comma + 1;
-    }
+    for (const std::string &one : split_url_list(cfg.url_text))
+        report.target += (report.target.empty() ? "" : ",") + redact_url(one);
     for (const std::string &warning : cfg.tls_warnings())
         report.add("tls", "", Verdict::Warn, cli_words(warning));
     describe_adopt_rules(check.adopt, &report);

@@ -9,6 +9,7 @@
 #include "core/redis/blocking_redis.h"
 #include "core/redis/endpoint.h"
 #include "core/queue/queue_keys.h"
+#include "core/redis/sentinel.h"
 #include "core/redis/slots.h"
 #include "core/redis/topology.h"
 #include "keywatch.h"
@@ -204,9 +205,40 @@ bool seeds_connect(const DeploymentCheck &check, CheckReport *report) {
     return failed.empty();
 }
 
+// redis+sentinel://: a line per sentinel (what it names as the master), then the master
+// they name becomes the one seed. False when no sentinel gave a working master.
+bool check_sentinels(DeploymentCheck *check, CheckReport *report) {
+    const RedisUrl url = check->seeds.front();
+    for (size_t i = 0; i < url.sentinels.size(); i++) {
+        Endpoint named;
+        std::string why;
+        const std::string at = url.sentinel_at(i).endpoint();
+        if (int rc = ask_sentinel(url, i, check->timeout_ms, &named, &why); rc != KW_OK)
+            report->add("sentinel", at, Verdict::Warn,
+                        cli_words(why) + " (" + kw_err_name(rc) + ")",
+                        "start it, or take it out of the URL (the other sentinels are asked); "
+                        "its own credentials are -c sentinel.username=... -c "
+                        "sentinel.password=...");
+        else
+            report->add("sentinel", at, Verdict::Ok,
+                        "names " + named.str() + " as master '" + url.master_name + "'");
+    }
+    FoundMaster found;
+    std::string err;
+    if (int rc = find_master(url, check->timeout_ms, &found, &err); rc != KW_OK) {
+        report->add("connection", "", Verdict::Fail, cli_words(err) + " (" + kw_err_name(rc) + ")",
+                    "start the sentinels and the master, or check the master's name in --redis");
+        return false;
+    }
+    check->seeds = {found.url};
+    return true;
+}
+
 }  // namespace
 
 void check_deployment(DeploymentCheck check, CheckReport *report) {
+    const bool sentinel = !check.seeds.empty() && check.seeds.front().is_sentinel();
+    if (sentinel && !check_sentinels(&check, report)) return;
     RedisUrl seed;
     bool cluster = false;
     Topology topo;
@@ -231,7 +263,7 @@ void check_deployment(DeploymentCheck check, CheckReport *report) {
                     connection_fix(rc));
         return;
     }
-    report->mode = cluster ? "cluster" : "standalone";
+    report->mode = cluster ? "cluster" : sentinel ? "sentinel" : "standalone";
     report->add("connection", seed.endpoint(), Verdict::Ok,
                 "connected as user '" + user_of(seed) + "'");
     d.cluster = cluster;

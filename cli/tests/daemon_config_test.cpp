@@ -481,8 +481,9 @@ TEST(DaemonConfigErrors, UrlErrorsNeverShowThePassword) {
     EXPECT_EQ(err,
               "kw.toml:2:7: [redis] url: bad Redis URL 'redis://app:***@db:99999': port '99999' "
               "is not a number from 1 to 65535; use "
-              "redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS) or "
-              "unix:///path/to.sock[?db=N]");
+              "redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS), "
+              "unix:///path/to.sock[?db=N] or "
+              "redis+sentinel://[user:password@]host1:26379,host2:26379/MASTERNAME[/db]");
     err = error_of("[redis]\nurl = [\"redis://a:1\", \"redis://app:hunter2@b:0\"]\n");
     EXPECT_EQ(err.rfind("kw.toml:2:23: [redis] url: bad Redis URL 'redis://app:***@b:0': ", 0), 0u)
         << err;

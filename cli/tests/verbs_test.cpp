@@ -26,6 +26,7 @@
 #include "embedded/redis_process.h"
 #include "keywatch.h"
 #include "tests/support/redis_cluster.h"
+#include "tests/support/redis_sentinel.h"
 #include "tests/wait.h"
 
 #ifndef KW_CLI_PATH
@@ -1114,6 +1115,67 @@ TEST_F(CliTest, UnreachableClusterSeedsGetNoPrivateServerHint) {
 }  // namespace
 
 // ---- Redis Cluster ---------------------------------------------------------------------
+
+// Issue 25: a redis+sentinel:// URL passes through --redis whole, commas and all (it was cut
+// at the first comma, as if it were a list of cluster seeds, and refused as an unknown
+// scheme); track, watch and inspect use the master the sentinels name, and check lists
+// every sentinel, the master and the replicas.
+TEST(CliSentinel, UrlPassesThroughWholeAndCheckListsEverySentinel) {
+    char tmpl[] = "/tmp/kwsent.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    int runs = 0;
+    auto kw = [&](std::vector<std::string> args) {
+        Process p(KW_CLI_PATH, args, dir, "s" + std::to_string(runs++), {});
+        return p.finish(60s, false);
+    };
+    const std::string down =
+        "redis+sentinel://127.0.0.1:" + std::to_string(keywatch::RedisProcess::free_port()) +
+        ",127.0.0.1:" + std::to_string(keywatch::RedisProcess::free_port()) + "/mymaster";
+    const Result nobody = kw({"watch", "--redis", down, "--connect-timeout", "500ms"});
+    EXPECT_NE(nobody.status, 0) << describe(nobody);
+    EXPECT_NE(nobody.err.find("cannot watch " + down + ": no sentinel gave a working master"),
+              std::string::npos)
+        << describe(nobody);
+
+    keywatch::RedisSentinels deployment;
+    deployment.start();
+    const std::string url = deployment.url();
+    const std::string master = "127.0.0.1:" + std::to_string(deployment.node(0).port());
+    const Result t = kw({"track", "via-sentinel", "v", "--ttl", "1h", "--redis", url});
+    ASSERT_EQ(t.status, 0) << describe(t);
+    EXPECT_EQ(deployment.node(0).command({"EXISTS", "via-sentinel"}), "1");
+    const Result check = kw({"check", "--redis", url});
+    EXPECT_EQ(check.status, 0) << describe(check);
+    std::vector<std::string> report = lines(check.out);
+    ASSERT_FALSE(report.empty()) << describe(check);
+    EXPECT_NE(report[0].find("keywatch check " + url + " (sentinel)"), std::string::npos)
+        << describe(check);
+    for (size_t i = 0; i < deployment.sentinels(); i++) {
+        const std::string s = "127.0.0.1:" + std::to_string(deployment.sentinel(i).port());
+        EXPECT_NE(check.out.find("sentinel                " + s + ": names " + master +
+                                 " as master 'mymaster'"),
+                  std::string::npos)
+            << s << "\n"
+            << describe(check);
+    }
+    EXPECT_NE(check.out.find("connection              " + master + ": connected"),
+              std::string::npos)
+        << describe(check);
+    for (size_t i = 1; i < deployment.nodes(); i++)
+        EXPECT_NE(check.out.find("replica notifications   127.0.0.1:" +
+                                 std::to_string(deployment.node(i).port())),
+                  std::string::npos)
+            << describe(check);
+    deployment.sentinel(0).stop();
+    const Result one_down = kw({"check", "--redis", url});
+    EXPECT_EQ(one_down.status, 0) << describe(one_down);
+    EXPECT_NE(one_down.out.find("warn  sentinel                127.0.0.1:" +
+                                std::to_string(deployment.sentinel(0).port())),
+              std::string::npos)
+        << describe(one_down);
+    std::filesystem::remove_all(dir);
+}
 
 TEST(CliCluster, VerbsTakeAClusterUrlAndInspectShowsEveryMaster) {
     char tmpl[] = "/tmp/kwclus.XXXXXX";

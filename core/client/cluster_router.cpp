@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/base/backoff.h"
+#include "core/redis/sentinel.h"
 #include "keywatch_types.h"
 
 namespace keywatch {
@@ -49,8 +50,12 @@ BlockingRedis *ClusterRouter::connection(const Endpoint &n) const {
 int ClusterRouter::connect() {
     if (!topology_known_) {
         std::string why;
-        int rc = probe_seeds(options_.seeds, options_.connect_timeout_ms, options_.mode, &seed_,
-                             &cluster_, &topology_, &why);
+        if (sentinel()) {
+            if (int rc = find_sentinel_master(); rc != KW_OK) return rc;
+        }
+        int rc = probe_seeds(sentinel() ? std::vector<RedisUrl>{seed_} : options_.seeds,
+                             options_.connect_timeout_ms, options_.mode, &seed_, &cluster_,
+                             &topology_, &why);
         if (rc != KW_OK) return fail(rc, why);
         index_masters();
         topology_known_ = true;
@@ -76,6 +81,17 @@ int ClusterRouter::refresh_topology() {
         }
     }
     return fail(KW_ERR_CONNECT, "cannot read the cluster topology from any known node: " + why);
+}
+
+int ClusterRouter::find_sentinel_master() {
+    FoundMaster found;
+    std::string why;
+    if (int rc = find_master(options_.seeds.front(), options_.connect_timeout_ms, &found, &why);
+        rc != KW_OK)
+        return fail(rc, why);
+    seed_ = found.url;
+    index_masters();
+    return KW_OK;
 }
 
 void ClusterRouter::index_masters() {
@@ -132,6 +148,12 @@ ReplyPtr ClusterRouter::exec(Call &c) {
                 c.node.reset();
                 continue;
             }
+            // Sentinel: ask the sentinels where the master is now, once.
+            if (sentinel() && attempt == 0 && status_ == KW_ERR_CONNECT) {
+                if (find_sentinel_master() != KW_OK) return nullptr;
+                c.node = masters_.front();
+                continue;
+            }
             return nullptr;
         }
         asking = false;
@@ -141,7 +163,11 @@ ReplyPtr ClusterRouter::exec(Call &c) {
             last_error.assign(r->str, r->len);  // an error reply
             last_node = c.node->str();
         }
-        if (kind == ReplyError::NoScript && c.script) {
+        if (kind == ReplyError::ReadOnly && sentinel()) {
+            // A demoted master (a failover): never written to; the sentinels name the new one.
+            if (find_sentinel_master() != KW_OK) return nullptr;
+            c.node = masters_.front();
+        } else if (kind == ReplyError::NoScript && c.script) {
             c.args[0] = "EVAL";
             c.args[1] = c.script->body;
         } else if (kind == ReplyError::Moved) {
@@ -207,6 +233,7 @@ void ClusterRouter::exec_all(const std::vector<Call *> &calls, std::vector<Outco
     bool refresh = false;
     for (int n = 0; n < kMaxRedirects && !pending.empty(); n++) {
         if (refresh && cluster_) refresh_topology();  // once per round, not per call
+        if (refresh && sentinel()) find_sentinel_master();
         Round round;
         send_round(calls, pending, &redo, outcomes, &round);
         receive_round(calls, &redo, outcomes, &round);
@@ -261,7 +288,7 @@ void ClusterRouter::send_round(const std::vector<Call *> &calls, const std::vect
         if (conn) round->used.insert(conn);
         if (ok) {
             round->sent.emplace_back(conn, i);
-        } else if (cluster_ && !d.rerouted) {
+        } else if ((cluster_ || sentinel()) && !d.rerouted) {
             // Never sent: once more after a refresh (a master that went away).
             d.rerouted = true;
             c.node.reset();
@@ -303,7 +330,8 @@ void ClusterRouter::receive_round(const std::vector<Call *> &calls, std::vector<
         const ReplyError kind = classify(r.get());
         if (kind == ReplyError::Moved || kind == ReplyError::Ask || kind == ReplyError::TryAgain ||
             kind == ReplyError::ClusterDown || kind == ReplyError::Loading ||
-            (kind == ReplyError::NoScript && c.script)) {
+            (kind == ReplyError::NoScript && c.script) ||
+            (kind == ReplyError::ReadOnly && sentinel())) {
             redirect(c, d, r.get(), kind, round);
             round->again.push_back(i);
             continue;
@@ -327,6 +355,9 @@ void ClusterRouter::redirect(Call &c, Redo &d, const redisReply *r, ReplyError k
     } else if (kind == ReplyError::Ask) {
         c.node = Endpoint::parse(redirect_target(r), Endpoint::Form::Strict);
         d.asking = true;
+    } else if (kind == ReplyError::ReadOnly) {
+        round->refresh = true;  // sentinel: a demoted master; ask where the master is now
+        c.node.reset();
     } else {
         round->wait = true;
         if (kind == ReplyError::ClusterDown) round->down = true;

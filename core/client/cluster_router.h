@@ -91,6 +91,10 @@ class ClusterRouter {
     std::vector<Endpoint> masters() const { return masters_; }
     // Reads the topology again from any node that answers: the seed, then known masters.
     int refresh_topology();
+    // redis+sentinel://: asks the sentinels for the master again (after a lost connection
+    // or READONLY: a failover); it becomes the one server.
+    int find_sentinel_master();
+    bool sentinel() const { return options_.seeds.front().is_sentinel(); }
 
     // The seed's URL (credentials, TLS) at node n; the seed itself when n is empty.
     RedisUrl url(const std::optional<Endpoint> &n) const {
@@ -120,7 +124,7 @@ class ClusterRouter {
         std::vector<std::pair<BlockingRedis *, size_t>> sent;  // (connection, call) in order
         std::vector<size_t> again;                             // the calls for the next round
         std::set<BlockingRedis *> used;                        // connections sent on
-        bool refresh = false;  // one was MOVED, or a node could not be reached
+        bool refresh = false;  // one was MOVED, or a node could not be reached (or READONLY)
         bool wait = false;     // one was TRYAGAIN, CLUSTERDOWN or LOADING
         bool down = false;     // one was CLUSTERDOWN
     };

@@ -96,23 +96,17 @@ const std::map<std::string, Option> &options() {
         {"redis.url",
          {[](Config &c, const std::string &v, std::string *err) {
               // One URL, or several comma-separated seeds of one cluster.
+              const std::vector<std::string> texts = split_url_list(v);
               std::vector<RedisUrl> seeds;
-              size_t start = 0;
-              do {
-                  size_t comma = v.find(',', start);
-                  std::string one = v.substr(
-                      start, comma == std::string::npos ? std::string::npos : comma - start);
+              for (const std::string &one : texts) {
                   RedisUrl u;
                   if (!parse_redis_url(one, &u, err)) {
                       *err = "redis.url: " + *err +
-                             (v.find(',') != std::string::npos
-                                  ? " (several seeds are separated by commas)"
-                                  : "");
+                             (texts.size() > 1 ? " (several seeds are separated by commas)" : "");
                       return static_cast<int>(KW_ERR_URL);
                   }
                   seeds.push_back(u);
-                  start = comma == std::string::npos ? std::string::npos : comma + 1;
-              } while (start != std::string::npos);
+              }
               c.url = seeds.front();
               c.seeds = seeds;
               c.url_text = v;
@@ -120,12 +114,8 @@ const std::map<std::string, Option> &options() {
           },
           [](const Config &c) {
               // Hide the password of each URL.
-              std::string out, v = c.url_text;
-              size_t start = 0;
-              do {
-                  size_t comma = v.find(',', start);
-                  std::string shown = v.substr(
-                      start, comma == std::string::npos ? std::string::npos : comma - start);
+              std::string out;
+              for (std::string shown : split_url_list(c.url_text)) {
                   size_t scheme = shown.find("//");
                   size_t at = shown.rfind('@');
                   if (scheme != std::string::npos && at != std::string::npos && at > scheme) {
@@ -136,8 +126,7 @@ const std::map<std::string, Option> &options() {
                           shown.replace(scheme + 2, at - scheme - 2, "***");
                   }
                   out += (out.empty() ? "" : ",") + shown;
-                  start = comma == std::string::npos ? std::string::npos : comma + 1;
-              } while (start != std::string::npos);
+              }
               return out;
           }}},
         {"redis.user",
@@ -183,6 +172,27 @@ const std::map<std::string, Option> &options() {
               return static_cast<int>(KW_OK);
           },
           [](const Config &c) { return c.mode; }}},
+        {"sentinel.username",
+         {[](Config &c, const std::string &v, std::string *) {
+              c.sentinel.username = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.sentinel.username; }}},
+        {"sentinel.password",
+         {[](Config &c, const std::string &v, std::string *) {
+              c.sentinel.password = v;
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return c.sentinel.password.empty() ? std::string() : "***"; }}},
+        {"sentinel.tls",
+         {[](Config &c, const std::string &v, std::string *err) {
+              if (!parse_bool_word(v, &c.sentinel.tls)) {
+                  *err = "sentinel.tls: '" + v + "' is not a boolean: use true or false";
+                  return static_cast<int>(KW_ERR_BAD_VALUE);
+              }
+              return static_cast<int>(KW_OK);
+          },
+          [](const Config &c) { return std::string(c.sentinel.tls ? "true" : "false"); }}},
         {"tls.ca_file", text_opt(&TlsOptions::ca_file)},
         {"tls.cert_file", text_opt(&TlsOptions::cert_file)},
         {"tls.key_file", text_opt(&TlsOptions::key_file)},
@@ -367,6 +377,12 @@ int Config::validate(std::string *err) const {
                "ms)";
         return KW_ERR_BAD_VALUE;
     }
+    if (url.is_sentinel() && mode == "cluster") {
+        *err =
+            "redis.mode=cluster, but redis.url is a sentinel URL (one master, found by the "
+            "sentinels): use redis.mode=auto or standalone";
+        return KW_ERR_BAD_VALUE;
+    }
     return validate_adopt_rules(err);
 }
 
@@ -393,6 +409,7 @@ std::vector<RedisUrl> Config::effective_seeds() const {
         if (user_set) u.user = user;
         if (password_set) u.password = password;
         u.tls_options = tls;
+        u.sentinel = sentinel;
         out.push_back(u);
     }
     return out;
@@ -401,7 +418,7 @@ std::vector<RedisUrl> Config::effective_seeds() const {
 std::vector<std::string> Config::tls_warnings() const {
     bool tls_url = false;
     for (const RedisUrl &u : seeds.empty() ? std::vector<RedisUrl>{url} : seeds)
-        tls_url = tls_url || u.tls;
+        tls_url = tls_url || u.tls || (u.is_sentinel() && sentinel.tls);
     if (tls_url) {
         if (tls.verify) return {};
         return {
@@ -428,6 +445,7 @@ RedisUrl Config::effective_url() const {
     if (user_set) u.user = user;
     if (password_set) u.password = password;
     u.tls_options = tls;
+    u.sentinel = sentinel;
     return u;
 }
 

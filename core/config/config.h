@@ -35,7 +35,8 @@ struct Config {
     // cluster.migration_wait: how long a slot queue migrating in is swept again while its
     // new master still answers MOVED
     int64_t migration_wait_ms = 60000;
-    TlsOptions tls;  // tls.*: used by rediss:// URLs
+    TlsOptions tls;            // tls.*: used by rediss:// URLs
+    SentinelOptions sentinel;  // sentinel.*: used by redis+sentinel:// URLs
 
     // Reliable delivery (see scripts.h for the data in Redis).
     std::string ns = "kw";            // namespace of every key keywatch writes

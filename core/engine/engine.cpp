@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/engine/config_slices.h"
+#include "core/redis/sentinel.h"
 #include "core/redis/topology.h"
 
 namespace keywatch {
@@ -125,8 +126,23 @@ int Engine::plan_start(Fanout::Options *fo, Demand *demand, Plan *plan) {
         return rc;
     }
     auto waiting = [this](const std::string &m) { log(KW_LOG_INFO, m, {}); };
-    if (int rc = probe_seeds(config_.effective_seeds(), config_.connect_timeout_ms, config_.mode,
-                             &fo->seed, &fo->cluster, &fo->topology, &why,
+    std::vector<RedisUrl> seeds = config_.effective_seeds();
+    if (seeds.front().is_sentinel()) {
+        // The one node is the master the sentinels name.
+        FoundMaster found;
+        if (int rc = find_master(seeds.front(), config_.connect_timeout_ms, &found, &why);
+            rc != KW_OK) {
+            set_error(why);
+            return rc;
+        }
+        log(KW_LOG_INFO,
+            "sentinel " + found.sentinel + " names " + found.url.endpoint() + " as master '" +
+                found.url.master_name + "'",
+            {{"node", found.url.endpoint()}});
+        seeds = {found.url};
+    }
+    if (int rc = probe_seeds(seeds, config_.connect_timeout_ms, config_.mode, &fo->seed,
+                             &fo->cluster, &fo->topology, &why,
                              /*wait_for_server=*/true, waiting);
         rc != KW_OK) {
         set_error(why);

@@ -24,7 +24,7 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
     const std::string *name = intern(endpoint);
     Subscriber::Options so = opts_.sub;
     so.node_name = name;
-    so.retry_from_start = opts_.cluster;
+    so.retry_from_start = opts_.cluster || switched_;
     Node &n = nodes_by_endpoint_[endpoint];
     n.url = url;
     n.stats = opts_.stats->add_node(
@@ -51,6 +51,8 @@ Fanout::Node &Fanout::make_node(const RedisUrl &url) {
         sw.claims_in_flight = &claims_in_flight_;
         sw.on_moved = [this] { refresh_soon(50); };
         sw.on_connected = [this, name] { node_back(*name); };
+        if (opts_.seed.is_sentinel())
+            sw.on_readonly = [this] { rediscover("a READONLY reply: the master was demoted"); };
         // A master that comes after the start (a failover, a new shard) scans as one.
         if (sweepers_started_) sw.catchup_first_reason = "new master";
         // The subscriber outlives the sweeper (Node's member order).
@@ -81,6 +83,14 @@ void Fanout::start() {
     down_ = false;
     if (!opts_.cluster) {
         make_node(opts_.seed).sub->start();
+        if (opts_.seed.is_sentinel()) {
+            const Backoff b{opts_.sub.reconnect.min_ms,
+                            std::min<int64_t>(opts_.sub.reconnect.max_ms, 2000)};
+            finder_ = std::make_unique<MasterFinder>(
+                loop_.base(), opts_.seed, opts_.sub.connect_timeout_ms, b,
+                [this](kw_log_level l, const std::string &m, const LogFields &f) { log(l, m, f); });
+            finder_->watch_switches([this] { rediscover("+switch-master"); });
+        }
         return;
     }
     for (auto &m : opts_.topology.masters) add(m.address());
@@ -109,6 +119,7 @@ void Fanout::shutdown_subscribers() {
     refresh_timer_.cancel();
     soon_timer_.cancel();
     if (probe_) probe_->close();
+    if (finder_) finder_->close();
     for (auto &kv : reach_) kv.second.conn->close();
     for (auto &kv : nodes_by_endpoint_) kv.second.sub->shutdown();
 }
@@ -282,8 +293,11 @@ void Fanout::on_state(Subscriber &sub, kw_conn_state state, const std::string &d
     if (it != nodes_by_endpoint_.end() && it->second.sub.get() == &sub) it->second.state = state;
     sink_->on_state(sub, state, detail);
     // A lost master may have failed over: look at the topology soon, not at the next
-    // periodic refresh.
+    // periodic refresh; with sentinels, ask them.
     if (opts_.cluster && state == KW_CONN_BROKEN) refresh_soon(200);
+    if (finder_ && state == KW_CONN_BROKEN && it != nodes_by_endpoint_.end() &&
+        it->second.sub.get() == &sub)
+        rediscover("lost the connection to the master " + sub.endpoint());
     if (state != KW_CONN_READY) return;
     node_back(sub.endpoint());
     // Events were published to nobody while it was away: what they set is found by a scan
@@ -329,6 +343,8 @@ void Fanout::reach_lost_nodes() {
 
 void Fanout::on_started(Subscriber &sub, int status, const std::string &message) {
     if (!opts_.cluster) {
+        if (started_reported_) return;  // a master that replaced the first (sentinel)
+        started_reported_ = true;
         sink_->on_started(sub, status, message);
         return;
     }
@@ -483,27 +499,16 @@ void Fanout::apply(const Topology &t) {
                 " no longer serves slots as a master; "
                 "dropping its subscriber",
             {{"node", it->first}});
-        it->second.sub->shutdown();
-        // Live claims it read go to the slots' masters; the rest goes on as usual.
-        std::vector<Event> claims = it->second.intake->take_claims();
+        std::vector<Event> claims;
+        std::vector<Completion> done;
+        std::vector<AdoptKey> adopts;
+        auto next = std::next(it);
+        retire(it, &claims, &done, &adopts);
+        // Live claims it read go to the slots' masters, and what it had not confirmed.
         if (!claims.empty()) park_live(std::move(claims));
-        std::vector<AdoptKey> adopts = it->second.intake->take_adopts();
-        if (it->second.sweeper) {
-            std::vector<AdoptKey> waiting = it->second.sweeper->take_adoptions();
-            adopts.insert(adopts.end(), std::make_move_iterator(waiting.begin()),
-                          std::make_move_iterator(waiting.end()));
-        }
         if (!adopts.empty()) park_adopt(std::move(adopts));
-        it->second.intake->flush();
-        if (it->second.sweeper) {
-            // What it had not confirmed goes to the slots' new masters.
-            park(it->second.sweeper->take_completions());
-            it->second.sweeper->shutdown();
-        }
-        opts_.stats->drop_node(it->first);  // its samples leave the snapshot
-        reach_.erase(it->first);
-        retired_.push_back(std::move(it->second));
-        it = nodes_by_endpoint_.erase(it);
+        if (!done.empty()) park(std::move(done));
+        it = next;
     }
     for (auto &m : t.masters) {
         if (nodes_by_endpoint_.count(m.endpoint())) continue;
@@ -520,6 +525,69 @@ void Fanout::apply(const Topology &t) {
             node->second.sweeper->take_over(kv.second.slots, kv.second.queues);
     }
     route_parked();
+}
+
+void Fanout::retire(std::map<std::string, Node>::iterator it, std::vector<Event> *claims,
+                    std::vector<Completion> *done, std::vector<AdoptKey> *adopts) {
+    it->second.sub->shutdown();
+    *claims = it->second.intake->take_claims();
+    *adopts = it->second.intake->take_adopts();
+    if (it->second.sweeper) {
+        std::vector<AdoptKey> waiting = it->second.sweeper->take_adoptions();
+        adopts->insert(adopts->end(), std::make_move_iterator(waiting.begin()),
+                       std::make_move_iterator(waiting.end()));
+    }
+    it->second.intake->flush();
+    if (it->second.sweeper) {
+        *done = it->second.sweeper->take_completions();
+        it->second.sweeper->shutdown();
+    }
+    opts_.stats->drop_node(it->first);  // its samples leave the snapshot
+    reach_.erase(it->first);
+    retired_.push_back(std::move(it->second));
+    nodes_by_endpoint_.erase(it);
+}
+
+void Fanout::rediscover(const std::string &why) {
+    if (down_ || !finder_ || finder_->searching()) return;
+    log(KW_LOG_INFO,
+        "sentinel: asking where master '" + opts_.seed.master_name + "' is (" + why + ")", {});
+    finder_->find([this](const FoundMaster &found) { switch_master(found); });
+}
+
+void Fanout::switch_master(const FoundMaster &found) {
+    if (down_) return;
+    const std::string endpoint = found.url.endpoint();
+    log(KW_LOG_INFO,
+        "sentinel " + found.sentinel + " names " + endpoint + " as master '" +
+            found.url.master_name + "'",
+        {{"node", endpoint}});
+    if (nodes_by_endpoint_.count(endpoint)) {
+        node_back(endpoint);  // the same master (restarted, or a blip): reconnect now
+        return;
+    }
+    retired_.clear();  // shut down at the last switch: no callback can reach them now
+    std::vector<Event> claims;
+    std::vector<Completion> done;
+    while (!nodes_by_endpoint_.empty()) {
+        std::vector<Event> c;
+        std::vector<Completion> d;
+        std::vector<AdoptKey> a;  // the new master's catch-up scan adopts them again
+        log(KW_LOG_INFO,
+            "sentinel: the master moved from " + nodes_by_endpoint_.begin()->first + " to " +
+                endpoint + "; subscribing there and sweeping at once",
+            {{"node", endpoint}});
+        retire(nodes_by_endpoint_.begin(), &c, &d, &a);
+        claims.insert(claims.end(), std::make_move_iterator(c.begin()),
+                      std::make_move_iterator(c.end()));
+        done.insert(done.end(), std::make_move_iterator(d.begin()),
+                    std::make_move_iterator(d.end()));
+    }
+    switched_ = true;
+    add(found.url.address());
+    // The new master's sweeper takes what the old one read and had not confirmed.
+    if (!claims.empty()) claim_parked(std::move(claims));
+    if (!done.empty()) complete(std::move(done));
 }
 
 }  // namespace keywatch

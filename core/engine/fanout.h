@@ -15,6 +15,12 @@
 // and a slot that changed master (a migration's end, a failover) has its queues swept by
 // the new one.
 //
+// With a redis+sentinel:// URL the one node is the master the sentinels name (found at start
+// by the engine): a lost connection to it, a READONLY reply or a +switch-master heard on a
+// sentinel makes the fanout ask the sentinels again (MasterFinder); a new master replaces
+// the node (its subscriber checks notify-keyspace-events there, its sweeper sweeps at
+// once), and what the old node's sweeper had not confirmed goes to the new one.
+//
 // Evidence that a node is back ends its connections' reconnect waits at once (node_back):
 // the subscriber's connection and the sweeper's tell each other when they are made, and in
 // cluster mode the topology probe, and a connection tried at each refresh to every master
@@ -34,6 +40,7 @@
 #include "core/engine/engine_counters.h"
 #include "core/redis/event_loop.h"
 #include "core/engine/node_intake.h"
+#include "core/redis/master_finder.h"
 #include "core/redis/redis_conn.h"
 #include "core/base/stats.h"
 #include "core/engine/subscriber.h"
@@ -140,6 +147,15 @@ class Fanout : private SubscriberSink {
     // calls node_back().
     void reach_lost_nodes();
     const std::string *intern(const std::string &name);
+    // Sentinel: asks the sentinels where the master is now (unless a search runs).
+    void rediscover(const std::string &why);
+    // Sentinel: the master found; a new one replaces the node.
+    void switch_master(const FoundMaster &found);
+    // Takes a node out (a demoted or dead master): its subscriber and sweeper shut down;
+    // its live claims go to *claims, its unconfirmed completions to *done and the
+    // adoptions it had not sent to *adopts, for the caller to hand on.
+    void retire(std::map<std::string, Node>::iterator it, std::vector<Event> *claims,
+                std::vector<Completion> *done, std::vector<AdoptKey> *adopts);
 
     EventLoop &loop_;
     Options opts_;
@@ -166,6 +182,8 @@ class Fanout : private SubscriberSink {
     Timer refresh_timer_, soon_timer_;
     bool down_ = true, started_reported_ = false, refreshing_ = false;
     bool sweepers_started_ = false;
+    std::unique_ptr<MasterFinder> finder_;  // sentinel URL only
+    bool switched_ = false;                 // sentinel: the node was replaced at least once
     int ok_count_ = 0;
 };
 

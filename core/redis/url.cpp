@@ -1,13 +1,18 @@
 #include "core/redis/url.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace keywatch {
 namespace {
 
 const char *kForms =
-    "use redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS) or "
-    "unix:///path/to.sock[?db=N]";
+    "use redis://[user:password@]host[:port][/db][?db=N] (rediss:// for TLS), "
+    "unix:///path/to.sock[?db=N] or "
+    "redis+sentinel://[user:password@]host1:26379,host2:26379/MASTERNAME[/db]";
+
+const char *kSentinelForm =
+    "redis+sentinel://[user:password@]host1:26379,host2:26379/MASTERNAME[/db]";
 
 bool fail(std::string *err, const std::string &text, const std::string &what) {
     *err = "bad Redis URL '" + text + "': " + what + "; " + kForms;
@@ -74,7 +79,119 @@ bool parse_userinfo(const std::string &text, const std::string &info, RedisUrl *
     return true;
 }
 
+// "host[:port]" or "[v6][:port]"; *port keeps its default when none is written. False with
+// *what saying what is wrong.
+bool parse_host_port(const std::string &hostport, std::string *host, int *port, std::string *what) {
+    auto fail = [what](const std::string &why) {
+        *what = why;
+        return false;
+    };
+    std::string portpart;
+    if (!hostport.empty() && hostport[0] == '[') {
+        size_t close = hostport.find(']');
+        if (close == std::string::npos) return fail("unclosed '[' in an IPv6 host");
+        *host = hostport.substr(1, close - 1);
+        if (host->find(':') == std::string::npos || host->find('[') != std::string::npos)
+            return fail("'[" + *host + "]' is not an IPv6 address (brackets hold only those)");
+        std::string after = hostport.substr(close + 1);
+        if (!after.empty()) {
+            if (after[0] != ':') return fail("junk after the IPv6 host");
+            portpart = after.substr(1);
+            if (portpart.empty()) return fail("empty port after ':'");
+        }
+    } else {
+        size_t colon = hostport.find(':');
+        *host = hostport.substr(0, colon);
+        if (colon != std::string::npos) {
+            portpart = hostport.substr(colon + 1);
+            if (portpart.empty()) return fail("empty port after ':'");
+        }
+    }
+    if (host->empty()) return fail("missing host");
+    if (host->find_first_of(" \t\r\n?#[]") != std::string::npos)
+        return fail("the host contains a character a host cannot have");
+    if (!portpart.empty()) {
+        long value;
+        if (!parse_int(portpart, 1, 65535, &value))
+            return fail("port '" + portpart + "' is not a number from 1 to 65535");
+        *port = static_cast<int>(value);
+    }
+    return true;
+}
+
+// The part of a sentinel URL after the scheme: [userinfo@]host1[:port],host2[:port]/NAME[/db].
+bool parse_sentinel_url(const std::string &text, std::string rest, RedisUrl u, RedisUrl *out,
+                        std::string *err) {
+    auto refuse = [&](const std::string &what) {
+        *err = "bad Redis URL '" + text + "': " + what + "; use " + kSentinelForm +
+               " (rediss+sentinel:// for TLS to the master)";
+        return false;
+    };
+    const size_t at = rest.rfind('@');
+    if (at != std::string::npos) {
+        if (!parse_userinfo(text, rest.substr(0, at), &u, err)) return false;
+        rest = rest.substr(at + 1);
+    }
+    if (rest.find('?') != std::string::npos)
+        return refuse("a sentinel URL takes no query (give the db as /MASTERNAME/db)");
+    const size_t slash = rest.find('/');
+    const std::string hosts = rest.substr(0, slash);
+    const std::string path = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    const size_t slash2 = path.find('/');
+    u.master_name = path.substr(0, slash2);
+    if (u.master_name.empty())
+        return refuse("missing the master's name after the sentinels (/MASTERNAME)");
+    if (slash2 != std::string::npos) {
+        long db;
+        const std::string dbpart = path.substr(slash2 + 1);
+        if (!parse_int(dbpart, 0, 1000000, &db))
+            return refuse("database '" + dbpart + "' is not a number >= 0");
+        u.db = static_cast<int>(db);
+    }
+    if (hosts.empty()) return refuse("no sentinel address before /MASTERNAME");
+    for (size_t start = 0; start <= hosts.size();) {
+        const size_t comma = std::min(hosts.find(',', start), hosts.size());
+        const std::string one = hosts.substr(start, comma - start);
+        if (one.empty()) return refuse("an empty sentinel address in the list (a stray comma?)");
+        Endpoint e;
+        e.port = 26379;
+        std::string why;
+        if (!parse_host_port(one, &e.host, &e.port, &why))
+            return refuse("sentinel '" + one + "': " + why);
+        u.sentinels.push_back(e);
+        start = comma + 1;
+    }
+    u.host.clear();
+    u.port = 0;
+    *out = u;
+    return true;
+}
+
 }  // namespace
+
+std::vector<std::string> split_url_list(const std::string &text) {
+    if (text.rfind("redis+sentinel://", 0) == 0 || text.rfind("rediss+sentinel://", 0) == 0)
+        return {text};
+    std::vector<std::string> out;
+    for (size_t start = 0; start <= text.size();) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        out.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+RedisUrl RedisUrl::sentinel_at(size_t i) const {
+    RedisUrl url;
+    url.host = sentinels[i].host;
+    url.port = sentinels[i].port;
+    url.user = sentinel.username;
+    url.password = sentinel.password;
+    url.tls = sentinel.tls;
+    url.tls_options = tls_options;
+    url.tls_options.server_name.clear();
+    return url;
+}
 
 RedisUrl RedisUrl::at(const Endpoint &node) const {
     RedisUrl url = *this;
@@ -150,8 +267,13 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
     } else if (text.rfind("rediss://", 0) == 0) {
         rest = text.substr(9);
         u.tls = true;
+    } else if (text.rfind("redis+sentinel://", 0) == 0 ||
+               text.rfind("rediss+sentinel://", 0) == 0) {
+        u.tls = text[5] == 's';  // rediss+sentinel://
+        return parse_sentinel_url(text, text.substr(text.find("://") + 3), u, out, err);
     } else {
-        return fail(err, text, "unknown scheme (expected redis://, rediss:// or unix://)");
+        return fail(err, text,
+                    "unknown scheme (expected redis://, rediss://, unix:// or redis+sentinel://)");
     }
 
     size_t at = rest.rfind('@');
@@ -185,37 +307,8 @@ bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err) {
         hostport = rest.substr(0, slash);
         dbpart = rest.substr(slash + 1);
     }
-    std::string portpart;
-    if (!hostport.empty() && hostport[0] == '[') {
-        size_t close = hostport.find(']');
-        if (close == std::string::npos) return fail(err, text, "unclosed '[' in an IPv6 host");
-        u.host = hostport.substr(1, close - 1);
-        if (u.host.find(':') == std::string::npos || u.host.find('[') != std::string::npos)
-            return fail(err, text,
-                        "'[" + u.host + "]' is not an IPv6 address (brackets hold only those)");
-        std::string after = hostport.substr(close + 1);
-        if (!after.empty()) {
-            if (after[0] != ':') return fail(err, text, "junk after the IPv6 host");
-            portpart = after.substr(1);
-            if (portpart.empty()) return fail(err, text, "empty port after ':'");
-        }
-    } else {
-        size_t colon = hostport.find(':');
-        u.host = hostport.substr(0, colon);
-        if (colon != std::string::npos) {
-            portpart = hostport.substr(colon + 1);
-            if (portpart.empty()) return fail(err, text, "empty port after ':'");
-        }
-    }
-    if (u.host.empty()) return fail(err, text, "missing host");
-    if (u.host.find_first_of(" \t\r\n?#[]") != std::string::npos)
-        return fail(err, text, "the host contains a character a host cannot have");
-    if (!portpart.empty()) {
-        long port;
-        if (!parse_int(portpart, 1, 65535, &port))
-            return fail(err, text, "port '" + portpart + "' is not a number from 1 to 65535");
-        u.port = static_cast<int>(port);
-    }
+    std::string why;
+    if (!parse_host_port(hostport, &u.host, &u.port, &why)) return fail(err, text, why);
     if (!dbpart.empty()) {
         long db;
         if (!parse_int(dbpart, 0, 1000000, &db))

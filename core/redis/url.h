@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/redis/endpoint.h"
 
@@ -18,8 +19,16 @@ struct TlsOptions {
     bool verify = true;       // verify the server's certificate and name
 };
 
+// How keywatch talks to the sentinels themselves (options sentinel.*), apart from the
+// master's credentials and TLS (the URL's and redis.* / tls.*).
+struct SentinelOptions {
+    std::string username;  // the sentinels' ACL user; empty: the default user
+    std::string password;  // empty: no AUTH to the sentinels
+    bool tls = false;      // the sentinels listen for TLS (verified with the tls.* options)
+};
+
 struct RedisUrl {
-    std::string host;  // empty for a unix socket
+    std::string host;  // empty for a unix socket (and for a sentinel URL until discovered)
     int port = 6379;
     std::string unix_path;  // empty for TCP
     std::string user;       // ACL user; empty: the default user
@@ -27,7 +36,15 @@ struct RedisUrl {
     int db = 0;
     bool tls = false;  // rediss://
     TlsOptions tls_options;
+    // redis+sentinel://: the sentinels to ask, in order, for the address of master_name.
+    // host and port are that master once found (core/redis/sentinel.h).
+    std::vector<Endpoint> sentinels;
+    std::string master_name;
+    SentinelOptions sentinel;
 
+    bool is_sentinel() const { return !sentinels.empty(); }
+    // How to reach sentinel i: its address, the sentinel.* credentials and TLS, db 0.
+    RedisUrl sentinel_at(size_t i) const;
     bool is_unix() const { return !unix_path.empty(); }
     // Where the server is: host and port, or the socket.
     Endpoint address() const { return {host, port, unix_path}; }
@@ -43,7 +60,14 @@ struct RedisUrl {
 // a /db path (as in redis-py); db=N is the only query. Percent-escapes in the user and
 // password are decoded. On failure returns false with a message in *err that
 // names the problem and shows the accepted forms.
+// Also redis+sentinel://[user:password@]host1[:port],host2[:port]/MASTERNAME[/db]
+// (rediss+sentinel:// for TLS to the master; a sentinel's port defaults to 26379): the
+// user and password are the master's, the sentinels' own come from sentinel.*.
 bool parse_redis_url(const std::string &text, RedisUrl *out, std::string *err);
+
+// The URLs of a redis.url value: several comma-separated seeds of one cluster, or one URL
+// (a sentinel URL's commas separate its sentinels: it is never split).
+std::vector<std::string> split_url_list(const std::string &text);
 
 // The messages every connection gives for the two ways AUTH goes wrong, so they read the
 // same whichever part of keywatch met them.

@@ -118,6 +118,7 @@ bool NodeLink::command(const std::vector<std::string> &args, ReplyFn fn) {
     outstanding_++;
     bool sent = conn_.command(args, [this, fn = std::move(fn)](redisReply *r) {
         outstanding_--;
+        if (hooks_.on_readonly && classify(r) == ReplyError::ReadOnly) hooks_.on_readonly();
         fn(r);
     });
     if (!sent) outstanding_--;

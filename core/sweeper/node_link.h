@@ -45,6 +45,8 @@ class NodeLink {
         // node's other connections (null: none told).
         std::function<void()> on_connected;
         std::function<void(kw_log_level, const std::string &)> log;
+        // A READONLY reply: the node was demoted (a Sentinel failover); null: nobody told.
+        std::function<void()> on_readonly;
     };
 
     NodeLink(EventLoop &loop, const RedisUrl &url, int64_t connect_timeout_ms, Backoff reconnect,

@@ -154,6 +154,8 @@ class Sweeper {
         // The connection was made (or re-made) and the server answered on it: evidence that
         // the node is back, for the node's other connections (null: none told).
         std::function<void()> on_connected;
+        // Sentinel: a READONLY reply (the master was demoted): ask where it is now.
+        std::function<void()> on_readonly;
     };
 
     Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,

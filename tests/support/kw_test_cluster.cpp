@@ -4,7 +4,7 @@
 // its nodes as one JSON line on stdout; stops every server (by pid) when stdin closes or on
 // SIGTERM/SIGINT/SIGHUP. The servers also die with it if it is killed (PR_SET_PDEATHSIG).
 //
-//   kw_test_cluster [--single] [--masters N] [--replicas R] [--notify FLAGS]
+//   kw_test_cluster [--single | --sentinel] [--masters N] [--replicas R] [--notify FLAGS]
 //                   [--password PW (with --single)] [--host 127.0.0.1|::1] [--tls]
 //   {"mode":"cluster","seed":"redis://127.0.0.1:P","nodes":[{"host":"127.0.0.1",
 //    "port":P,"url":"redis://127.0.0.1:P","pid":N,"dir":"/tmp/...","role":"master"},...]}
@@ -30,6 +30,7 @@
 
 #include "embedded/redis_process.h"
 #include "tests/support/redis_cluster.h"
+#include "tests/support/redis_sentinel.h"
 
 namespace {
 
@@ -37,14 +38,14 @@ using keywatch::RedisCluster;
 using keywatch::RedisProcess;
 
 struct Args {
-    bool single = false;
+    bool single = false, sentinel = false;
     RedisCluster::Options cluster;
     RedisProcess::Options process;
 };
 
 [[noreturn]] void usage(const std::string &what) {
     std::cerr << "kw_test_cluster: " << what
-              << "\nusage: kw_test_cluster [--single] [--masters N] [--replicas R]"
+              << "\nusage: kw_test_cluster [--single | --sentinel] [--masters N] [--replicas R]"
                  " [--notify FLAGS] [--password PW] [--host 127.0.0.1|::1] [--tls]\n";
     std::exit(2);
 }
@@ -62,8 +63,8 @@ Args parse(int argc, char **argv) {
     Args a;
     for (int i = 1; i < argc; i++) {
         std::string opt = argv[i];
-        if (opt == "--single") {
-            a.single = true;
+        if (opt == "--single" || opt == "--sentinel") {
+            (opt == "--single" ? a.single : a.sentinel) = true;
             continue;
         }
         if (opt == "--tls") {
@@ -150,8 +151,23 @@ int main(int argc, char **argv) {
     try {
         std::unique_ptr<RedisCluster> cluster;
         std::unique_ptr<RedisProcess> single;
+        std::unique_ptr<keywatch::RedisSentinels> sentinels;
         nlohmann::json line;
-        if (args.single) {
+        if (args.sentinel) {
+            sentinels = std::make_unique<keywatch::RedisSentinels>();
+            quietly([&] { sentinels->start(); });
+            nlohmann::json nodes = nlohmann::json::array(), watchers = nlohmann::json::array();
+            for (size_t i = 0; i < sentinels->nodes(); i++)
+                nodes.push_back(node_json(sentinels->node(i), i == 0));
+            for (size_t i = 0; i < sentinels->sentinels(); i++) {
+                watchers.push_back(node_json(sentinels->sentinel(i), false));
+                watchers.back()["role"] = "sentinel";
+            }
+            line = {{"mode", "sentinel"},
+                    {"seed", sentinels->url()},
+                    {"nodes", nodes},
+                    {"sentinels", watchers}};
+        } else if (args.single) {
             single = std::make_unique<RedisProcess>(args.process);
             quietly([&] { single->start(); });
             line = {{"mode", "single"},
