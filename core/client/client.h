@@ -73,6 +73,11 @@ struct DeadLetter {
     std::vector<std::pair<std::string, std::string>> other;
 };
 
+// A dead letter's cursor: "<ms>-<seq>", on a cluster followed by "@<slot tag>" (the streams
+// of different slots may hold the same entry id). A page's `after`, and the entry that
+// dead_replay and dead_purge take: with the tag they act on that slot's stream only.
+std::string dead_letter_cursor(const DeadLetter &d);
+
 // The router's slice of a Config: seeds (with the overrides), mode and timeouts. (Here, not
 // in core/engine/config_slices.h: the client layer comes before the engine's.)
 RouterOptions router_options(const Config &c);
@@ -111,6 +116,8 @@ class Client {
     // cluster followed by "@<slot tag>"), only the entries after it.
     int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out,
                   const std::string &after = "");
+    // entry: "" (the oldest `limit`), or a cursor (dead_letter_cursor); KW_ERR_INVALID_ARG
+    // for other text.
     int dead_replay(const std::string &queue, const std::string &entry, size_t limit,
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
