@@ -72,7 +72,8 @@ DashboardApi::~DashboardApi() {
 }
 
 HttpResponse DashboardApi::handle(const HttpRequest &req) {
-    const std::string path = req.path.substr(std::string(kPrefix).size());
+    const size_t prefix = std::string(kPrefix).size();  // "/api/v1" (no '/') is the index
+    const std::string path = req.path.size() > prefix ? req.path.substr(prefix) : "";
     const bool post = req.method == "POST";
     std::string queue, rest;
     if (split_queue_path(path, &queue, &rest)) {

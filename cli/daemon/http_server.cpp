@@ -20,12 +20,14 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "core/redis/endpoint.h"
 
 namespace keywatch::cli {
 namespace {
 
-// Limits for what a scraper or probe may send: these routes take no body.
+// Limits for what a client may send: only the API's actions take a body, a small JSON one.
 constexpr int kRequestTimeoutSeconds = 10;
 constexpr ev_ssize_t kMaxHeadersSize = 8192;
 constexpr ev_ssize_t kMaxBodySize = 4096;
@@ -138,6 +140,14 @@ HttpResponse text(int status, const std::string &body) {
     return r;
 }
 
+// An error the server answers itself: a line of text, or for a JSON route {"error": ...}.
+HttpResponse error_reply(const HttpRoute *route, int status, const std::string &message) {
+    if (!route || !route->json) return text(status, message + "\n");
+    HttpResponse r = text(status, nlohmann::json({{"error", message}}).dump() + "\n");
+    r.content_type = "application/json";
+    return r;
+}
+
 }  // namespace
 
 bool HttpServer::Impl::authorized(evhttp_request *req) const {
@@ -149,6 +159,8 @@ bool HttpServer::Impl::authorized(evhttp_request *req) const {
 
 const HttpRoute *HttpServer::Impl::find(const std::string &path) const {
     if (auto it = routes.find(path); it != routes.end()) return &it->second;
+    if (auto it = routes.find(path + "/"); it != routes.end() && it->second.prefix)
+        return &it->second;
     const HttpRoute *best = nullptr;
     size_t best_len = 0;
     for (const auto &[prefix, route] : routes)
@@ -194,13 +206,13 @@ void HttpServer::Impl::serve(evhttp_request *req) {
     if (!(route && route->open) && !authorized(req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"keywatch\"");
-        send(req, text(401,
-                       "unauthorized: send the [http] token as "
-                       "\"Authorization: Bearer <token>\"\n"));
+        send(req, error_reply(route, 401,
+                              "unauthorized: send the [http] token as "
+                              "\"Authorization: Bearer <token>\""));
         return;
     }
     if (!route) {
-        send(req, text(404, "not found: " + request.path + "\n"));
+        send(req, error_reply(route, 404, "not found: " + request.path));
         return;
     }
     evhttp_cmd_type method = evhttp_request_get_command(req);
@@ -208,15 +220,16 @@ void HttpServer::Impl::serve(evhttp_request *req) {
         !(method == EVHTTP_REQ_POST && route->post)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           route->post ? "GET, HEAD, POST" : "GET, HEAD");
-        send(req, text(405, route->post ? "method not allowed: use GET or POST\n"
-                                        : "method not allowed: use GET\n"));
+        send(req, error_reply(route, 405,
+                              route->post ? "method not allowed: use GET or POST"
+                                          : "method not allowed: use GET"));
         return;
     }
     HttpResponse resp;
     try {
         resp = route->handle(request);
     } catch (const std::exception &e) {
-        resp = text(500, std::string("internal error: ") + e.what() + "\n");
+        resp = error_reply(route, 500, std::string("internal error: ") + e.what());
     }
     send(req, resp);
 }

@@ -1,5 +1,6 @@
 // The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving
-// routes by path (a route may serve every path under its own, "/api/v1/"): GET and HEAD,
+// routes by path (a route may serve every path under its own, "/api/v1/", and its own
+// without the last '/'): GET and HEAD,
 // POST only to a route that takes it (which answers 405 itself where it does not), any
 // other method 405 with "Allow", an unknown path 404, a route that throws 500. With a bearer
 // token set, every route not marked open requires "Authorization: Bearer <token>" (else
@@ -36,6 +37,7 @@ struct HttpRoute {
     bool open = false;    // served without the token (e.g. /healthz)
     bool prefix = false;  // also serves every path under this one (the route ends with '/')
     bool post = false;    // POST reaches the route too
+    bool json = false;    // its 401 and 405 as {"error": "..."} (application/json)
 };
 
 class HttpServer {
