@@ -85,8 +85,8 @@ bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
     if (impl_->server.beyond_loopback() && config.http.token.empty())
         log->write(KW_LOG_WARN,
                    "the HTTP endpoints listen beyond loopback without a token: anyone who can "
-                   "reach this address can read /metrics; set [http] token, or listen on "
-                   "127.0.0.1",
+                   "reach this address can read /metrics and the JSON API under /api/v1/, "
+                   "dead letters' payloads included; set [http] token, or listen on 127.0.0.1",
                    {{"address", impl_->server.address()}});
     return true;
 }

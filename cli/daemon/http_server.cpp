@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +113,9 @@ struct HttpServer::Impl {
     static void on_request(evhttp_request *req, void *arg) { static_cast<Impl *>(arg)->serve(req); }
     void serve(evhttp_request *req);
     bool authorized(evhttp_request *req) const;
+    // Without a token on loopback: whether the Host header names this server (a page of
+    // another site whose name was rebound to 127.0.0.1 sends its own name).
+    bool host_allowed(evhttp_request *req) const;
     // The route serving path: its own, or the longest prefix route above it.
     const HttpRoute *find(const std::string &path) const;
     void release();
@@ -155,6 +159,20 @@ bool HttpServer::Impl::authorized(evhttp_request *req) const {
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0) return false;
     return same_secret(auth + 7, token);
+}
+
+bool HttpServer::Impl::host_allowed(evhttp_request *req) const {
+    if (!token.empty() || beyond_loopback) return true;
+    const char *given = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (!given) return true;  // HTTP/1.0: no name to have been rebound
+    std::string host = given;
+    for (char &c : host) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    // Without the port: "[::1]:9464" -> "[::1]", "localhost:9464" -> "localhost".
+    const size_t colon = host.rfind(':');
+    if (colon != std::string::npos && host.find(']', colon) == std::string::npos)
+        host.resize(colon);
+    const std::string own = address.substr(0, address.rfind(':'));
+    return host == "localhost" || host == "127.0.0.1" || host == "[::1]" || host == own;
 }
 
 const HttpRoute *HttpServer::Impl::find(const std::string &path) const {
@@ -203,6 +221,13 @@ HttpRequest request_of(evhttp_request *req) {
 void HttpServer::Impl::serve(evhttp_request *req) {
     const HttpRequest request = request_of(req);
     const HttpRoute *route = find(request.path);
+    if (!host_allowed(req)) {
+        send(req, error_reply(route, 403,
+                              "forbidden: the Host header does not name this server (a rebound "
+                              "DNS name?): ask for http://" +
+                                  address + "/, or set [http] token"));
+        return;
+    }
     if (!(route && route->open) && !authorized(req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"keywatch\"");

@@ -4,7 +4,9 @@
 // POST only to a route that takes it (which answers 405 itself where it does not), any
 // other method 405 with "Allow", an unknown path 404, a route that throws 500. With a bearer
 // token set, every route not marked open requires "Authorization: Bearer <token>" (else
-// 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included). Requests
+// 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included); without a
+// token on a loopback address, a request whose Host header names another server (localhost,
+// 127.0.0.1, [::1] and the bound address are this one) is refused 403: DNS rebinding. Requests
 // are bounded (10 s timeout, 8 KiB of headers, 4 KiB of body). Routes are called on the
 // server's thread, one request at a time.
 // Thread-safety: start/stop from one thread (the daemon's main thread); routes run on the

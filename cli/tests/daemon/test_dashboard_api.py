@@ -299,14 +299,16 @@ def test_cluster_figures_match_inspect_and_dead_letters_page_over_slots(cluster,
     assert (status, done["purged"]) == (200, 7)
 
 
-def raw_status(d, method, path, token=None, body=None):
+def raw_status(d, method, path, token=None, body=None, host_header=None):
     """The status of a request sent as written: no client normalises the path or adds a
     Content-Type."""
     host, port = d.http.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if host_header:
+        headers["Host"] = host_header
     try:
-        conn.request(method, path, body=body,
-                     headers={"Authorization": f"Bearer {token}"} if token else {})
+        conn.request(method, path, body=body, headers=headers)
         return conn.getresponse().status
     finally:
         conn.close()
@@ -351,3 +353,14 @@ headers = "Authorization: Bearer header-s3cret"
     assert "s3cret" not in text, text
     line = next(x for x in config["summary"] if x.startswith('handler "hook"'))
     assert "headers" in line and "url" in line, line
+
+
+def test_without_a_token_a_foreign_host_is_refused(redis, daemon, tmp_path):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends
+    Host: evil.example; the daemon without a token answers only to its own names."""
+    d = start(daemon, redis.url, tmp_path, admin=False, token=False)
+    port = d.http.rsplit(":", 1)[1]
+    for path in ("/api/v1/queues", "/", "/metrics"):
+        assert raw_status(d, "GET", path, host_header=f"evil.example:{port}") == 403, path
+        for own in (d.http, f"localhost:{port}", f"LOCALHOST:{port}", "127.0.0.1"):
+            assert raw_status(d, "GET", path, host_header=own) == 200, (path, own)
