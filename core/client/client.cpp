@@ -547,6 +547,20 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
     return out;
 }
 
+const std::vector<Client::QueueRef> &Client::dead_streams(const std::string &queue) {
+    constexpr int64_t kDeadStreamsTtl = 5000;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (dead_streams_.size() >= 64 && !dead_streams_.count(queue)) dead_streams_.clear();
+    FoundStreams &found = dead_streams_[queue];
+    if (found.refs.empty() || now - found.at_ms > kDeadStreamsTtl) {
+        found.refs = find_queues("dead", queue);
+        found.at_ms = now;
+    }
+    return found.refs;
+}
+
 Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
                                 const std::vector<std::string> &argv) {
     Call c =
@@ -797,9 +811,11 @@ int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLe
     const std::string start =
         after.empty() ? "-" : std::to_string(from.ms) + "-" + std::to_string(from.seq);
     std::vector<DeadLetter> entries;
-    for (auto &ref : find_queues("dead", qname)) {
+    const std::vector<QueueRef> refs = dead_streams(qname);  // a copy: a failure drops them
+    for (auto &ref : refs) {
         ReplyPtr r = call(ref.node, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
                                      start, "+", "COUNT", std::to_string(limit + 1)});
+        if (!r || r->type != REDIS_REPLY_ARRAY) dead_streams_.erase(qname);  // found again next
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS, "XRANGE failed: " + reply_to_string(r.get()));

@@ -188,6 +188,10 @@ class Client {
     // left out; with `unreachable`, it is recorded there with the reason.
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
                                       std::map<std::string, std::string> *unreachable = nullptr);
+    // dead_list's streams of a queue: find_queues's, kept for kDeadStreamsTtl so that a
+    // dashboard polling a page does not SCAN every master each time (a stream of a slot
+    // that had none shows after at most that long; an empty finding is never kept).
+    const std::vector<QueueRef> &dead_streams(const std::string &queue);
     // inspect: the masters and shards whose queues could not be read.
     void unread_nodes(const std::map<std::string, std::string> &unreachable, Inspection *out) const;
     // inspect: reads the figures of each queue instance into per_node; a master that
@@ -211,6 +215,11 @@ class Client {
     std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
     // The `keys` queue's keys per slot (standalone: [0]), pointing into keys_cache_.
     std::vector<const QueueKeys *> keys_queue_by_slot_;
+    struct FoundStreams {
+        int64_t at_ms = 0;  // steady clock
+        std::vector<QueueRef> refs;
+    };
+    std::map<std::string, FoundStreams> dead_streams_;  // dead_streams's, by queue
     std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
     std::string error_;

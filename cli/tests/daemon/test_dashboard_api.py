@@ -364,3 +364,23 @@ def test_without_a_token_a_foreign_host_is_refused(redis, daemon, tmp_path):
         assert raw_status(d, "GET", path, host_header=f"evil.example:{port}") == 403, path
         for own in (d.http, f"localhost:{port}", f"LOCALHOST:{port}", "127.0.0.1"):
             assert raw_status(d, "GET", path, host_header=own) == 200, (path, own)
+
+
+def test_polling_dead_letters_does_not_scan_redis_each_time(redis, daemon, keywatch, tmp_path):
+    """A dashboard polls a queue's dead letters every 2 s: the streams found are reused,
+    not looked for again with a SCAN of every master per request. (The gauges read once an
+    hour here, so that the SCANs counted are the list's.)"""
+    extra, http = handler_config(tmp_path)
+    d = daemon(base_config(redis.url, extra.replace('"100ms"', '"1h"')) + http)
+    d.wait_running()
+    schedule(keywatch, redis.url, "jobs", "bad-1")
+    wait_for(lambda: len(get(d, "/api/v1/queues/jobs/dead")[1].get("dead_letters", [])) == 1,
+             30, "a dead letter listed")
+
+    def scans():
+        return redis.client.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
+    before = scans()
+    for _ in range(5):
+        status, page = get(d, "/api/v1/queues/jobs/dead")
+        assert status == 200 and len(page["dead_letters"]) == 1
+    assert scans() - before <= 1, scans() - before  # one: the 5 s reuse ran out
