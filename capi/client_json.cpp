@@ -43,6 +43,7 @@ std::string dead_letters_json(const std::vector<DeadLetter> &letters) {
         nlohmann::json item;
         item["entry"] = d.entry;
         if (!d.slot_tag.empty()) item["slot_tag"] = d.slot_tag;
+        item["cursor"] = dead_letter_cursor(d);
         put_bytes(item, "id", d.id);
         item["attempts"] = d.attempts;
         item["deadline"] = d.deadline_ms;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/client_session.h"
+#include "cli/dead_replay.h"
 #include "cli/exit_status.h"
 #include "cli/inspect_table.h"
 #include "cli/utf8.h"
@@ -34,7 +35,6 @@ struct DeadArgs {
 };
 
 constexpr int64_t kDefaultListLimit = 100;
-constexpr int64_t kReplayBatch = 1000;  // dead letters per replay script call
 
 // A dead-letter entry id as `keywatch dead list` prints it: "<ms>-<seq>".
 CLI::Validator entry_id_validator() {
@@ -231,20 +231,9 @@ int run_dead_replay(const DeadArgs &a) {
         for (const auto &q : queues)
             if (q.queue == a.queue) want = q.dead;
     }
-    // In batches, so that one script never holds Redis for long. The first call is made
-    // even when there is nothing to replay: it tells an unknown queue apart.
     int64_t count = 0;
-    int rc = KW_OK;
-    do {
-        const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(want - count, kReplayBatch));
-        int64_t n = 0;
-        rc = kw_client_dead_replay(session.get(), a.queue.c_str(),
-                                   a.entry.empty() ? nullptr : a.entry.c_str(),
-                                   static_cast<size_t>(batch), &n);
-        if (rc != KW_OK) break;
-        count += n;
-        if (n < batch) break;  // the stream ran out
-    } while (count < want);
+    int rc = replay_dead_letters(session.get(), a.queue.c_str(),
+                                 a.entry.empty() ? nullptr : a.entry.c_str(), want, &count);
     if (rc != KW_OK && count > 0) {
         session.fail(rc, "queue '" + printable(a.queue) + "'",
                      "after replaying " + std::to_string(count) + " dead letters");

@@ -771,26 +771,31 @@ KW_API const char *kw_client_pipeline_error(kw_client_t *client, size_t index);
  * deadline passed; -1 when none is due now). */
 KW_API int kw_client_inspect_json(kw_client_t *client, char **out);
 /* Dead letters of a queue, oldest first, at most limit (0 counts as 1), into *out: a JSON
- * array of objects with entry, id, attempts, deadline, error, failed_ms, payload (when the
- * item had one), on a cluster slot_tag, and any further field the stream entry holds;
+ * array of objects with entry, cursor (the letter's name for a page's `after` and for
+ * kw_client_dead_replay/purge: its entry, on a cluster followed by "@" and its slot_tag),
+ * id, attempts, deadline, error, failed_ms, payload (when the item had one), on a cluster
+ * slot_tag, and any further field the stream entry holds;
  * each text field as "<name>_b64" (base64) instead when it is not valid UTF-8. Allocated;
  * release with kw_free. Returns KW_OK (an empty array for an unknown queue), or a status
  * with *out NULL: KW_ERR_INVALID_ARG for a bad queue name, else as kw_client_inspect_json. */
 KW_API int kw_client_dead_list_json(kw_client_t *client, const char *queue, size_t limit,
                                     char **out);
-/* The same, one page at a time: the entries after `after`, the cursor of the last entry of
- * the previous page (its entry, "<ms>-<seq>", on a cluster followed by "@" and its
+/* The same, one page at a time: the entries after `after`, the `cursor` field of the last
+ * entry of the previous page (its entry, "<ms>-<seq>", on a cluster followed by "@" and its
  * slot_tag: streams of different slots may hold the same entry id); NULL or "" for the
- * first page. Oldest first (by entry, then slot_tag), at most limit.
+ * first page. Oldest first (by entry, then slot_tag), at most limit (0 counts as 1).
  * KW_ERR_INVALID_ARG also for an `after` that is not such a cursor. */
 KW_API int kw_client_dead_page_json(kw_client_t *client, const char *queue, const char *after,
                                     size_t limit, char **out);
-/* Put dead letters back in their queue, due now, attempts reset: one entry (entry_id) or
- * the oldest `limit` (entry_id NULL). *count (may be NULL) receives how many.
- * KW_ERR_NOT_FOUND for an unknown queue or entry. */
+/* Put dead letters back in their queue, due now, attempts reset: one entry (entry_id: its
+ * entry "<ms>-<seq>", or its cursor "<ms>-<seq>@<slot_tag>", which acts on that slot's
+ * stream only) or the oldest `limit` (entry_id NULL). *count (may be NULL) receives how
+ * many. KW_ERR_NOT_FOUND for an unknown queue or entry; KW_ERR_INVALID_ARG for an entry_id
+ * that is neither. */
 KW_API int kw_client_dead_replay(kw_client_t *client, const char *queue, const char *entry_id,
                                  size_t limit, int64_t *count);
-/* Delete one dead letter (entry_id) or all of a queue's (entry_id NULL). */
+/* Delete one dead letter (entry_id, as kw_client_dead_replay takes it) or all of a queue's
+ * (entry_id NULL). */
 KW_API int kw_client_dead_purge(kw_client_t *client, const char *queue, const char *entry_id,
                                 int64_t *count);
 

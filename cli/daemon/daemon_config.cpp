@@ -75,10 +75,7 @@ std::string conf_message(const std::string &name, const std::string &text, std::
     if (msg.compare(0, name.size() + 2, name + ": ") == 0) msg.erase(0, name.size() + 2);
     if (name == "redis.url") {
         // Every seed (and the whole text) with its password hidden.
-        for (size_t start = 0, end; start <= text.size(); start = end + 1) {
-            end = std::min(text.find(',', start), text.size());
-            msg = hide_password(msg, text.substr(start, end - start));
-        }
+        for (const std::string &url : url_list(text)) msg = hide_password(msg, url);
         msg = hide_password(msg, text);
     } else if (name != "redis.password" && msg.find("'" + text + "'") == std::string::npos) {
         msg = "'" + text + "': " + msg;

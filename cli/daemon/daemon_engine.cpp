@@ -223,7 +223,7 @@ bool DaemonEngine::stop() {
     return rc != KW_ERR_TIMEOUT;
 }
 
-std::vector<std::string> DaemonEngine::describe() const {
+std::vector<std::string> DaemonEngine::describe(bool option_values) const {
     std::vector<std::string> lines;
     lines.push_back("redis: " + conf_value(conf_.get(), "redis.url") + " (mode " +
                     conf_value(conf_.get(), "redis.mode") + ", namespace " +
@@ -240,7 +240,8 @@ std::vector<std::string> DaemonEngine::describe() const {
         if (!events) line += ", events expired (the default)";
         std::string opts;
         for (const auto &[key, value] : h.options)
-            opts += (opts.empty() ? "" : ", ") + key + "=" + (secret_key(key) ? "***" : value);
+            opts += (opts.empty() ? "" : ", ") + key +
+                    (!option_values ? "" : "=" + (secret_key(key) ? "***" : value));
         if (!opts.empty()) line += "; options " + opts;
         lines.push_back(line);
     }

@@ -59,8 +59,11 @@ class DaemonEngine {
     // Handler i's instance name (the metrics' handler label), in registration order.
     const std::vector<std::string> &handler_names() const { return names_; }
     // What the engine will do, one line each: Redis target (password hidden), mode,
-    // handlers with their filters and option names. For --check and the start-up log.
-    std::vector<std::string> describe() const;
+    // handlers with their filters and options. For --check and the start-up log the options'
+    // values too (those of names with secret/password/token/auth hidden); without
+    // option_values (the HTTP API's /api/v1/config) their names only: a value may hold a
+    // key under any name (a webhook's headers, an exec argv, a URL's query).
+    std::vector<std::string> describe(bool option_values = true) const;
     // The nodes the engine subscribed to (after start or check).
     std::vector<std::string> nodes() const;
 

@@ -17,16 +17,9 @@ namespace {
 nlohmann::json config_summary(const DaemonConfig &config, const std::vector<std::string> &lines) {
     nlohmann::json engine = nlohmann::json::object();
     for (const auto &[name, value] : config.engine) {
-        std::string shown = secret_key(name) ? "***" : value;
-        if (name == "redis.url") {
-            shown.clear();
-            size_t start = 0;
-            for (size_t comma; (comma = value.find(',', start)) != std::string::npos;
-                 start = comma + 1)
-                shown += redact_url(value.substr(start, comma - start)) + ",";
-            shown += redact_url(value.substr(start));
-        }
-        engine[name] = shown;
+        engine[name] = name == "redis.url" ? redact_url_list(value)
+                       : secret_key(name)  ? "***"
+                                           : value;
     }
     return {{"config", config.path},
             {"summary", lines},
@@ -85,8 +78,8 @@ bool DaemonHttp::start(const DaemonConfig &config, kw_engine_t *engine,
     if (impl_->server.beyond_loopback() && config.http.token.empty())
         log->write(KW_LOG_WARN,
                    "the HTTP endpoints listen beyond loopback without a token: anyone who can "
-                   "reach this address can read /metrics; set [http] token, or listen on "
-                   "127.0.0.1",
+                   "reach this address can read /metrics and the JSON API under /api/v1/, "
+                   "dead letters' payloads included; set [http] token, or listen on 127.0.0.1",
                    {{"address", impl_->server.address()}});
     return true;
 }

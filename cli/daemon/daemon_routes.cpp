@@ -32,7 +32,7 @@ std::map<std::string, HttpRoute> daemon_routes(const Metrics *metrics, kw_engine
                          false};
     if (api) {
         routes[DashboardApi::kPrefix] = {[api](const HttpRequest &req) { return api->handle(req); },
-                                         false, true, true};
+                                         false, true, true, true};
         add_dashboard_routes(&routes);
     }
     return routes;

@@ -1,6 +1,7 @@
 #include "cli/daemon/dashboard_api.h"
 
 #include <chrono>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -18,6 +19,9 @@ int64_t now_ms() {
                std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
+
+// The dead letters' client's connect and reply timeouts (the engine's may be many seconds).
+constexpr const char *kApiRedisTimeout = "2s";
 
 const char *const kEndpoints[] = {
     "GET /api/v1/",
@@ -72,7 +76,8 @@ DashboardApi::~DashboardApi() {
 }
 
 HttpResponse DashboardApi::handle(const HttpRequest &req) {
-    const std::string path = req.path.substr(std::string(kPrefix).size());
+    const size_t prefix = std::string(kPrefix).size();  // "/api/v1" (no '/') is the index
+    const std::string path = req.path.size() > prefix ? req.path.substr(prefix) : "";
     const bool post = req.method == "POST";
     std::string queue, rest;
     if (split_queue_path(path, &queue, &rest)) {
@@ -190,7 +195,11 @@ HttpResponse DashboardApi::handlers() const {
 kw_client_t *DashboardApi::client(std::string *err) {
     if (client_) return client_;
     char errstr[256] = "";
-    if (kw_client_new(ctx_.conf, &client_, errstr, sizeof errstr) != KW_OK) {
+    // Short waits: the HTTP thread also answers /healthz, /readyz and /metrics.
+    std::unique_ptr<kw_conf_t, void (*)(kw_conf_t *)> conf(kw_conf_dup(ctx_.conf), &kw_conf_free);
+    for (const char *name : {"redis.connect_timeout", "redis.command_timeout"})
+        if (conf) kw_conf_set(conf.get(), name, kApiRedisTimeout, errstr, sizeof errstr);
+    if (!conf || kw_client_new(conf.get(), &client_, errstr, sizeof errstr) != KW_OK) {
         client_ = nullptr;
         *err = std::string("cannot connect to Redis: ") + errstr;
     }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/daemon/dashboard_api.h"
+#include "cli/dead_replay.h"
 #include "cli/daemon/stats_view.h"
 
 namespace keywatch::cli {
@@ -15,7 +16,6 @@ using Json = nlohmann::json;
 constexpr int64_t kDefaultPage = 50;
 constexpr int64_t kMaxPage = 500;
 constexpr size_t kPreviewBytes = 1023;  // a multiple of 3: base64 cut without padding
-constexpr int64_t kReplayBatch = 1000;  // dead letters per replay script call
 
 // A whole number from 1 to kMaxPage, or false.
 bool page_limit(const std::string &text, int64_t *out) {
@@ -90,12 +90,9 @@ HttpResponse DashboardApi::dead_list(const std::string &queue, const HttpRequest
         preview_payload(&letter);
         page.push_back(std::move(letter));
     }
-    // The cursor of the last entry: its id, and on a cluster its stream's slot tag.
+    // The cursor of the last entry (the C API's: its id, on a cluster with its slot tag).
     Json next;
-    if (static_cast<int64_t>(list.size()) > limit)
-        next = page.back()["entry"].get<std::string>() +
-               (page.back().contains("slot_tag") ? "@" + page.back()["slot_tag"].get<std::string>()
-                                                 : std::string());
+    if (static_cast<int64_t>(list.size()) > limit) next = page.back()["cursor"];
     return json_response({{"queue", queue}, {"dead_letters", page}, {"next_cursor", next}});
 }
 
@@ -108,20 +105,32 @@ HttpResponse DashboardApi::dead_action(const std::string &queue, const std::stri
                           "actions are off: set [http] admin = true (with a token) to "
                           "replay or purge from the API");
     // No form posts: a browser sends those cross-site without asking (CSRF).
-    if (!req.content_type.empty() && req.content_type.rfind("application/json", 0) != 0)
-        return json_error(415,
-                          "send the request as application/json: {\"entry\": ID} or "
-                          "{\"all\": true}");
+    if (req.content_type.rfind("application/json", 0) != 0)
+        return json_error(
+            415,
+            "send the request as Content-Type: application/json: {\"entry\": CURSOR} or "
+            "{\"all\": true}");
     const Json body = Json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-    const bool all = body.is_object() && body.value("all", false) == true;
-    const bool one = body.is_object() && body.contains("entry") && body["entry"].is_string();
+    if (!body.is_object())
+        return json_error(400,
+                          "the body is not a JSON object: give {\"entry\": \"<cursor>\"} "
+                          "or {\"all\": true}");
+    if (body.contains("all") && !body["all"].is_boolean())
+        return json_error(400, "all: " + body["all"].dump() + " is not true or false");
+    if (body.contains("entry") && !body["entry"].is_string())
+        return json_error(400, "entry: " + body["entry"].dump() +
+                                   " is not a string: give a dead letter's \"cursor\" from its "
+                                   "list");
+    const bool all = body.value("all", false);
+    const bool one = body.contains("entry");
     if (all == one)
         return json_error(400,
-                          "entry: give one dead letter ({\"entry\": \"<entry id>\"}) or "
-                          "all of them ({\"all\": true})");
+                          "entry: give one dead letter ({\"entry\": \"<cursor>\"}, its "
+                          "\"cursor\" in the list) or all of them ({\"all\": true})");
     StatsView stats;
     stats.read(ctx_.engine);
-    if (queue_json(queue, stats).is_null())
+    const Json known = queue_json(queue, stats);
+    if (known.is_null())
         return json_error(404, "unknown queue '" + queue +
                                    "': GET /api/v1/queues lists the queues this daemon knows");
     std::string err;
@@ -133,22 +142,19 @@ HttpResponse DashboardApi::dead_action(const std::string &queue, const std::stri
     if (action == "purge") {
         rc = kw_client_dead_purge(c, queue.c_str(), one ? entry.c_str() : nullptr, &count);
     } else {
-        // In batches, as `keywatch dead replay` does, until the stream runs out.
-        for (;;) {
-            const int64_t batch = one ? 1 : kReplayBatch;
-            int64_t n = 0;
-            rc = kw_client_dead_replay(c, queue.c_str(), one ? entry.c_str() : nullptr,
-                                       static_cast<size_t>(batch), &n);
-            count += rc == KW_OK ? n : 0;
-            if (one || rc != KW_OK || n < batch) break;
-        }
+        // At most the dead letters the gauges counted: a letter its handler rejects again
+        // at once is dead again at once, and must not be replayed for ever.
+        const int64_t want = known.value("dead", int64_t{kReplayBatch});
+        rc = replay_dead_letters(c, queue.c_str(), one ? entry.c_str() : nullptr, want, &count);
         if (rc == KW_ERR_NOT_FOUND && !one) rc = KW_OK;  // none there (any more)
     }
     if (rc == KW_ERR_NOT_FOUND || (one && rc == KW_OK && count == 0))
         return json_error(404, "queue '" + queue + "' has no dead letter " + entry +
-                                   ": GET its dead letters for their entry ids");
+                                   ": GET its dead letters for their cursors");
     if (rc == KW_ERR_INVALID_ARG)
-        return json_error(400, "entry: '" + entry + "' is not a dead-letter entry id");
+        return json_error(400, "entry: '" + entry +
+                                   "' is not a dead letter's cursor: <ms>-<seq>, on a cluster "
+                                   "followed by @<slot tag> (its \"cursor\" in the list)");
     if (rc != KW_OK) {
         Json e = {{"error", failure(c, rc)}, {action == "purge" ? "purged" : "replayed", count}};
         return json_response(e, 503);

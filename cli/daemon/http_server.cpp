@@ -14,18 +14,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "core/redis/endpoint.h"
 
 namespace keywatch::cli {
 namespace {
 
-// Limits for what a scraper or probe may send: these routes take no body.
+// Limits for what a client may send: only the API's actions take a body, a small JSON one.
 constexpr int kRequestTimeoutSeconds = 10;
 constexpr ev_ssize_t kMaxHeadersSize = 8192;
 constexpr ev_ssize_t kMaxBodySize = 4096;
@@ -110,6 +113,9 @@ struct HttpServer::Impl {
     static void on_request(evhttp_request *req, void *arg) { static_cast<Impl *>(arg)->serve(req); }
     void serve(evhttp_request *req);
     bool authorized(evhttp_request *req) const;
+    // Without a token on loopback: whether the Host header names this server (a page of
+    // another site whose name was rebound to 127.0.0.1 sends its own name).
+    bool host_allowed(evhttp_request *req) const;
     // The route serving path: its own, or the longest prefix route above it.
     const HttpRoute *find(const std::string &path) const;
     void release();
@@ -138,6 +144,14 @@ HttpResponse text(int status, const std::string &body) {
     return r;
 }
 
+// An error the server answers itself: a line of text, or for a JSON route {"error": ...}.
+HttpResponse error_reply(const HttpRoute *route, int status, const std::string &message) {
+    if (!route || !route->json) return text(status, message + "\n");
+    HttpResponse r = text(status, nlohmann::json({{"error", message}}).dump() + "\n");
+    r.content_type = "application/json";
+    return r;
+}
+
 }  // namespace
 
 bool HttpServer::Impl::authorized(evhttp_request *req) const {
@@ -147,8 +161,24 @@ bool HttpServer::Impl::authorized(evhttp_request *req) const {
     return same_secret(auth + 7, token);
 }
 
+bool HttpServer::Impl::host_allowed(evhttp_request *req) const {
+    if (!token.empty() || beyond_loopback) return true;
+    const char *given = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (!given) return true;  // HTTP/1.0: no name to have been rebound
+    std::string host = given;
+    for (char &c : host) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    // Without the port: "[::1]:9464" -> "[::1]", "localhost:9464" -> "localhost".
+    const size_t colon = host.rfind(':');
+    if (colon != std::string::npos && host.find(']', colon) == std::string::npos)
+        host.resize(colon);
+    const std::string own = address.substr(0, address.rfind(':'));
+    return host == "localhost" || host == "127.0.0.1" || host == "[::1]" || host == own;
+}
+
 const HttpRoute *HttpServer::Impl::find(const std::string &path) const {
     if (auto it = routes.find(path); it != routes.end()) return &it->second;
+    if (auto it = routes.find(path + "/"); it != routes.end() && it->second.prefix)
+        return &it->second;
     const HttpRoute *best = nullptr;
     size_t best_len = 0;
     for (const auto &[prefix, route] : routes)
@@ -191,16 +221,23 @@ HttpRequest request_of(evhttp_request *req) {
 void HttpServer::Impl::serve(evhttp_request *req) {
     const HttpRequest request = request_of(req);
     const HttpRoute *route = find(request.path);
+    if (!host_allowed(req)) {
+        send(req, error_reply(route, 403,
+                              "forbidden: the Host header does not name this server (a rebound "
+                              "DNS name?): ask for http://" +
+                                  address + "/, or set [http] token"));
+        return;
+    }
     if (!(route && route->open) && !authorized(req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"keywatch\"");
-        send(req, text(401,
-                       "unauthorized: send the [http] token as "
-                       "\"Authorization: Bearer <token>\"\n"));
+        send(req, error_reply(route, 401,
+                              "unauthorized: send the [http] token as "
+                              "\"Authorization: Bearer <token>\""));
         return;
     }
     if (!route) {
-        send(req, text(404, "not found: " + request.path + "\n"));
+        send(req, error_reply(route, 404, "not found: " + request.path));
         return;
     }
     evhttp_cmd_type method = evhttp_request_get_command(req);
@@ -208,15 +245,16 @@ void HttpServer::Impl::serve(evhttp_request *req) {
         !(method == EVHTTP_REQ_POST && route->post)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           route->post ? "GET, HEAD, POST" : "GET, HEAD");
-        send(req, text(405, route->post ? "method not allowed: use GET or POST\n"
-                                        : "method not allowed: use GET\n"));
+        send(req, error_reply(route, 405,
+                              route->post ? "method not allowed: use GET or POST"
+                                          : "method not allowed: use GET"));
         return;
     }
     HttpResponse resp;
     try {
         resp = route->handle(request);
     } catch (const std::exception &e) {
-        resp = text(500, std::string("internal error: ") + e.what() + "\n");
+        resp = error_reply(route, 500, std::string("internal error: ") + e.what());
     }
     send(req, resp);
 }

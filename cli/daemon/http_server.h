@@ -1,9 +1,12 @@
 // The daemon's HTTP server: libevent's evhttp on its own thread and event base, serving
-// routes by path (a route may serve every path under its own, "/api/v1/"): GET and HEAD,
+// routes by path (a route may serve every path under its own, "/api/v1/", and its own
+// without the last '/'): GET and HEAD,
 // POST only to a route that takes it (which answers 405 itself where it does not), any
 // other method 405 with "Allow", an unknown path 404, a route that throws 500. With a bearer
 // token set, every route not marked open requires "Authorization: Bearer <token>" (else
-// 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included). Requests
+// 401 with "WWW-Authenticate: Bearer realm="keywatch"", unknown paths included); without a
+// token on a loopback address, a request whose Host header names another server (localhost,
+// 127.0.0.1, [::1] and the bound address are this one) is refused 403: DNS rebinding. Requests
 // are bounded (10 s timeout, 8 KiB of headers, 4 KiB of body). Routes are called on the
 // server's thread, one request at a time.
 // Thread-safety: start/stop from one thread (the daemon's main thread); routes run on the
@@ -36,6 +39,7 @@ struct HttpRoute {
     bool open = false;    // served without the token (e.g. /healthz)
     bool prefix = false;  // also serves every path under this one (the route ends with '/')
     bool post = false;    // POST reaches the route too
+    bool json = false;    // its 401 and 405 as {"error": "..."} (application/json)
 };
 
 class HttpServer {

@@ -117,8 +117,9 @@ int serve(const RunArgs &args, const DaemonConfig &config, DaemonEngine *engine,
           StopSignal *stop) {
     std::string err;
     DaemonHttp http;
-    if (config.http.enabled && !http.start(config, engine->engine(), engine->conf(),
-                                           engine->handler_names(), log, &err, engine->describe()))
+    if (config.http.enabled &&
+        !http.start(config, engine->engine(), engine->conf(), engine->handler_names(), log, &err,
+                    engine->describe(false)))
         return fail(args, config, log, kExitFailure, err);
     if (!engine->start(&err)) return fail(args, config, log, kExitFailure, err);
     http.start_gauges();

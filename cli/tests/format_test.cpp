@@ -1,5 +1,6 @@
 // Unit tests of the CLI's pure pieces: --events, printable bytes, times (--at, ISO output,
-// spans) and the inspect table. The event's JSON line is core's: tests/format_test.cpp.
+// spans), the inspect table and passwords hidden in URL lists. The event's JSON line is core's:
+// tests/format_test.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 
 #include "cli/event_names.h"
 #include "cli/inspect_table.h"
+#include "cli/redact_url.h"
 #include "cli/time_text.h"
 #include "cli/utf8.h"
 
@@ -179,4 +181,11 @@ TEST(InspectTable, RefusesAnUnknownShape) {
     EXPECT_NE(err.find("unexpected inspect output"), std::string::npos) << err;
     EXPECT_FALSE(parse_inspect_json("not json", &queues, &now, &err));
     EXPECT_EQ(inspect_table({}), "QUEUE  DUE  DUE NOW  IN FLIGHT  DEAD  OLDEST OVERDUE\n");
+}
+
+TEST(RedactUrl, HidesEachSeedsPasswordInAList) {
+    EXPECT_EQ(redact_url_list("redis://:pw@a:1,redis://u:p2@b:2,redis://c:3"),
+              "redis://:***@a:1,redis://u:***@b:2,redis://c:3");
+    EXPECT_EQ(url_list("redis://a:1,,x"), (std::vector<std::string>{"redis://a:1", "", "x"}));
+    EXPECT_EQ(redact_url_list(""), "");
 }

@@ -547,6 +547,20 @@ std::vector<Client::QueueRef> Client::find_queues(const std::string &part,
     return out;
 }
 
+const std::vector<Client::QueueRef> &Client::dead_streams(const std::string &queue) {
+    constexpr int64_t kDeadStreamsTtl = 5000;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (dead_streams_.size() >= 64 && !dead_streams_.count(queue)) dead_streams_.clear();
+    FoundStreams &found = dead_streams_[queue];
+    if (found.refs.empty() || now - found.at_ms > kDeadStreamsTtl) {
+        found.refs = find_queues("dead", queue);
+        found.at_ms = now;
+    }
+    return found.refs;
+}
+
 Client::Call Client::queue_call(const Script &s, const QueueRef &ref,
                                 const std::vector<std::string> &argv) {
     Call c =
@@ -755,7 +769,32 @@ DeadOrder order_of(const DeadLetter &d) {
     return o;
 }
 
+// The streams of qname an entry (a cursor, or "" for all) names, and the bare entry id for
+// the scripts; KW_ERR_INVALID_ARG for text that is not a cursor.
+struct DeadTarget {
+    std::string id;   // "<ms>-<seq>", or "" for every entry
+    std::string tag;  // "" for every slot's stream
+};
+bool dead_target(const std::string &entry, DeadTarget *out) {
+    if (entry.empty()) return true;
+    DeadOrder o;
+    if (!parse_dead_order(entry, &o)) return false;
+    out->id = std::to_string(o.ms) + "-" + std::to_string(o.seq);
+    out->tag = o.tag;
+    return true;
+}
+
+std::string bad_entry(const std::string &entry) {
+    return "'" + entry +
+           "' is not a dead letter's entry: <ms>-<seq>, on a cluster followed by @<slot tag> "
+           "(its cursor in the list)";
+}
+
 }  // namespace
+
+std::string dead_letter_cursor(const DeadLetter &d) {
+    return d.slot_tag.empty() ? d.entry : d.entry + "@" + d.slot_tag;
+}
 
 int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLetter> *out,
                       const std::string &after) {
@@ -772,9 +811,11 @@ int Client::dead_list(const std::string &qname, size_t limit, std::vector<DeadLe
     const std::string start =
         after.empty() ? "-" : std::to_string(from.ms) + "-" + std::to_string(from.seq);
     std::vector<DeadLetter> entries;
-    for (auto &ref : find_queues("dead", qname)) {
+    const std::vector<QueueRef> refs = dead_streams(qname);  // a copy: a failure drops them
+    for (auto &ref : refs) {
         ReplyPtr r = call(ref.node, {"XRANGE", QueueKeys::make(config_.ns, qname, ref.tag).dead,
                                      start, "+", "COUNT", std::to_string(limit + 1)});
+        if (!r || r->type != REDIS_REPLY_ARRAY) dead_streams_.erase(qname);  // found again next
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_ARRAY)
             return fail(KW_ERR_REDIS, "XRANGE failed: " + reply_to_string(r.get()));
@@ -795,6 +836,8 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
                         int64_t *count) {
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    DeadTarget target;
+    if (!dead_target(entry, &target)) return fail(KW_ERR_INVALID_ARG, bad_entry(entry));
     if (int rc = connect(); rc != KW_OK) return rc;
     auto refs = find_queues("dead", qname);
     if (refs.empty())
@@ -805,8 +848,9 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
     size_t left = std::max<size_t>(limit, 1);
     for (auto &ref : refs) {
         if (entry.empty() && left == 0) break;
+        if (!target.tag.empty() && ref.tag != target.tag) continue;
         Call c = queue_call(scripts::kReplay, ref,
-                            {entry, std::to_string(left), qname == kKeysQueue ? "1" : "0"});
+                            {target.id, std::to_string(left), qname == kKeysQueue ? "1" : "0"});
         ReplyPtr r = exec(c);
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)
@@ -824,10 +868,13 @@ int Client::dead_replay(const std::string &qname, const std::string &entry, size
 int Client::dead_purge(const std::string &qname, const std::string &entry, int64_t *count) {
     std::string err;
     if (!valid_queue_name(qname, &err)) return fail(KW_ERR_INVALID_ARG, err);
+    DeadTarget target;
+    if (!dead_target(entry, &target)) return fail(KW_ERR_INVALID_ARG, bad_entry(entry));
     if (int rc = connect(); rc != KW_OK) return rc;
     int64_t total = 0;
     for (auto &ref : find_queues("dead", qname)) {
-        Call c = queue_call(scripts::kPurge, ref, {entry});
+        if (!target.tag.empty() && ref.tag != target.tag) continue;
+        Call c = queue_call(scripts::kPurge, ref, {target.id});
         ReplyPtr r = exec(c);
         if (!r) return router_.status();
         if (r->type != REDIS_REPLY_INTEGER)

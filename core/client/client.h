@@ -73,6 +73,11 @@ struct DeadLetter {
     std::vector<std::pair<std::string, std::string>> other;
 };
 
+// A dead letter's cursor: "<ms>-<seq>", on a cluster followed by "@<slot tag>" (the streams
+// of different slots may hold the same entry id). A page's `after`, and the entry that
+// dead_replay and dead_purge take: with the tag they act on that slot's stream only.
+std::string dead_letter_cursor(const DeadLetter &d);
+
 // The router's slice of a Config: seeds (with the overrides), mode and timeouts. (Here, not
 // in core/engine/config_slices.h: the client layer comes before the engine's.)
 RouterOptions router_options(const Config &c);
@@ -111,6 +116,8 @@ class Client {
     // cluster followed by "@<slot tag>"), only the entries after it.
     int dead_list(const std::string &queue, size_t limit, std::vector<DeadLetter> *out,
                   const std::string &after = "");
+    // entry: "" (the oldest `limit`), or a cursor (dead_letter_cursor); KW_ERR_INVALID_ARG
+    // for other text.
     int dead_replay(const std::string &queue, const std::string &entry, size_t limit,
                     int64_t *count);
     int dead_purge(const std::string &queue, const std::string &entry, int64_t *count);
@@ -181,6 +188,10 @@ class Client {
     // left out; with `unreachable`, it is recorded there with the reason.
     std::vector<QueueRef> find_queues(const std::string &part, const std::string &only_name,
                                       std::map<std::string, std::string> *unreachable = nullptr);
+    // dead_list's streams of a queue: find_queues's, kept for kDeadStreamsTtl so that a
+    // dashboard polling a page does not SCAN every master each time (a stream of a slot
+    // that had none shows after at most that long; an empty finding is never kept).
+    const std::vector<QueueRef> &dead_streams(const std::string &queue);
     // inspect: the masters and shards whose queues could not be read.
     void unread_nodes(const std::map<std::string, std::string> &unreachable, Inspection *out) const;
     // inspect: reads the figures of each queue instance into per_node; a master that
@@ -204,6 +215,11 @@ class Client {
     std::map<std::string, QueueKeys> keys_cache_;  // "<queue>/<tag>" -> its keys
     // The `keys` queue's keys per slot (standalone: [0]), pointing into keys_cache_.
     std::vector<const QueueKeys *> keys_queue_by_slot_;
+    struct FoundStreams {
+        int64_t at_ms = 0;  // steady clock
+        std::vector<QueueRef> refs;
+    };
+    std::map<std::string, FoundStreams> dead_streams_;  // dead_streams's, by queue
     std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
     std::string error_;

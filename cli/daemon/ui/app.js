@@ -142,11 +142,11 @@ async function queuePage(name) {
   const q = encodeURIComponent(name);
   const [fig, dead] = await Promise.all([api("queues/" + q), api("queues/" + q + "/dead?limit=50")]);
   const admin = info.admin;
-  const rows = dead.dead_letters.map((d) => h("tr", { "data-entry": d.entry },
+  const rows = dead.dead_letters.map((d) => h("tr", { "data-entry": d.cursor },
     h("td", {}, h("code", {}, d.entry)), h("td", {}, d.id ?? ("base64: " + d.id_b64)), td(d.attempts, "attempts"),
     h("td", {}, d.error ?? d.error_b64 ?? ""), h("td", {}, payload(d)),
-    admin ? h("td", {}, h("button", { class: "replay", onclick: () => act(name, "replay", d.entry) }, "replay"),
-      h("button", { class: "purge", onclick: () => act(name, "purge", d.entry) }, "purge")) : null));
+    admin ? h("td", {}, h("button", { class: "replay", onclick: () => act(name, "replay", d.cursor) }, "replay"),
+      h("button", { class: "purge", onclick: () => act(name, "purge", d.cursor) }, "purge")) : null));
   const s = fig.stats || {};
   return [
     h("h2", {}, "Queue ", h("code", { id: "queue-name" }, name)),

@@ -13,6 +13,9 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote
 
+import http.client
+
+import redis as redis_py
 from conftest import base_config, toml_str, wait_for
 
 TOKEN = "s3cret-t0ken"
@@ -131,7 +134,8 @@ def test_api_reads_match_inspect_and_admin_replays_and_purges(redis, daemon, key
     assert "POST /api/v1/queues/<queue>/dead/replay" in index["endpoints"]
     status, nodes = get(d, "/api/v1/nodes")
     assert status == 200 and [n["node"] for n in nodes["nodes"]] == [f"127.0.0.1:{redis.port}"]
-    assert nodes["nodes"][0]["stats"]["node.state"] == 4 or nodes["nodes"][0]["state"]
+    # KW_CONN_READY (2): the name and the number
+    assert nodes["nodes"][0]["state"] == "ready" and nodes["nodes"][0]["stats"]["node.state"] == 2
     status, jobs = get(d, "/api/v1/queues/jobs")
     assert status == 200
     wait_for(lambda: get(d, "/api/v1/queues/jobs")[1]["lateness"]["count"] == 4, 20,
@@ -154,7 +158,10 @@ def test_api_reads_match_inspect_and_admin_replays_and_purges(redis, daemon, key
     assert len(page1["dead_letters"]) == 2 and page2["next_cursor"] is None
     letters = page1["dead_letters"] + page2["dead_letters"]
     assert sorted(x["id"] for x in letters) == ["bad-0", "bad-1", "bad-2"]
-    assert [x["entry"] for x in letters] == sorted(x["entry"] for x in letters)  # oldest first
+    def entry_order(letter):  # "<ms>-<seq>" by number: "1-10" after "1-9"
+        return tuple(int(part) for part in letter["entry"].split("-"))
+    assert [x["entry"] for x in letters] == [x["entry"] for x in sorted(letters, key=entry_order)]
+    assert all(x["cursor"] == x["entry"] for x in letters)  # standalone: no slot tag
     first = letters[0]
     assert first["payload_preview"] == "payload " + first["id"][-1]
     assert first["attempts"] == 1 and first["payload_truncated"] is False
@@ -179,6 +186,17 @@ def test_api_reads_match_inspect_and_admin_replays_and_purges(redis, daemon, key
     assert call(d, "POST", path, b"all=true", content_type="application/x-www-form-urlencoded")[0] == 415
     status, err = call(d, "POST", path, {})
     assert status == 400 and err["error"].startswith("entry:")
+    status, err = call(d, "POST", path, {"all": 1})
+    assert status == 400 and err["error"].startswith("all:"), err
+    status, err = call(d, "POST", path, {"entry": "x"})
+    assert status == 400 and err["error"].startswith("entry: 'x'"), err
+    # No Content-Type at all (urllib would add a form's): refused as a form post is.
+    assert raw_status(d, "POST", path, TOKEN, body=b'{"all": true}') == 415
+    for method in ("PUT", "DELETE"):
+        status, err = call(d, method, path, {"all": True})
+        assert status == 405 and "method not allowed" in err["error"], err
+    status, index = get(d, "/api/v1")
+    assert status == 200 and "endpoints" in index
 
     # Replay one: delivered (the handler records it) and the count drops.
     (tmp_path / "fail").unlink()
@@ -254,5 +272,115 @@ def test_cluster_figures_match_inspect_and_dead_letters_page_over_slots(cluster,
             break
         cursor = f"&cursor={quote(page['next_cursor'])}"
     assert sorted(seen) == [f"bad-{i}" for i in range(6)]
-    status, done = call(d, "POST", "/api/v1/queues/jobs/dead/purge", {"all": True})
-    assert (status, done["purged"]) == (200, 6)
+    # The same entry id in two slots' streams: a letter's cursor names one stream, and an
+    # action on that cursor touches that stream only.
+    masters = [redis_py.Redis(host=n["host"], port=int(n["port"])) for n in cluster.nodes
+               if n["role"] == "master"]
+    TWIN = "99999999999999-1"
+    streams = [(m, k) for m in masters for k in m.scan_iter(match="*jobs*dead", count=1000)]
+    assert len(streams) >= 2, streams
+    for m, key in streams[:2]:
+        fields = dict(m.xrange(key, count=1)[0][1])
+        fields[b"id"] = b"twin"
+        m.xadd(key, fields, id=TWIN)  # after every entry there (an id must grow)
+    twins = [x for x in get(d, "/api/v1/queues/jobs/dead?limit=500")[1]["dead_letters"]
+             if x["entry"] == TWIN]
+    assert len(twins) == 2, twins
+    assert [x["cursor"] for x in twins] == [f"{TWIN}@{x['slot_tag']}" for x in twins]
+    purge = "/api/v1/queues/jobs/dead/purge"
+    status, done = call(d, "POST", purge, {"entry": twins[0]["cursor"]})
+    assert (status, done.get("purged")) == (200, 1), done
+    left = [x["cursor"] for x in get(d, "/api/v1/queues/jobs/dead?limit=500")[1]["dead_letters"]
+            if x["entry"] == TWIN]
+    assert left == [twins[1]["cursor"]]
+    for m in masters:
+        m.close()
+    status, done = call(d, "POST", purge, {"all": True})
+    assert (status, done["purged"]) == (200, 7)
+
+
+def raw_status(d, method, path, token=None, body=None, host_header=None):
+    """The status of a request sent as written: no client normalises the path or adds a
+    Content-Type."""
+    host, port = d.http.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if host_header:
+        headers["Host"] = host_header
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_every_api_path_needs_the_token_and_the_page_is_open(redis, daemon, tmp_path):
+    d = start(daemon, redis.url, tmp_path, admin=False)
+    paths = ["/api/v1", "/api/v1/", "/api/v1/nodes", "/api/v1/queues", "/api/v1/queues/jobs",
+             "/api/v1/queues/jobs/dead", "/api/v1/handlers", "/api/v1/config", "/api/v1/nothing"]
+    for path in paths:
+        status, err = get(d, path, token=None)
+        assert status == 401 and "unauthorized" in err["error"], (path, err)
+        assert get(d, path, token="wrong")[0] == 401, path
+    for action in ("replay", "purge"):
+        path = f"/api/v1/queues/jobs/dead/{action}"
+        assert call(d, "POST", path, {"all": True}, token=None)[0] == 401
+        # With the token but admin off: forbidden, and said why.
+        status, err = call(d, "POST", path, {"all": True})
+        assert status == 403 and "[http] admin = true" in err["error"], err
+    # The page and its files are open; unknown files and a way out of /ui/ are not found.
+    assert raw_status(d, "GET", "/") == 200
+    assert raw_status(d, "GET", "/ui/app.js") == 200
+    for path in ("/ui/nothing.js", "/ui/../index.html", "/ui/..%2Fui%2Fapp.js"):
+        assert raw_status(d, "GET", path) == 404, path
+
+
+def test_config_shows_handler_option_names_not_their_values(redis, daemon, tmp_path):
+    extra = f"""
+[[handler]]
+plugin = "webhook"
+name = "hook"
+
+[handler.options]
+url = "http://127.0.0.1:9/hook?api_key=url-s3cret"
+headers = "Authorization: Bearer header-s3cret"
+"""
+    d = daemon(base_config(redis.url, extra) + f"token = {toml_str(TOKEN)}\n")
+    d.wait_running()
+    status, config = get(d, "/api/v1/config")
+    assert status == 200, config
+    text = json.dumps(config)
+    assert "s3cret" not in text, text
+    line = next(x for x in config["summary"] if x.startswith('handler "hook"'))
+    assert "headers" in line and "url" in line, line
+
+
+def test_without_a_token_a_foreign_host_is_refused(redis, daemon, tmp_path):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends
+    Host: evil.example; the daemon without a token answers only to its own names."""
+    d = start(daemon, redis.url, tmp_path, admin=False, token=False)
+    port = d.http.rsplit(":", 1)[1]
+    for path in ("/api/v1/queues", "/", "/metrics"):
+        assert raw_status(d, "GET", path, host_header=f"evil.example:{port}") == 403, path
+        for own in (d.http, f"localhost:{port}", f"LOCALHOST:{port}", "127.0.0.1"):
+            assert raw_status(d, "GET", path, host_header=own) == 200, (path, own)
+
+
+def test_polling_dead_letters_does_not_scan_redis_each_time(redis, daemon, keywatch, tmp_path):
+    """A dashboard polls a queue's dead letters every 2 s: the streams found are reused,
+    not looked for again with a SCAN of every master per request. (The gauges read once an
+    hour here, so that the SCANs counted are the list's.)"""
+    extra, http = handler_config(tmp_path)
+    d = daemon(base_config(redis.url, extra.replace('"100ms"', '"1h"')) + http)
+    d.wait_running()
+    schedule(keywatch, redis.url, "jobs", "bad-1")
+    wait_for(lambda: len(get(d, "/api/v1/queues/jobs/dead")[1].get("dead_letters", [])) == 1,
+             30, "a dead letter listed")
+
+    def scans():
+        return redis.client.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
+    before = scans()
+    for _ in range(5):
+        status, page = get(d, "/api/v1/queues/jobs/dead")
+        assert status == 200 and len(page["dead_letters"]) == 1
+    assert scans() - before <= 1, scans() - before  # one: the 5 s reuse ran out

@@ -66,13 +66,15 @@ def login(driver, d) -> None:
 
 
 def shown_figures(driver) -> dict:
-    """{queue: {figure: int}} as the overview's queue table shows them."""
+    """{queue: {figure: int}} as the overview's queue table shows them; a queue whose
+    figures are not read yet ("-") is left out, so that a wait goes on instead of raising."""
     rows = driver.execute_script("""
         return [...document.querySelectorAll('#queues tr[data-queue]')].map(r => [
             r.dataset.queue,
             Object.fromEntries([...r.querySelectorAll('td[data-f]')]
                 .map(c => [c.dataset.f, c.textContent])) ]);""")
-    return {q: {f: int(cells[f]) for f in FIGURES} for q, cells in rows}
+    return {q: {f: int(cells[f]) for f in FIGURES} for q, cells in rows
+            if all(cells.get(f, "").isdigit() for f in FIGURES)}
 
 
 def first_paint(driver) -> dict:
