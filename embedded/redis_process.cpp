@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +72,11 @@ RedisProcess::RedisProcess(Options opts) : opts_(std::move(opts)) {
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed: " + std::string(strerror(errno)));
     dir_ = tmpl;
     port_ = opts_.port ? opts_.port : free_port(opts_.host);
+    // A port the caller chose for `extra` (a --tls-port picked with free_port() and
+    // released) is free again now, and the kernel may hand it out twice.
+    while (!opts_.port && std::find(opts_.extra.begin(), opts_.extra.end(),
+                                    std::to_string(port_)) != opts_.extra.end())
+        port_ = free_port(opts_.host);
 }
 
 RedisProcess::~RedisProcess() {
