@@ -574,9 +574,15 @@ KW_API const char *kw_engine_last_error(kw_engine_t *engine);
  *   adopt.late                  counter   keys        keys gone before their adoption after an
  *                                                     event that could set a TTL (a TTL shorter
  *                                                     than the adoption delay)
- *   adopt.dropped               counter   keys        adoptions dropped: more than 100000 waited
- *                                                     for the connection or, on a cluster, for
- *                                                     their slot's master (a catch-up scan follows)
+ *   adopt.dropped               counter   keys        adoptions dropped (a catch-up scan follows):
+ *                                                     more than 100000 waited for the connection
+ *                                                     or, on a cluster, for their slot's master; a
+ *                                                     reply failed; their slot had no master
+ *   adopt.parked                gauge     keys        cluster: adoptions refused because their slot
+ *                                                     moved, parked now to be sent again to the
+ *                                                     slot's master
+ *   adopt.resent                counter   keys        cluster: parked adoptions sent again to their
+ *                                                     slot's master
  *   catchup.scanning.<node>     gauge     bool        1 while the catch-up scan for adopt rules
  *                                                     reads one node, else 0 (only with
  *                                                     adopt.rules)

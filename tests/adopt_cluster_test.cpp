@@ -220,6 +220,13 @@ TEST_F(AdoptClusterTest, AdoptionsRefusedDuringAReshardAreSentAgainToTheSlotsOwn
     expect_delivered_once({&a, &b}, app.written(), app.unsure(), 3000, slot);
     EXPECT_TRUE(ea->stat_reaches("adopt.dropped", at_most(0)));
     EXPECT_TRUE(eb->stat_reaches("adopt.dropped", at_most(0)));
+    // The refused adoptions took the re-send path (on one engine or both), and none stay.
+    int64_t resent_a = 0, resent_b = 0;
+    ea->stat_reaches("adopt.resent", at_least(1), &resent_a, milliseconds(0));
+    eb->stat_reaches("adopt.resent", at_least(1), &resent_b, milliseconds(0));
+    EXPECT_GE(resent_a + resent_b, 1) << "refusals: " << redirects();
+    EXPECT_TRUE(ea->stat_reaches("adopt.parked", at_most(0)));
+    EXPECT_TRUE(eb->stat_reaches("adopt.parked", at_most(0)));
 }
 
 // Failover in about 2 s: the test stays short.
@@ -251,8 +258,10 @@ TEST_F(AdoptFailoverTest, AMasterKilledDuringAdoptionLosesNoLiveKeyAndAdoptsNoth
     std::this_thread::sleep_for(milliseconds(1000));
     const int victim = cluster_->master_of_slot(keywatch::key_slot("app:0"));
     ASSERT_GE(victim, 0);
+    const int64_t killed_ms = keywatch::wall_ms();
     cluster_->node(static_cast<size_t>(victim)).kill9();
     ASSERT_TRUE(cluster_->wait_healthy(30000)) << "the replica was not promoted";
+    const int64_t failover_ms = keywatch::wall_ms() - killed_ms;
     std::this_thread::sleep_for(milliseconds(300));  // writes to the promoted replica too
     app.stop();
     // Which keys are alive: asked before their deadline (a key asked after it would be
@@ -281,7 +290,17 @@ TEST_F(AdoptFailoverTest, AMasterKilledDuringAdoptionLosesNoLiveKeyAndAdoptsNoth
     std::cerr << "[ info ] " << app.written().size() << " keys written, " << alive.size()
               << " alive after the failover, " << gone.size() << " gone with the dead master, "
               << app.unsure().size() << " unanswered\n";
-    ASSERT_GE(alive.size(), app.written().size() * 3 / 4) << "too few keys checked in time";
+    // Keys asked in time are nearly all alive (the dead master loses only its last writes).
+    // The keys written before the kill are asked in time when the failover took under
+    // about 4 s (their TTLs are 6 s or more), as it does but on a slow, loaded machine;
+    // then the check covers the keys written after it only, and says so.
+    const size_t asked = app.written().size() - (maybe.size() - app.unsure().size()) + gone.size();
+    std::cerr << "[ info ] failover in " << failover_ms << " ms; " << asked << " asked in time\n";
+    ASSERT_GT(alive.size(), 0u) << "no key asked in time";
+    ASSERT_GE(alive.size(), asked * 3 / 4) << gone.size() << " of " << asked << " gone";
+    if (failover_ms < 4000) {
+        ASSERT_GE(alive.size(), app.written().size() * 3 / 4) << "too few keys checked in time";
+    }
     expect_delivered_once({&a, &b}, alive, maybe, 3000);
     for (const EventSink *s : {&a, &b})
         for (const Event &e : s->events())

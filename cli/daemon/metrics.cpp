@@ -96,6 +96,8 @@ const std::vector<MetricMapping> kMetricMap = {
     {"adopt.untracked", "keywatch_adopt_keys_total", "result", "untracked", "", T::None},
     {"adopt.late", "keywatch_adopt_late_total", "", "", "", T::None},
     {"adopt.dropped", "keywatch_adopt_dropped_total", "", "", "", T::None},
+    {"adopt.parked", "keywatch_adopt_parked", "", "", "", T::None},
+    {"adopt.resent", "keywatch_adopt_resent_total", "", "", "", T::None},
     {"catchup.scanning.<node>", "keywatch_catchup_scanning", "", "", "", T::None},
     {"catchup.progress.<node>", "keywatch_catchup_progress_ratio", "", "",
      "how far the catch-up scan for adopt rules of one node is, 0 to 1 (1: done)",

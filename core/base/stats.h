@@ -124,8 +124,13 @@
       "keys gone before their adoption after an event that could set a TTL (a TTL shorter than "   \
       "the adoption delay)")                                                                       \
     X(ADOPT_DROPPED, "adopt.dropped", COUNTER, "keys",                                             \
-      "adoptions dropped: more than 100000 waited for the connection or, on a cluster, for "       \
-      "their slot's master (a catch-up scan follows)")                                             \
+      "adoptions dropped (a catch-up scan follows): more than 100000 waited for the connection "   \
+      "or, on a cluster, for their slot's master; a reply failed; their slot had no master")       \
+    X(ADOPT_PARKED, "adopt.parked", GAUGE, "keys",                                                 \
+      "cluster: adoptions refused because their slot moved, parked now to be sent again to the "   \
+      "slot's master")                                                                             \
+    X(ADOPT_RESENT, "adopt.resent", COUNTER, "keys",                                               \
+      "cluster: parked adoptions sent again to their slot's master")                               \
     X(CATCHUP_SCANNING, "catchup.scanning.<node>", GAUGE, "bool",                                  \
       "1 while the catch-up scan for adopt rules reads one node, else 0 (only with adopt.rules)")  \
     X(CATCHUP_PROGRESS, "catchup.progress.<node>", GAUGE, "permille",                              \

@@ -794,6 +794,10 @@ int64_t Engine::stat_value(StatId id) const {
             return load(sc.adopt_late);
         case StatId::ADOPT_DROPPED:
             return load(sc.adopt_dropped);
+        case StatId::ADOPT_PARKED:
+            return load(sc.adopt_parked);
+        case StatId::ADOPT_RESENT:
+            return load(sc.adopt_resent);
         case StatId::CATCHUP_SCANS:
             return load(catchup_counters_.scans);
         case StatId::CATCHUP_KEYS:

@@ -11,7 +11,11 @@ Fanout::Fanout(EventLoop &loop, Options opts, SubscriberSink *sink)
       opts_(std::move(opts)),
       sink_(sink),
       refresh_timer_(loop.base(), [this] { refresh(); }),
-      soon_timer_(loop.base(), [this] { refresh(); }) {}
+      soon_timer_(loop.base(), [this] { refresh(); }),
+      adopt_timer_(loop.base(), [this] {
+          adopt_due_ = adopt_backoff_over_ = true;
+          refresh_soon(0);
+      }) {}
 
 Fanout::~Fanout() = default;
 
@@ -118,6 +122,7 @@ void Fanout::start_sweepers() {
 void Fanout::shutdown_subscribers() {
     refresh_timer_.cancel();
     soon_timer_.cancel();
+    adopt_timer_.cancel();
     if (probe_) probe_->close();
     if (finder_) finder_->close();
     for (auto &kv : reach_) kv.second.conn->close();
@@ -228,7 +233,7 @@ void Fanout::refresh_soon(int64_t ms) {
 void Fanout::park_live(std::vector<Event> &&events) {
     size_t dropped = 0;
     for (auto &ev : events) {
-        if (parked_live_.size() < kMaxParkedLive)
+        if (parked_live_.size() < kMaxParked)
             parked_live_.push_back(std::move(ev));
         else
             dropped++;
@@ -238,7 +243,7 @@ void Fanout::park_live(std::vector<Event> &&events) {
         if (before == 0)
             log(KW_LOG_WARN,
                 "cluster: live events whose slot has no known master overflow the " +
-                    std::to_string(kMaxParkedLive) +
+                    std::to_string(kMaxParked) +
                     " kept for later; dropping them (tracked keys among them are "
                     "still swept; see the events.unrouted statistic)",
                 {});
@@ -247,37 +252,85 @@ void Fanout::park_live(std::vector<Event> &&events) {
 }
 
 void Fanout::park_adopt(std::vector<AdoptKey> &&keys) {
-    size_t room = kMaxParkedLive - std::min(kMaxParkedLive, parked_adopt_.size());
+    size_t room = kMaxParked - std::min(kMaxParked, parked_adopt_.size());
+    size_t dropped = 0;
+    bool again = false;          // some were sent again and refused again
     std::set<Sweeper *> rescan;  // where the keys beyond room are looked for again
     for (auto &k : keys) {
+        again = again || k.resent;
         if (room > 0) {
             room--;
             parked_adopt_.push_back(std::move(k));
             continue;
         }
-        opts_.counters->adopt_dropped.fetch_add(1, std::memory_order_relaxed);
+        dropped++;
         rescan.insert(route(k.key, &k.slot));
     }
+    note_parked();
+    if (dropped > 0 && opts_.counters &&
+        opts_.counters->adopt_dropped.fetch_add(static_cast<int64_t>(dropped)) == 0)
+        log(KW_LOG_WARN,
+            "cluster: adoptions refused by their slot's master overflow the " +
+                std::to_string(kMaxParked) +
+                " kept for later; dropping them and rescanning (see the adopt.dropped "
+                "statistic)",
+            {});
     if (rescan.count(nullptr))  // a slot without a known master: every master looks
         for (auto &kv : nodes_by_endpoint_) rescan.insert(kv.second.sweeper.get());
     for (Sweeper *sw : rescan)
         if (sw) sw->adoption_rescan("adoptions dropped");
-    if (!parked_adopt_.empty()) refresh_soon(50);
+    if (parked_adopt_.empty()) return;
+    if (!again) {  // the topology will say where their slots are served now
+        adopt_due_ = true;
+        refresh_soon(50);
+        return;
+    }
+    // Refused again: the slot stays on the move (or the topology lags). Not at once again.
+    adopt_tries_ = std::min(adopt_tries_ + 1, 10);
+    if (!adopt_timer_.pending())
+        adopt_timer_.arm(std::min<int64_t>(kAdoptBackoffMaxMs, int64_t{50} << adopt_tries_));
+    if (wall_ms() - adopt_said_ms_ >= 30000) {
+        adopt_said_ms_ = wall_ms();
+        log(KW_LOG_WARN,
+            "cluster: " + std::to_string(parked_adopt_.size()) +
+                " adoptions stay parked: their slots' masters refused them again (a "
+                "migration not finished?); sent again every " +
+                std::to_string(kAdoptBackoffMaxMs / 1000) +
+                " s at most (see the adopt.parked statistic)",
+            {});
+    }
 }
 
-void Fanout::route_parked() {
+void Fanout::note_parked() {
+    if (opts_.counters)
+        opts_.counters->adopt_parked.store(static_cast<int64_t>(parked_adopt_.size()),
+                                           std::memory_order_relaxed);
+}
+
+void Fanout::route_parked(bool owner_changed) {
     if (!parked_live_.empty()) {
         std::vector<Event> live;
         live.swap(parked_live_);
         claim_parked(std::move(live));
     }
-    if (!parked_adopt_.empty()) {
-        std::vector<AdoptKey> keys;
-        keys.swap(parked_adopt_);
+    if (owner_changed) {  // where the parked adoptions go may have changed: all go now
+        adopt_tries_ = 0;
+        adopt_timer_.cancel();
+    }
+    if (!parked_adopt_.empty() && (adopt_due_ || owner_changed)) {
+        const bool all = owner_changed || adopt_backoff_over_;
+        adopt_due_ = adopt_backoff_over_ = false;
+        std::vector<AdoptKey> keys, stay;
+        for (auto &k : parked_adopt_) (all || !k.resent ? keys : stay).push_back(std::move(k));
+        parked_adopt_.swap(stay);
+        for (auto &k : keys) k.resent = true;
+        if (opts_.counters)
+            opts_.counters->adopt_resent.fetch_add(static_cast<int64_t>(keys.size()));
         unpark(
             std::move(keys), [this](AdoptKey &k) { return route(k.key, &k.slot); },
             [](Sweeper &s, std::vector<AdoptKey> &&k) { s.adopt(std::move(k)); },
             [this](std::vector<AdoptKey> &&k) { park_adopt(std::move(k)); });
+        note_parked();
     }
     if (parked_.has_waiting()) complete(parked_.take_waiting());
 }
@@ -468,7 +521,10 @@ std::map<std::string, Fanout::Handover> Fanout::handovers(const Topology &t) con
         Handover &h = out[t.masters[static_cast<size_t>(now)].endpoint()];
         h.slots.resize(t.slot_owner.size(), false);
         h.slots[s] = true;
-        if (was < 0) continue;
+        if (was < 0) {
+            h.gained = true;
+            continue;
+        }
         lost[static_cast<size_t>(was)].resize(t.slot_owner.size(), false);
         lost[static_cast<size_t>(was)][s] = true;
     }
@@ -486,6 +542,7 @@ void Fanout::apply(const Topology &t) {
     // Read before the old masters' sweepers go: what they knew of the slots that moved.
     std::map<std::string, Handover> moved = handovers(t);
     opts_.topology = t;
+    std::vector<AdoptKey> adopts;  // of dropped masters: parked once the sweepers are indexed
     opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
                                         std::memory_order_relaxed);
     // Masters that are gone or demoted: drop their subscribers.
@@ -501,12 +558,13 @@ void Fanout::apply(const Topology &t) {
             {{"node", it->first}});
         std::vector<Event> claims;
         std::vector<Completion> done;
-        std::vector<AdoptKey> adopts;
+        std::vector<AdoptKey> read;
         auto next = std::next(it);
-        retire(it, &claims, &done, &adopts);
+        retire(it, &claims, &done, &read);
         // Live claims it read go to the slots' masters, and what it had not confirmed.
         if (!claims.empty()) park_live(std::move(claims));
-        if (!adopts.empty()) park_adopt(std::move(adopts));
+        adopts.insert(adopts.end(), std::make_move_iterator(read.begin()),
+                      std::make_move_iterator(read.end()));
         if (!done.empty()) park(std::move(done));
         it = next;
     }
@@ -517,14 +575,17 @@ void Fanout::apply(const Topology &t) {
         add(m.address());
     }
     index_sweepers();
+    if (!adopts.empty()) park_adopt(std::move(adopts));
     // A slot's new master sweeps its queues now: a migration's last step (SETSLOT NODE)
     // may come long after the keys, when the new master has stopped looking.
     for (auto &kv : moved) {
         auto node = nodes_by_endpoint_.find(kv.first);
-        if (node != nodes_by_endpoint_.end() && node->second.sweeper)
-            node->second.sweeper->take_over(kv.second.slots, kv.second.queues);
+        if (node == nodes_by_endpoint_.end() || !node->second.sweeper) continue;
+        node->second.sweeper->take_over(kv.second.slots, kv.second.queues);
+        // Adoptions refused there while the slot had no master were dropped (adoption.cpp).
+        if (kv.second.gained) node->second.sweeper->adoption_rescan("slot gained a master");
     }
-    route_parked();
+    route_parked(!moved.empty());
 }
 
 void Fanout::retire(std::map<std::string, Node>::iterator it, std::vector<Event> *claims,

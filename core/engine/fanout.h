@@ -109,15 +109,20 @@ class Fanout : private SubscriberSink {
     // their lease lasts) until the next topology says where they go; a refresh is asked.
     void park(std::vector<Completion> &&done);
     // Live events of tracked-key candidates whose slot has no known master, or whose
-    // claim met a slot on the move: kept (at most kMaxParkedLive, the rest dropped and
+    // claim met a slot on the move: kept (at most kMaxParked, the rest dropped and
     // counted as events.unrouted) until the next topology, then claimed there.
     void park_live(std::vector<Event> &&events);
     // Cluster: adoptions refused because their slot is on the move or served elsewhere
-    // (nothing written), or read from a master just dropped: kept (at most kMaxParkedLive;
-    // beyond, dropped, counted as adopt.dropped and rescanned) until the next topology,
-    // then sent to the slot's master (the adopt script is idempotent).
+    // (nothing written), or read from a master just dropped: kept (at most kMaxParked;
+    // beyond, dropped, counted as adopt.dropped and rescanned) and sent to the slot's
+    // master after the next topology (the adopt script is idempotent). Keys refused again
+    // (a migration that does not end) wait a backoff, 50 ms doubling up to 5 s, reset
+    // when a slot changes master; they are said (rate-limited) while they stay.
     void park_adopt(std::vector<AdoptKey> &&keys);
-    void route_parked();  // after a topology change
+    // After a topology: parked adoptions due (new ones, the backoff over, or `owner_changed`:
+    // a slot changed master) go to their slots' masters; live claims and completions always.
+    void route_parked(bool owner_changed);
+    void note_parked();  // the adopt.parked gauge
     // Parked live events to the sweepers of their slots' masters now.
     void claim_parked(std::vector<Event> &&events);
     // A topology refresh in `ms` unless one is already due (or the fanout is down).
@@ -137,6 +142,7 @@ class Fanout : private SubscriberSink {
     struct Handover {
         std::vector<bool> slots;
         std::vector<SlotQueueName> queues;
+        bool gained = false;  // a slot that had no master: what adoption lost there is rescanned
     };
     std::map<std::string, Handover> handovers(const Topology &t) const;
     // A connection to `endpoint` succeeded: its subscriber and sweeper stop waiting out
@@ -168,7 +174,14 @@ class Fanout : private SubscriberSink {
     CompletionStore parked_;                    // see park(): waiting only, never sent
     std::vector<Event> parked_live_;            // see park_live()
     std::vector<AdoptKey> parked_adopt_;        // see park_adopt()
-    static constexpr size_t kMaxParkedLive = 100000;
+    // At most this many live events, and as many adoptions, parked (the bound of an
+    // adoption waiting for its connection).
+    static constexpr size_t kMaxParked = kMaxAdoptWaiting;
+    static constexpr int64_t kAdoptBackoffMaxMs = 5000;
+    int adopt_tries_ = 0;               // times parked adoptions were refused again in a row
+    bool adopt_due_ = false;            // parked adoptions not sent yet go at the next topology
+    bool adopt_backoff_over_ = false;   // and those refused again too
+    int64_t adopt_said_ms_ = 0;         // when parked adoptions were last said to stay
     std::set<std::string> names_;       // interned node names: events point at them
     std::unique_ptr<RedisConn> probe_;  // asks for the topology; one per refresh
     struct Reach {
@@ -180,6 +193,7 @@ class Fanout : private SubscriberSink {
     size_t probe_next_ = 0;
     bool probe_failed_ = false;  // the last probe got no topology
     Timer refresh_timer_, soon_timer_;
+    Timer adopt_timer_;  // the backoff of adoptions refused again
     bool down_ = true, started_reported_ = false, refreshing_ = false;
     bool sweepers_started_ = false;
     std::unique_ptr<MasterFinder> finder_;  // sentinel URL only

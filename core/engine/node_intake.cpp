@@ -106,7 +106,9 @@ void NodeIntake::flush() {
     }
     if (!adopts_.empty()) {
         // After the claims and forgets, on the same connection: a key that expired and
-        // was written again is claimed before it is adopted again.
+        // was written again is claimed before it is adopted again. Only as sent here: on a
+        // cluster what a slot on the move refused is sent again later, live claims at the
+        // next topology, adoptions once their backoff is over (Fanout::park_adopt).
         std::vector<AdoptKey> keys;
         keys.swap(adopts_);
         sweeper_->adopt(std::move(keys));

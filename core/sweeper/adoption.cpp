@@ -92,23 +92,33 @@ void Adoption::send(SlotQueue &p, SlotQueue *k, bool snapshot, std::vector<Adopt
 void Adoption::on_reply(SlotQueue &p, std::vector<AdoptKey> &keys, redisReply *r,
                         AdoptTally *tally) {
     const int64_t n = static_cast<int64_t>(keys.size());
-    if (!r) {  // the connection went with the call on its way
+    if (!r) {  // defensive: RedisConn drops a lost connection's callbacks, so not seen
         tally->not_adopted += n;
         drop(keys.size());
         return;
     }
-    switch (classify(r)) {
-        case ReplyError::Loading:
+    const ReplyError kind = classify(r);
+    if (kind == ReplyError::Loading || whole_cluster_down(r)) {
+        // The server (or the whole cluster) serves nothing now: the keys wait here and go
+        // again once it serves (the link polls it, as for the queues).
+        tally->not_adopted += n;
+        keep(std::move(keys));
+        if (kind == ReplyError::ClusterDown) link_.server_waits(kind, p.keys.due);
+        return;
+    }
+    switch (kind) {
+        case ReplyError::ClusterDown:
+            // This slot has no master: dropped; its next master rescans when it takes the
+            // slot over (Fanout::apply).
             tally->not_adopted += n;
-            keep(std::move(keys));
+            drop(keys.size());
             return;
         case ReplyError::Moved:
         case ReplyError::Ask:
         case ReplyError::TryAgain:
-        case ReplyError::ClusterDown:
             // The slot is on the move or served elsewhere now: nothing was written. Sent
-            // again to the slot's master after the next topology (the script is
-            // idempotent), else dropped and rescanned.
+            // again to the slot's master after a topology (the script is idempotent), else
+            // dropped and rescanned.
             tally->not_adopted += n;
             if (opts_.on_unrouted)
                 opts_.on_unrouted(std::move(keys));

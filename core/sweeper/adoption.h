@@ -2,12 +2,14 @@
 // keys"). Keys an event said may have had their TTL set, moved or removed, and keys a
 // catch-up scan found, go to the `adopt` script (scripts.h), which makes the queues agree
 // with each key's TTL: per slot queue and snapshot flag, de-duplicated, at most kAdoptChunk
-// keys a call, on the node's one connection, so that after a read's live claims and forgets.
-// Replies are counted (adopt.adopted, rescheduled, untracked, late). Keys that cannot go now
-// wait for the connection (at most kMaxAdoptWaiting), beyond that they are dropped, counted,
-// and on_dropped asks for a catch-up scan. Keys of a slot on the move or served elsewhere
-// (cluster: MOVED, ASK, TRYAGAIN, CLUSTERDOWN) go to on_unrouted, to be sent again where the
-// slot is served. Loop thread only (owned by a Sweeper).
+// keys a call, on the node's one connection, where NodeIntake sends them after a read's live
+// claims and forgets (kept only as first sent: see NodeIntake). Replies are counted
+// (adopt.adopted, rescheduled, untracked, late). Keys that cannot go now (no connection,
+// LOADING, the whole cluster down) wait here (at most kMaxAdoptWaiting) and go once the node
+// serves; beyond that, after a failed reply, or when their slot has no master (CLUSTERDOWN
+// for one slot) they are dropped, counted, and on_dropped asks for a catch-up scan. Keys of
+// a slot on the move or served elsewhere (cluster: MOVED, ASK, TRYAGAIN) go to on_unrouted,
+// to be sent again where the slot is served. Loop thread only (owned by a Sweeper).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +37,7 @@ struct AdoptKey {
     int rule = 0;
     int slot = -1;           // cluster: its slot if known (else worked out)
     bool from_event = true;  // heard of in an event: gone before adoption counts adopt.late
+    bool resent = false;     // cluster: refused once, parked and sent again (Fanout)
 };
 
 // What became of the keys of one add() call.
@@ -51,7 +54,7 @@ class Adoption {
     struct Options {
         AdoptRules rules;
         bool cluster = false;
-        // Cluster: keys whose call met MOVED/ASK/TRYAGAIN/CLUSTERDOWN, nothing written, to
+        // Cluster: keys whose call met MOVED/ASK/TRYAGAIN, nothing written, to
         // be sent again to the slot's master (null: dropped, and on_dropped).
         std::function<void(std::vector<AdoptKey> &&)> on_unrouted;
         // Keys were dropped: what they said is lost until a catch-up scan (null: none).

@@ -139,7 +139,7 @@ class Sweeper {
         AdoptRules adopt;  // adopt rules (empty: none)
         // Events subscribed only for adoption: the intake never dispatches them.
         std::vector<std::string> adopt_only_events;
-        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN/CLUSTERDOWN (nothing written),
+        // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN (nothing written),
         // to be adopted on the slot's master later (null: dropped, counted, rescanned).
         std::function<void(std::vector<AdoptKey> &&)> on_unrouted_adopt;
         // The catch-up scan of adopt rules (adopt_scan.h): catchup.enable/count/rate, where
