@@ -194,9 +194,9 @@ void RedisProcess::wait_ready(int timeout_ms) {
             if (pong.rfind("NOAUTH", 0) == 0) return;
             // The server answering must be this one, not another test's on a port this one
             // failed to bind (it then exits, and the loop above sees that).
-            if (pong == "PONG" && command({"INFO", "server"}).find(
-                                      "process_id:" + std::to_string(pid_) + "\r") !=
-                                      std::string::npos)
+            if (pong == "PONG" &&
+                command({"INFO", "server"}).find("process_id:" + std::to_string(pid_) + "\r") !=
+                    std::string::npos)
                 return;
         } catch (const std::exception &) {
         }

@@ -760,8 +760,8 @@ TEST_F(BatchScriptTest, AClaimIsAloneOnlyWhileItsOwnSubscriberIsTheOneListener) 
     auto claim_due = [&](uint64_t seq, const std::string &id) {
         c_->command({"ZADD", keys_.due, std::to_string(now - 10), id});
         Reply r = evalk(keywatch::scripts::batch::kClaimDue,
-                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done,
-                         keys_.seq, keys_.batch("A", seq)},
+                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
+                         keys_.batch("A", seq)},
                         {"10", "30000", "A", std::to_string(seq), "1", "0", "", "0", channel, own});
         keywatch::ClaimReply c;
         std::string err;
@@ -775,8 +775,8 @@ TEST_F(BatchScriptTest, AClaimIsAloneOnlyWhileItsOwnSubscriberIsTheOneListener) 
     auto live_b = [&](uint64_t seq, const std::string &id) -> int64_t {
         c_->command({"ZADD", keys_.due, std::to_string(now - 10), id});
         Reply l = evalk(keywatch::scripts::batch::kClaimLive,
-                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done,
-                         keys_.seq, keys_.batch("A", seq), id},
+                        {keys_.due, keys_.inflight, keys_.leases, keys_.data, keys_.done, keys_.seq,
+                         keys_.batch("A", seq), id},
                         {"30000", "A", std::to_string(seq), "x", channel, "", "0", own});
         if (!l || l->type != REDIS_REPLY_ARRAY || l->elements < 4) return -99;
         return l->element[3]->integer;

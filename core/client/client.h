@@ -220,7 +220,7 @@ class Client {
         std::vector<QueueRef> refs;
     };
     std::map<std::string, FoundStreams> dead_streams_;  // dead_streams's, by queue
-    std::vector<const char *> argv_scratch_;  // argv and lengths for hiredis, reused
+    std::vector<const char *> argv_scratch_;            // argv and lengths for hiredis, reused
     std::vector<size_t> lens_scratch_;
     std::string error_;
     bool pipelining_ = false;

@@ -723,21 +723,21 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n" \
     "-- listens on the engines channel of this node, so no other engine can hold a late\n"      \
     "-- notification of what this claim takes. With `own` (the engine's heartbeat channel,\n"   \
-    "-- which its subscriber subscribes after the engines channel, on the same connection)\n"  \
+    "-- which its subscriber subscribes after the engines channel, on the same connection)\n"   \
     "-- that one listener must be this engine: own has a subscriber now. No channel, 'S' or\n"  \
     "-- an error (no PUBSUB permission) mean shared. Returns shared, listeners (-1: not\n"      \
-    "-- asked).\n"                                                                             \
+    "-- asked).\n"                                                                              \
     "local function sharing(is_keys, chan, flags, own)\n"                                       \
     "  if not is_keys then return true, -1 end\n"                                               \
     "  if not chan or chan == '' then return true, -1 end\n"                                    \
     "  local with_own = own ~= nil and own ~= ''\n"                                             \
-    "  local r\n"                                                                              \
-    "  if with_own then r = redis.pcall('PUBSUB', 'NUMSUB', chan, own)\n"                        \
+    "  local r\n"                                                                               \
+    "  if with_own then r = redis.pcall('PUBSUB', 'NUMSUB', chan, own)\n"                       \
     "  else r = redis.pcall('PUBSUB', 'NUMSUB', chan) end\n"                                    \
     "  if type(r) ~= 'table' or r.err or not r[2] then return true, -1 end\n"                   \
     "  local n = tonumber(r[2])\n"                                                              \
     "  local mine = not with_own or tonumber(r[4] or 0) > 0\n"                                  \
-    "  return n > 1 or not mine or string.find(flags or '', 'S', 1, true) ~= nil, n\n"           \
+    "  return n > 1 or not mine or string.find(flags or '', 'S', 1, true) ~= nil, n\n"          \
     "end\n"                                                                                     \
     "local function reschedule(id, old, exp)\n"                                                 \
     "  redis.call('ZADD', KEYS[1], exp, id)\n"                                                  \
