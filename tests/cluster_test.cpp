@@ -80,7 +80,12 @@ class ClusterTest : public ::testing::Test {
         else if (order == Order::QueueFirst)
             first = [](const std::string &k) { return k.rfind("kw:", 0) == 0; };
         cluster_->migrate_slot(slot, to, first, before_handover);
-        EXPECT_EQ(cluster_->master_of_slot(slot), static_cast<int>(to));
+        // Read from the first node that answers, which may be a replica that learns the new
+        // owner by gossip a moment after the masters' SETSLOT NODE.
+        EXPECT_TRUE(
+            wait_until([&] { return cluster_->master_of_slot(slot) == static_cast<int>(to); },
+                       milliseconds(10000)))
+            << "slot " << slot << " is at node " << cluster_->master_of_slot(slot);
         return to;
     }
 
