@@ -44,6 +44,10 @@ void check_one(const std::string &text) {
         return;
     }
     KW_FUZZ_CHECK(u.db >= 0, "db is not negative");
+    if (!u.sentinels.empty()) {  // the master's address comes from the sentinels later
+        KW_FUZZ_CHECK(!u.master_name.empty(), "a sentinel URL names its master");
+        return;
+    }
     KW_FUZZ_CHECK(u.is_unix() ? u.host.empty() : !u.host.empty(), "host xor socket path");
     KW_FUZZ_CHECK(u.is_unix() || (u.port > 0 && u.port < 65536), "port in 1..65535");
     KW_FUZZ_CHECK(!u.endpoint().empty(), "an endpoint to name the node");

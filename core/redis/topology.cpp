@@ -84,7 +84,8 @@ long long node_port(std::map<std::string, const redisReply *> &node, const std::
     const long long plain = node.count("port") ? num(node["port"]) : 0;
     const long long secure = node.count("tls-port") ? num(node["tls-port"]) : 0;
     const long long port = tls ? secure : plain;
-    if (port > 0 || (tls ? plain : secure) <= 0) return port;  // a bad port: add_master says
+    // A bad port (0 or below): add_master says why.
+    if (port > 0 || (tls ? plain : secure) <= 0) return port > 0 ? port : 0;
     const std::string name = "cluster node " +
                              Endpoint{host, static_cast<int>(tls ? plain : secure), ""}.str() +
                              (str(node["id"]).empty() ? "" : " (" + str(node["id"]) + ")");
