@@ -188,14 +188,7 @@ TEST_F(ClusterTest, MasterKilledWithKill9IsReplacedByItsPromotedReplica) {
     std::string new_node =
         "127.0.0.1:" + std::to_string(cluster_->node(static_cast<size_t>(new_master)).port());
     // The engine notices the lost master and subscribes the promoted replica.
-    ASSERT_TRUE(wait_until(
-        [&] {
-            for (auto &c : states.changes())
-                if (c.node == new_node && c.state == KW_CONN_READY) return true;
-            return false;
-        },
-        milliseconds(20000)))
-        << states.describe();
+    ASSERT_TRUE(states.reached(new_node, KW_CONN_READY, milliseconds(20000))) << states.describe();
     std::string key = key_on(static_cast<size_t>(new_master), "after-failover:");
     expire_on_owner(key);
     ASSERT_TRUE(sink.wait_for("expired", key)) << sink.describe();

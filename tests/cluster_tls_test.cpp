@@ -148,14 +148,7 @@ TEST_F(TlsOnlyCluster, MasterKilledWithKill9IsReplacedAndDeliveriesGoOnOverTls) 
     ASSERT_GE(new_master, 0);
     ASSERT_NE(new_master, old_master);
     const std::string new_node = tls_endpoint(static_cast<size_t>(new_master));
-    ASSERT_TRUE(wait_until(
-        [&] {
-            for (auto &c : states.changes())
-                if (c.node == new_node && c.state == KW_CONN_READY) return true;
-            return false;
-        },
-        milliseconds(20000)))
-        << states.describe();
+    ASSERT_TRUE(states.reached(new_node, KW_CONN_READY, milliseconds(20000))) << states.describe();
     auto c = client();
     const auto keys = many_keys("after-failover:", 60);
     c->track_all(keys, 1000);

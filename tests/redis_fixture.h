@@ -225,6 +225,14 @@ class StateLog {
                                      [&](const Change &c) { return c.state == s; })) >= n;
         });
     }
+    // Waits until `node` has been reported in state `s` (at any time since the start).
+    bool reached(const std::string &node, kw_conn_state s, milliseconds timeout = kWait) {
+        std::unique_lock<std::mutex> lock(mu_);
+        return cv_.wait_for(lock, timeout, [&] {
+            return std::any_of(changes_.begin(), changes_.end(),
+                               [&](const Change &c) { return c.node == node && c.state == s; });
+        });
+    }
     std::string describe() const {
         std::lock_guard<std::mutex> lock(mu_);
         static const char *names[] = {"DISCONNECTED", "CONNECTING", "READY", "BROKEN"};
