@@ -80,6 +80,32 @@ class SentinelTest : public ::testing::Test {
         sentinels_->node(static_cast<size_t>(m)).command({"SET", key, "v", "PX", "50"});
     }
 
+    // Waits for a replica to replace old_master, then sets "after" on the master until its
+    // `expired` reaches sink (the engine may still be moving over), and checks that it came
+    // from the new master, whose index goes to *new_master (if given). log (if given) is
+    // shown on failure.
+    void hear_from_new_master(EventSink &sink, int old_master, int *new_master = nullptr,
+                              const FieldsLog *log = nullptr) {
+        const int promoted = sentinels_->wait_new_master(old_master);
+        if (new_master) *new_master = promoted;
+        ASSERT_GE(promoted, 0) << "no replica replaced the master";
+        ASSERT_TRUE(wait_until(
+            [&] {
+                expire_on_master("after");
+                return sink.wait_for("expired", "after", -1, milliseconds(500));
+            },
+            milliseconds(20000)))
+            << sink.describe() << (log ? log->describe() : "");
+        EXPECT_EQ(sink.events().back().node, endpoint(promoted));
+    }
+
+    // A manual SENTINEL FAILOVER, followed as hear_from_new_master says.
+    void fail_over_and_hear(EventSink &sink, int *new_master = nullptr) {
+        const int old_master = sentinels_->master();
+        ASSERT_EQ(sentinels_->sentinel(0).command({"SENTINEL", "FAILOVER", "mymaster"}), "OK");
+        hear_from_new_master(sink, old_master, new_master);
+    }
+
     std::unique_ptr<RedisSentinels> sentinels_;
 };
 
@@ -157,19 +183,8 @@ TEST_F(SentinelTest, ManualFailoverResumesLiveEventsOnTheNewMaster) {
     ASSERT_EQ(e->start(), KW_OK) << e->last_error();
     expire_on_master("before");
     ASSERT_TRUE(sink.wait_for("expired", "before")) << sink.describe();
-    const int old_master = sentinels_->master();
-    ASSERT_EQ(sentinels_->sentinel(0).command({"SENTINEL", "FAILOVER", "mymaster"}), "OK");
-    const int new_master = sentinels_->wait_new_master(old_master);
-    ASSERT_GE(new_master, 0) << "the failover did not happen";
-    // Keys set until one is heard: the engine may still be moving over.
-    ASSERT_TRUE(wait_until(
-        [&] {
-            expire_on_master("after");
-            return sink.wait_for("expired", "after", -1, milliseconds(500));
-        },
-        milliseconds(20000)))
-        << sink.describe();
-    EXPECT_EQ(sink.events().back().node, endpoint(new_master));
+    int new_master = -1;
+    ASSERT_NO_FATAL_FAILURE(fail_over_and_hear(sink, &new_master));
     EXPECT_NE(sentinels_->node(static_cast<size_t>(new_master))
                   .command({"CONFIG", "GET", "notify-keyspace-events"})
                   .find('x'),
@@ -191,16 +206,7 @@ TEST_F(SentinelTest, OneSentinelDownTheNextAnswers) {
     ASSERT_TRUE(log.find("sentinel " + second + " names", &found)) << log.describe();
     const int old_master = sentinels_->master();
     sentinels_->node(static_cast<size_t>(old_master)).kill9();
-    const int new_master = sentinels_->wait_new_master(old_master);
-    ASSERT_GE(new_master, 0);
-    ASSERT_TRUE(wait_until(
-        [&] {
-            expire_on_master("after");
-            return sink.wait_for("expired", "after", -1, milliseconds(500));
-        },
-        milliseconds(20000)))
-        << sink.describe() << log.describe();
-    EXPECT_EQ(sink.events().back().node, endpoint(new_master));
+    hear_from_new_master(sink, old_master, nullptr, &log);
 }
 
 // Issue 25: every sentinel down, then back: the engine keeps hearing the master meanwhile,
@@ -213,24 +219,13 @@ TEST_F(SentinelTest, AllSentinelsDownThenBackFailoverIsFollowed) {
     expire_on_master("while-down");
     ASSERT_TRUE(sink.wait_for("expired", "while-down")) << sink.describe();
     for (int i = 0; i < 3; i++) sentinels_->sentinel(static_cast<size_t>(i)).start();
-    const int old_master = sentinels_->master();
     // The sentinels must see the master as up again before they can fail it over.
     ASSERT_TRUE(wait_until([&] {
         return sentinels_->sentinel(0)
                    .command({"SENTINEL", "MASTER", "mymaster"})
                    .find("\nmaster\n") != std::string::npos;
     }));
-    ASSERT_EQ(sentinels_->sentinel(0).command({"SENTINEL", "FAILOVER", "mymaster"}), "OK");
-    const int new_master = sentinels_->wait_new_master(old_master);
-    ASSERT_GE(new_master, 0);
-    ASSERT_TRUE(wait_until(
-        [&] {
-            expire_on_master("after");
-            return sink.wait_for("expired", "after", -1, milliseconds(500));
-        },
-        milliseconds(20000)))
-        << sink.describe();
-    EXPECT_EQ(sink.events().back().node, endpoint(new_master));
+    fail_over_and_hear(sink);
 }
 
 // A start with no sentinel answering fails with a message naming each sentinel.
