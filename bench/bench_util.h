@@ -1,9 +1,10 @@
-// bench_util.h: what the reliable-delivery benchmarks (kw_bench_queue, kw_bench_cluster)
-// share: clocks, statistics and formatting, option parsing, blocking hiredis helpers, thin
-// wrappers of the keywatch C API (conf, client, engine, a handler that records lateness, a
-// no-op handler), a raw hiredis + libevent keyevent subscriber, the delivery and burst
-// figures, and the end-to-end baseline's pop script. Header-only: each benchmark is one
-// translation unit that includes it once.
+// bench_util.h: what the benchmarks (kw_bench_queue, kw_bench_cluster, kw_bench_tls, the
+// plugin and daemon ones) share: clocks, statistics and formatting, option parsing, blocking
+// hiredis helpers, thin wrappers of the keywatch C API (conf, client, engine with a C
+// callback or a plugin, a handler that records lateness, a no-op handler), a raw hiredis +
+// libevent keyevent subscriber, the delivery and burst figures, and the end-to-end
+// baseline's pop script. Header-only: each benchmark is one translation unit that includes
+// it once.
 // Thread-safety is noted where a helper is used from the engine's threads (the handlers'
 // recorders); everything else runs on the benchmark's main thread.
 #pragma once
@@ -507,8 +508,9 @@ inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool 
 
 struct Client {
     kw_client_t *c = nullptr;
-    Client(const std::string &url, const std::string &ns = "") {
-        kw_conf_t *conf = make_conf(url, ns, false);
+    // `extra`: more options, e.g. tls.* for a rediss:// url.
+    Client(const std::string &url, const std::string &ns = "", const ConfPairs &extra = {}) {
+        kw_conf_t *conf = make_conf(url, ns, false, extra);
         char err[512] = "";
         int rc = kw_client_new(conf, &c, err, sizeof err);
         kw_conf_free(conf);
@@ -525,21 +527,30 @@ struct Client {
     }
 };
 
-// An engine with the --conf options (then `extra`) and one handler for "expired".
+// An engine with the --conf options (then `extra`) and one handler for `event`: the C
+// callback fn(opaque), or (the second form) the plugin `name` loaded from `path` with its
+// options (name/value pairs).
 struct Engine {
     kw_engine_t *e = nullptr;
-    Engine(const std::string &url, kw_handler_fn fn, void *opaque, const ConfPairs &extra = {}) {
-        kw_conf_t *conf = make_conf(url, "", true, extra);
-        char err[512] = "";
-        int rc = kw_engine_new(conf, &e, err, sizeof err);
-        kw_conf_free(conf);
-        if (rc != KW_OK) throw BenchError(std::string("kw_engine_new: ") + err);
-        kw_filter_t *f = kw_filter_new();
-        rc = kw_filter_set(f, "events", "expired", err, sizeof err);
-        if (rc == KW_OK) rc = kw_engine_add_handler(e, f, fn, opaque, nullptr);
-        kw_filter_free(f);
-        if (rc == KW_OK) rc = kw_engine_set_log_cb(e, on_log, nullptr);
-        if (rc != KW_OK) throw BenchError(std::string("engine set-up: ") + kw_strerror(rc));
+    Engine(const std::string &url, kw_handler_fn fn, void *opaque, const ConfPairs &extra = {},
+           const char *event = "expired") {
+        create(url, extra);
+        add(event, [&](kw_filter_t *f, char *, size_t) {
+            return kw_engine_add_handler(e, f, fn, opaque, nullptr);
+        });
+    }
+    Engine(const std::string &url, const std::string &path, const std::string &name,
+           const ConfPairs &options, const char *event = "expired") {
+        create(url, {});
+        std::vector<const char *> argv;
+        for (const auto &nv : options) {
+            argv.push_back(nv.first.c_str());
+            argv.push_back(nv.second.c_str());
+        }
+        argv.push_back(nullptr);
+        add(event, [&](kw_filter_t *f, char *err, size_t size) {
+            return kw_engine_add_plugin(e, path.c_str(), name.c_str(), f, argv.data(), err, size);
+        });
     }
     void start() {
         int rc = kw_engine_start(e);
@@ -573,6 +584,33 @@ struct Engine {
     }
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
+
+  private:
+    void create(const std::string &url, const ConfPairs &extra) {
+        kw_conf_t *conf = make_conf(url, "", true, extra);
+        char err[512] = "";
+        int rc = kw_engine_new(conf, &e, err, sizeof err);
+        kw_conf_free(conf);
+        if (rc != KW_OK) throw BenchError(std::string("kw_engine_new: ") + err);
+    }
+    // Adds the handler add_to(filter for `event`, err, size) registers, and the log callback;
+    // frees the engine and throws on a failure (a destructor does not run for a constructor
+    // that throws).
+    void add(const char *event, const std::function<int(kw_filter_t *, char *, size_t)> &add_to) {
+        char err[1024] = "";
+        kw_filter_t *f = kw_filter_new();
+        int rc = kw_filter_set(f, "events", event, err, sizeof err);
+        if (rc == KW_OK) rc = add_to(f, err, sizeof err);
+        kw_filter_free(f);
+        if (rc == KW_OK) rc = kw_engine_set_log_cb(e, on_log, nullptr);
+        if (rc != KW_OK) {
+            std::string what = std::string("engine set-up: ") + kw_err_name(rc) + ": " +
+                               (err[0] ? err : kw_engine_last_error(e));
+            kw_engine_free(e);
+            e = nullptr;
+            throw BenchError(what);
+        }
+    }
 };
 
 // A handler that acks every event and does nothing else.
@@ -612,12 +650,14 @@ inline int record_handler(kw_event_t *ev, void *opaque) {
 
 // Tracks keys [0, n) with `threads` clients (thread t takes every index i with i % threads
 // == t), in pipelines of `batch`. key(i, buf) writes the key and returns its length;
-// ttl(i) is evaluated when the command is queued. Returns the seconds it took.
+// ttl(i) is evaluated when the command is queued; `extra`: more client options (tls.*).
+// Returns the seconds it took.
 inline double track_parallel(const std::string &url, const std::string &ns, int threads, int batch,
                              uint64_t n, const std::function<size_t(uint64_t, char *)> &key,
-                             const std::function<int64_t(uint64_t)> &ttl) {
+                             const std::function<int64_t(uint64_t)> &ttl,
+                             const ConfPairs &extra = {}) {
     std::vector<std::unique_ptr<Client>> clients;
-    for (int t = 0; t < threads; t++) clients.push_back(std::make_unique<Client>(url, ns));
+    for (int t = 0; t < threads; t++) clients.push_back(std::make_unique<Client>(url, ns, extra));
     std::vector<std::string> errors(static_cast<size_t>(threads));
     static const char kValue[] = "vvvvvvvvvvvvvvvv";
     double t0 = mono_s();

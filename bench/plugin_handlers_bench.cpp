@@ -41,47 +41,24 @@ void usage(FILE *out) {
             "  --conf NAME=VALUE keywatch engine option (repeatable)\n");
 }
 
-using PluginOptions = std::vector<std::pair<std::string, std::string>>;
-
 // An engine on url with either the no-op C callback (plugin empty) or a plugin of
 // KW_HANDLERS_DIR with options; items/s from start until n are acked.
 double run_engine(const std::string &url, uint64_t n, const std::string &plugin,
-                  const PluginOptions &options) {
-    kw_conf_t *conf = make_conf(url, "", true);
-    kw_engine_t *e = nullptr;
-    char err[1024] = "";
-    int rc = kw_engine_new(conf, &e, err, sizeof err);
-    kw_conf_free(conf);
-    if (rc != KW_OK) throw BenchError(err);
-    kw_filter_t *f = kw_filter_new();
-    kw_filter_set(f, "events", "expired", err, sizeof err);
-    std::vector<const char *> argv;
-    for (const auto &nv : options) {
-        argv.push_back(nv.first.c_str());
-        argv.push_back(nv.second.c_str());
-    }
-    argv.push_back(nullptr);
-    std::string path = std::string(KW_HANDLERS_DIR) + "/" + plugin + ".so";
-    rc = plugin.empty() ? kw_engine_add_handler(e, f, noop_handler, nullptr, nullptr)
-                        : kw_engine_add_plugin(e, path.c_str(), plugin.c_str(), f, argv.data(), err,
-                                               sizeof err);
-    kw_filter_free(f);
-    if (rc != KW_OK) {
-        kw_engine_free(e);
-        throw BenchError(std::string("adding the handler: ") + err);
-    }
-    kw_engine_set_log_cb(e, on_log, nullptr);
+                  const ConfPairs &options) {
+    auto e = plugin.empty()
+                 ? std::make_unique<Engine>(url, noop_handler, nullptr)
+                 : std::make_unique<Engine>(
+                       url, std::string(KW_HANDLERS_DIR) + "/" + plugin + ".so", plugin, options);
     double t0 = mono_s();
-    if (kw_engine_start(e) != KW_OK) throw BenchError(kw_engine_last_error(e));
+    e->start();
     int64_t acked = 0;
     while (acked < int64_t(n) && mono_s() - t0 < 300) {
         sleep_ms(1);
-        kw_engine_stat(e, "items.acked", &acked);
+        acked = e->stat("items.acked");
     }
     double s = mono_s() - t0;
-    int64_t dead = 0;
-    kw_engine_stat(e, "items.dead", &dead);
-    kw_engine_free(e);
+    const int64_t dead = e->stat("items.dead");
+    e.reset();
     if (acked < int64_t(n) || dead)
         throw BenchError(std::to_string(acked) + " of " + std::to_string(n) + " acked (" +
                          std::to_string(dead) + " dead) through " +

@@ -89,80 +89,51 @@ void await(const Arrivals &a, uint64_t n) {
     }
 }
 
-// An engine for `v` with a counting handler for `event`.
-std::unique_ptr<kw_engine_t, decltype(&kw_engine_free)> engine_for(const Variant &v,
-                                                                   const char *event, Arrivals *a) {
-    kw_conf_t *conf = make_conf(v.url, "", true, v.tls);
-    kw_engine_t *e = nullptr;
-    char err[512] = "";
-    int rc = kw_engine_new(conf, &e, err, sizeof err);
-    kw_conf_free(conf);
-    if (rc != KW_OK) throw BenchError(std::string("kw_engine_new: ") + err);
-    std::unique_ptr<kw_engine_t, decltype(&kw_engine_free)> out(e, &kw_engine_free);
-    kw_filter_t *f = kw_filter_new();
-    rc = kw_filter_set(f, "events", event, err, sizeof err);
-    if (rc == KW_OK) rc = kw_engine_add_handler(e, f, count_handler, a, nullptr);
-    kw_filter_free(f);
-    if (rc == KW_OK) rc = kw_engine_set_log_cb(e, on_log, nullptr);
-    if (rc == KW_OK) rc = kw_engine_start(e);
-    if (rc != KW_OK)
-        throw BenchError(std::string("engine: ") + kw_err_name(rc) + ": " +
-                         kw_engine_last_error(e));
-    return out;
+// The arrival rate at an engine for `v` counting `event`, while feed() brings n of them about.
+double arrival_rate(const Variant &v, const char *event, uint64_t n,
+                    const std::function<void()> &feed) {
+    Arrivals a;
+    Engine e(v.url, count_handler, &a, v.tls, event);
+    e.start();
+    feed();
+    await(a, n);
+    e.stop();
+    return a.rate();
 }
 
 double live(const keywatch::RedisProcess &rp, const Variant &v) {
-    Arrivals a;
-    auto e = engine_for(v, "set", &a);
-    auto c = connect_sync(rp.port());
-    char key[32];
-    pipelined(c.get(), 0, opts.events, 100, [&](uint64_t i, const char **argv, size_t *lens) {
-        argv[0] = "SET";
-        lens[0] = 3;
-        lens[1] = size_t(snprintf(key, sizeof key, "kwtls:%llu", (unsigned long long)i));
-        argv[1] = key;
-        argv[2] = "v";
-        lens[2] = 1;
-        return 3;
+    return arrival_rate(v, "set", opts.events, [&] {
+        auto c = connect_sync(rp.port());
+        char key[32];
+        pipelined(c.get(), 0, opts.events, 100, [&](uint64_t i, const char **argv, size_t *lens) {
+            argv[0] = "SET";
+            lens[0] = 3;
+            lens[1] = size_t(snprintf(key, sizeof key, "kwtls:%llu", (unsigned long long)i));
+            argv[1] = key;
+            argv[2] = "v";
+            lens[2] = 1;
+            return 3;
+        });
     });
-    await(a, opts.events);
-    kw_engine_stop(e.get(), 5000);
-    return a.rate();
 }
 
-// kw_client_track calls of `n` keys named <prefix><i> with ttl(i), pipelines of 100; seconds.
+// kw_client_track calls of `n` keys named <prefix><i> with ttl(), one client, pipelines of
+// 100; seconds.
 double track(const Variant &v, uint64_t n, const char *prefix,
              const std::function<int64_t()> &ttl) {
-    kw_conf_t *conf = make_conf(v.url, "", false, v.tls);
-    kw_client_t *c = nullptr;
-    char err[512] = "";
-    int rc = kw_client_new(conf, &c, err, sizeof err);
-    kw_conf_free(conf);
-    if (rc != KW_OK) throw BenchError(std::string("kw_client_new: ") + err);
-    std::unique_ptr<kw_client_t, decltype(&kw_client_free)> own(c, &kw_client_free);
-    char key[48];
-    const double t0 = mono_s();
-    for (uint64_t i = 0; i < n;) {
-        kw_client_pipeline_begin(c);
-        for (int b = 0; b < 100 && i < n; b++, i++) {
-            const int len = snprintf(key, sizeof key, "%s%llu", prefix, (unsigned long long)i);
-            kw_client_track(c, key, size_t(len), "v", 1, std::max<int64_t>(ttl(), 1), 0, nullptr);
-        }
-        size_t done = 0;
-        if (kw_client_pipeline_end(c, nullptr, 0, &done) != KW_OK)
-            throw BenchError(std::string("kw_client_track: ") + kw_client_last_error(c));
-    }
-    return mono_s() - t0;
+    return track_parallel(
+        v.url, "", 1, 100, n,
+        [prefix](uint64_t i, char *buf) {
+            return size_t(snprintf(buf, 64, "%s%llu", prefix, (unsigned long long)i));
+        },
+        [&ttl](uint64_t) { return ttl(); }, v.tls);
 }
 
 double e2e(const Variant &v) {
-    Arrivals a;
-    auto e = engine_for(v, "expired", &a);
     const int64_t deadline = wall_ms_int() + 2000;
-    track(v, opts.items, "kwe2e:", [&] { return deadline - wall_ms_int(); });
-    await(a, opts.items);
-    kw_engine_stop(e.get(), 5000);
-    return a.rate();
+    return arrival_rate(v, "expired", opts.items, [&] {
+        track(v, opts.items, "kwe2e:", [&] { return deadline - wall_ms_int(); });
+    });
 }
 
 void print_row(const char *what, const std::vector<double> &plain, const std::vector<double> &tls,
@@ -206,29 +177,41 @@ int main(int argc, char **argv) {
         printf("kw_bench_tls: %llu rounds; live %llu events, track %llu calls, e2e %llu items\n",
                (unsigned long long)opts.rounds, (unsigned long long)opts.events,
                (unsigned long long)opts.tracks, (unsigned long long)opts.items);
-        std::map<std::string, std::vector<double>> rates;  // "<measure>/<variant>"
+        // Each measure's rate for one variant.
+        struct Measure {
+            const char *name, *unit;
+            std::function<double(const Variant &)> rate;
+        };
+        const Measure measures[] = {
+            {"live", "events/s", [&](const Variant &v) { return live(rp, v); }},
+            {"track", "calls/s",
+             [](const Variant &v) {
+                 return double(opts.tracks) /
+                        track(v, opts.tracks, "kwtr:", [] { return 3600000; });
+             }},
+            {"e2e", "items/s", e2e},
+        };
+        std::map<std::string, std::map<std::string, std::vector<double>>>
+            rates;  // [measure][variant]
         for (uint64_t r = 0; r < opts.rounds; r++) {
             const Variant *order[2] = {&plain, &tls};
             if (r % 2) std::swap(order[0], order[1]);
             for (const Variant *v : order) {
-                flushall(rp);
-                rates[std::string("live/") + v->name].push_back(live(rp, *v));
-                flushall(rp);
-                const double s = track(*v, opts.tracks, "kwtr:", [] { return 3600000; });
-                rates[std::string("track/") + v->name].push_back(double(opts.tracks) / s);
-                flushall(rp);
-                rates[std::string("e2e/") + v->name].push_back(e2e(*v));
-                printf("  round %llu %-5s live %s, track %s, e2e %s\n", (unsigned long long)r + 1,
-                       v->name, fmt_rate(rates[std::string("live/") + v->name].back()).c_str(),
-                       fmt_rate(rates[std::string("track/") + v->name].back()).c_str(),
-                       fmt_rate(rates[std::string("e2e/") + v->name].back()).c_str());
+                std::string line;
+                for (const Measure &m : measures) {
+                    flushall(rp);
+                    auto &got = rates[m.name][v->name];
+                    got.push_back(m.rate(*v));
+                    line += (line.empty() ? "" : ", ") + std::string(m.name) + " " +
+                            fmt_rate(got.back());
+                }
+                printf("  round %llu %-5s %s\n", (unsigned long long)r + 1, v->name, line.c_str());
                 fflush(stdout);
             }
         }
         printf("medians (plain / TLS per round in brackets):\n");
-        print_row("live", rates["live/plain"], rates["live/TLS"], "events/s");
-        print_row("track", rates["track/plain"], rates["track/TLS"], "calls/s");
-        print_row("e2e", rates["e2e/plain"], rates["e2e/TLS"], "items/s");
+        for (const Measure &m : measures)
+            print_row(m.name, rates[m.name][plain.name], rates[m.name][tls.name], m.unit);
     } catch (const std::exception &e) {
         fprintf(stderr, "kw_bench_tls: %s\n", e.what());
         return 1;
