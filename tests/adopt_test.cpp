@@ -171,6 +171,12 @@ struct TtlCase {
     std::vector<std::string> untracked;
 };
 
+// gtest shows a case by its name (--gtest_list_tests, "where GetParam() = ..."), not as the
+// struct's raw bytes.
+void PrintTo(const TtlCase &c, std::ostream *os) {
+    *os << c.name;
+}
+
 class TtlChangesByTheAppAreHonoured : public AdoptTest,
                                       public ::testing::WithParamInterface<TtlCase> {};
 
