@@ -338,8 +338,9 @@ KW_API void kw_hold_free(kw_hold_t *h);
  *            (expired, evicted, del, set, expire, persist, rename_from, rename_to); other
  *            names Redis publishes (e.g. "hset", "lpush") are accepted too. "task"
  *            selects delayed tasks (it is not a Redis event)
- *   queue    only items of this queue ("keys", or a task queue: the engine then serves
- *            that queue)
+ *   queue    only items of this queue ("keys", an adopt rule's queue, or a task queue:
+ *            the engine then serves that queue, and events must include "task", or
+ *            kw_engine_start refuses the handler with KW_ERR_STATE)
  *   db       a database number, or "*" / "-1" for any (default any)
  *   prefix   keys starting with these bytes (text form; use kw_filter_set_bytes for binary)
  *   glob     keys matching a Redis-style glob (* ? [a-z] [^x] \x)

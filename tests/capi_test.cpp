@@ -374,6 +374,24 @@ TEST_F(CApiEngineTest, AddHandlerCopiesTheFilter) {
     EXPECT_EQ(kw_engine_add_handler(engine_, nullptr, &noop, nullptr, nullptr), KW_OK);
 }
 
+// A handler of a task queue without "task" among its events would get nothing: start says
+// which handler and what to add, before any connection, even beside a handler that works.
+TEST_F(CApiEngineTest, QueueHandlerWithoutTaskEventsIsRefusedAtStartWithTheFix) {
+    kw_filter_t *live = kw_filter_new();
+    ASSERT_EQ(kw_filter_set(live, "events", "set", nullptr, 0), KW_OK);
+    ASSERT_EQ(kw_engine_add_handler(engine_, live, &noop, nullptr, nullptr), KW_OK);
+    kw_filter_free(live);
+    kw_filter_t *emails = kw_filter_new();
+    ASSERT_EQ(kw_filter_set(emails, "queue", "emails", nullptr, 0), KW_OK);  // events: expired
+    ASSERT_EQ(kw_engine_add_handler(engine_, emails, &noop, nullptr, nullptr), KW_OK);
+    kw_filter_free(emails);
+    EXPECT_EQ(kw_engine_start(engine_), KW_ERR_STATE);
+    EXPECT_STREQ(kw_engine_last_error(engine_),
+                 "handler 2 (c) names queue \"emails\" but takes no \"task\" events, so nothing "
+                 "would reach it (a task queue's items are \"task\" events): add \"task\" to its "
+                 "events (events=task), or drop its queue to take live Redis events");
+}
+
 TEST_F(CApiEngineTest, StopBeforeStartIsHarmlessAndIdempotent) {
     EXPECT_EQ(kw_engine_stop(engine_, 1000), KW_OK);
     EXPECT_EQ(kw_engine_stop(engine_, -1), KW_OK);

@@ -90,6 +90,22 @@ TEST(Plan, TasksOfAnyQueueNeedTheQueuesOption) {
     EXPECT_TRUE(d.events.empty());
 }
 
+// A task queue's items are "task" events; an adopt rule's queue holds keys (their expiries).
+TEST(Plan, AQueueHandlerWithoutTaskEventsIsRefusedUnlessAnAdoptRuleFillsTheQueue) {
+    Demand d;
+    std::string err;
+    EXPECT_EQ(plan_demand(PlanConfig{}, {handler("expired,del", "mail")}, &d, &err), KW_ERR_STATE);
+    EXPECT_EQ(err,
+              "a handler names queue \"mail\" but takes no \"task\" events, so nothing would "
+              "reach it (a task queue's items are \"task\" events): add \"task\" to its events "
+              "(events=task), or drop its queue to take live Redis events");
+    PlanConfig c;
+    ASSERT_TRUE(parse_adopt_rules("prefix=cart: queue=mail", &c.adopt_rules, &err)) << err;
+    d = demand_of(c, {handler("expired", "mail")});
+    EXPECT_EQ(d.adopt_queues, std::vector<std::string>{"mail"});
+    EXPECT_TRUE(d.task_queues.empty());
+}
+
 TEST(Plan, NothingToDeliverIsRefused) {
     PlanConfig c;
     c.track_enable = false;

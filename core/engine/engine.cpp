@@ -74,7 +74,10 @@ int Engine::set_log_sink(LogSink sink) {
 
 int Engine::plan_demand(Demand *out, std::string *err) const {
     std::vector<HandlerNeeds> needs;
-    for (auto &h : handlers_) needs.push_back(HandlerNeeds::of(h.filter));
+    for (size_t i = 0; i < handlers_.size(); i++)
+        needs.push_back(HandlerNeeds::of(
+            handlers_[i].filter,
+            "handler " + std::to_string(i + 1) + " (" + handlers_[i].handler->name() + ")"));
     return keywatch::plan_demand(plan_config(config_), needs, out, err);
 }
 

@@ -74,10 +74,31 @@ std::vector<std::string> plan_commands(const Plan &p) {
     return out;
 }
 
+// A handler whose queue is a task queue gets only that queue's items, which are "task"
+// events: without "task" among its events nothing reaches it (unless an adopt rule fills
+// the queue with keys, whose items are their expiries). False + *err for such a handler.
+bool queue_handlers_can_receive(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers,
+                                std::string *err) {
+    for (const HandlerNeeds &h : handlers) {
+        if (!h.has_queue || h.queue == kKeysQueue || h.events.count("task")) continue;
+        if (std::any_of(c.adopt_rules.begin(), c.adopt_rules.end(),
+                        [&](const AdoptRule &r) { return r.queue == h.queue; }))
+            continue;
+        *err = (h.label.empty() ? std::string("a handler") : h.label) + " names queue \"" +
+               h.queue +
+               "\" but takes no \"task\" events, so nothing would reach it (a task queue's "
+               "items are \"task\" events): add \"task\" to its events (events=task), or "
+               "drop its queue to take live Redis events";
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
-HandlerNeeds HandlerNeeds::of(const Filter &f) {
+HandlerNeeds HandlerNeeds::of(const Filter &f, std::string label) {
     HandlerNeeds h;
+    h.label = std::move(label);
     h.events = f.events;
     h.has_queue = f.has_queue;
     h.queue = f.queue;
@@ -95,6 +116,7 @@ std::vector<std::string> Demand::queues() const {
 
 int plan_demand(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers, Demand *out,
                 std::string *err) {
+    if (!queue_handlers_can_receive(c, handlers, err)) return KW_ERR_STATE;
     Demand d;
     d.dedupe = c.dedupe;
     std::set<std::string> tasks;

@@ -23,7 +23,8 @@ struct HandlerNeeds {
     bool has_queue = false;
     std::string queue;
     bool wants_keys = false;  // it takes the key-tracking queue's items (expired)
-    static HandlerNeeds of(const Filter &f);
+    std::string label;        // how a message names it ("handler 2 (mail)"); "" for "a handler"
+    static HandlerNeeds of(const Filter &f, std::string label = "");
 };
 
 // The configuration the plan reads.
@@ -57,7 +58,9 @@ struct Demand {
     std::vector<std::string> queues() const;
 };
 // KW_ERR_STATE (*err says why) when a handler takes the tasks of any queue and `queues`
-// names none, or when the handlers ask for nothing keywatch can deliver.
+// names none, when a handler names a queue that can bring it nothing (a task queue, but
+// no "task" among its events, and no adopt rule's queue), or when the handlers ask for
+// nothing keywatch can deliver.
 int plan_demand(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers, Demand *out,
                 std::string *err);
 
