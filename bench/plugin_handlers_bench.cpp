@@ -9,7 +9,10 @@
 //    with every session in its user's set index (another slot than the session key), against
 //    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
 //    to each index key's master.
-// Medians of the rounds. No target: the figures go in the note.
+// Medians of the rounds. No target: the figures go in the note. --verbose: per stream run
+// (plugin, no-op, raw XADD) Redis's and this process's CPU per item, and for the engine
+// runs INFO commandstats (reset before each; commands a script runs counted too) and the
+// engine's statistics.
 #include <map>
 #include <string>
 #include <vector>
@@ -81,6 +84,12 @@ double run_engine(const std::string &url, uint64_t n, const std::string &plugin,
     double s = mono_s() - t0;
     int64_t dead = 0;
     kw_engine_stat(e, "items.dead", &dead);
+    if (env().verbose) {
+        char *json = nullptr;
+        kw_engine_stats_json(e, &json);
+        if (json) printf("      engine stats: %s\n", json);
+        kw_free(json);
+    }
     kw_engine_free(e);
     if (acked < int64_t(n) || dead)
         throw BenchError(std::to_string(acked) + " of " + std::to_string(n) + " acked (" +
@@ -115,8 +124,18 @@ double stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool pl
     track_parallel(rp.url(), "", o.threads, 100, o.keys, stream_key,
                    [](uint64_t) { return int64_t(1); });
     sleep_ms(500);  // all due
-    if (!plugin) return run_engine(rp.url(), o.keys, "", {});
-    return run_engine(rp.url(), o.keys, "stream", {{"stream", "events"}, {"maxlen", "10000000"}});
+    rp.command({"CONFIG", "RESETSTAT"});
+    Cpu a, b;
+    a.redis = redis_cpu_s(rp), a.self = self_cpu_s();
+    double rate = plugin ? run_engine(rp.url(), o.keys, "stream",
+                                      {{"stream", "events"}, {"maxlen", "10000000"}})
+                         : run_engine(rp.url(), o.keys, "", {});
+    b.redis = redis_cpu_s(rp), b.self = self_cpu_s();
+    if (env().verbose) {
+        printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench+engine").c_str());
+        print_commandstats(rp, plugin ? "stream plugin run" : "no-op run");
+    }
+    return rate;
 }
 
 // The same events as raw XADDs (the stream plugin's fields, values of the same sizes).
@@ -127,6 +146,8 @@ double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
     const std::string value(16, 'v');
     int64_t dl = wall_ms_int();
     snprintf(deadline, sizeof deadline, "%lld", static_cast<long long>(dl));
+    Cpu a, b;
+    a.redis = redis_cpu_s(rp), a.self = self_cpu_s();
     double t0 = mono_s();
     for (uint64_t i = 0; i < o.keys;) {
         uint64_t start = i, stop = std::min<uint64_t>(o.keys, i + 100);
@@ -143,6 +164,8 @@ double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
         read_replies(c.get(), stop - start, "XADD");
     }
     double s = mono_s() - t0;
+    b.redis = redis_cpu_s(rp), b.self = self_cpu_s();
+    if (env().verbose) printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench").c_str());
     return double(o.keys) / s;
 }
 
