@@ -9,10 +9,10 @@
 //    with every session in its user's set index (another slot than the session key), against
 //    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
 //    to each index key's master.
-// Medians of the rounds. No target: the figures go in the note. --verbose: per stream run
-// (plugin, no-op, raw XADD) Redis's and this process's CPU per item, and for the engine
-// runs INFO commandstats (reset before each; commands a script runs counted too) and the
-// engine's statistics.
+// Medians of the rounds. No target: the figures go in the note. --verbose: per run Redis's
+// CPU per item (on the cluster: the masters') and this process's; for the stream's engine
+// runs INFO commandstats (reset before each; commands a script runs counted too); for
+// every engine run its statistics.
 #include <map>
 #include <string>
 #include <vector>
@@ -222,6 +222,13 @@ void start_cluster(Cluster *c) {
     freeReplyObject(r);
 }
 
+// The masters' CPU seconds so far, summed.
+double masters_cpu_s(const Cluster &c) {
+    double s = 0;
+    for (size_t i : c.rc->masters()) s += redis_cpu_s(c.rc->node(i));
+    return s;
+}
+
 void flush_masters(const Cluster &c) {
     for (int p : c.ports) {
         ContextPtr ctx = connect_sync(p);
@@ -271,10 +278,18 @@ double sessions_engine(const Cluster &c, const Options &o, bool plugin) {
         [&o](uint64_t i, char *buf) { return session_key(o, i, buf); },
         [](uint64_t) { return int64_t(1); });
     sleep_ms(500);  // all due
-    if (!plugin) return run_engine(c.seed, o.keys, "", {});
-    double rate = run_engine(
-        c.seed, o.keys, "session_index",
-        {{"index", "user:{user}:sessions"}, {"user", "key"}, {"pattern", "s:{user}:{session}"}});
+    Cpu a, b;
+    a.redis = masters_cpu_s(c), a.self = self_cpu_s();
+    double rate = plugin ? run_engine(c.seed, o.keys, "session_index",
+                                      {{"index", "user:{user}:sessions"},
+                                       {"user", "key"},
+                                       {"pattern", "s:{user}:{session}"}})
+                         : run_engine(c.seed, o.keys, "", {});
+    b.redis = masters_cpu_s(c), b.self = self_cpu_s();
+    if (env().verbose)
+        printf("      %s (redis: the 3 masters)\n",
+               cpu_per_item(a, b, double(o.keys), "bench+engine").c_str());
+    if (!plugin) return rate;
     // Every session left its index.
     for (int p : c.ports) {
         ContextPtr ctx = connect_sync(p);
