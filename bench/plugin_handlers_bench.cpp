@@ -9,7 +9,10 @@
 //    with every session in its user's set index (another slot than the session key), against
 //    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
 //    to each index key's master.
-// Medians of the rounds. No target: the figures go in the note.
+// Medians of the rounds. No target: the figures go in the note. --verbose: per run Redis's
+// CPU per item (on the cluster: the masters') and this process's; for the stream's engine
+// runs INFO commandstats (reset before each; commands a script runs counted too); for
+// every engine run its statistics.
 #include <map>
 #include <string>
 #include <vector>
@@ -58,6 +61,12 @@ double run_engine(const std::string &url, uint64_t n, const std::string &plugin,
     }
     double s = mono_s() - t0;
     const int64_t dead = e->stat("items.dead");
+    if (env().verbose) {
+        char *json = nullptr;
+        kw_engine_stats_json(e->e, &json);
+        if (json) printf("      engine stats: %s\n", json);
+        kw_free(json);
+    }
     e.reset();
     if (acked < int64_t(n) || dead)
         throw BenchError(std::to_string(acked) + " of " + std::to_string(n) + " acked (" +
@@ -92,8 +101,18 @@ double stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool pl
     track_parallel(rp.url(), "", o.threads, 100, o.keys, stream_key,
                    [](uint64_t) { return int64_t(1); });
     sleep_ms(500);  // all due
-    if (!plugin) return run_engine(rp.url(), o.keys, "", {});
-    return run_engine(rp.url(), o.keys, "stream", {{"stream", "events"}, {"maxlen", "10000000"}});
+    rp.command({"CONFIG", "RESETSTAT"});
+    Cpu a, b;
+    a.redis = redis_cpu_s(rp), a.self = self_cpu_s();
+    double rate = plugin ? run_engine(rp.url(), o.keys, "stream",
+                                      {{"stream", "events"}, {"maxlen", "10000000"}})
+                         : run_engine(rp.url(), o.keys, "", {});
+    b.redis = redis_cpu_s(rp), b.self = self_cpu_s();
+    if (env().verbose) {
+        printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench+engine").c_str());
+        print_commandstats(rp, plugin ? "stream plugin run" : "no-op run");
+    }
+    return rate;
 }
 
 // The same events as raw XADDs (the stream plugin's fields, values of the same sizes).
@@ -104,6 +123,8 @@ double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
     const std::string value(16, 'v');
     int64_t dl = wall_ms_int();
     snprintf(deadline, sizeof deadline, "%lld", static_cast<long long>(dl));
+    Cpu a, b;
+    a.redis = redis_cpu_s(rp), a.self = self_cpu_s();
     double t0 = mono_s();
     for (uint64_t i = 0; i < o.keys;) {
         uint64_t start = i, stop = std::min<uint64_t>(o.keys, i + 100);
@@ -120,6 +141,8 @@ double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
         read_replies(c.get(), stop - start, "XADD");
     }
     double s = mono_s() - t0;
+    b.redis = redis_cpu_s(rp), b.self = self_cpu_s();
+    if (env().verbose) printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench").c_str());
     return double(o.keys) / s;
 }
 
@@ -176,6 +199,13 @@ void start_cluster(Cluster *c) {
     freeReplyObject(r);
 }
 
+// The masters' CPU seconds so far, summed.
+double masters_cpu_s(const Cluster &c) {
+    double s = 0;
+    for (size_t i : c.rc->masters()) s += redis_cpu_s(c.rc->node(i));
+    return s;
+}
+
 void flush_masters(const Cluster &c) {
     for (int p : c.ports) {
         ContextPtr ctx = connect_sync(p);
@@ -225,10 +255,18 @@ double sessions_engine(const Cluster &c, const Options &o, bool plugin) {
         [&o](uint64_t i, char *buf) { return session_key(o, i, buf); },
         [](uint64_t) { return int64_t(1); });
     sleep_ms(500);  // all due
-    if (!plugin) return run_engine(c.seed, o.keys, "", {});
-    double rate = run_engine(
-        c.seed, o.keys, "session_index",
-        {{"index", "user:{user}:sessions"}, {"user", "key"}, {"pattern", "s:{user}:{session}"}});
+    Cpu a, b;
+    a.redis = masters_cpu_s(c), a.self = self_cpu_s();
+    double rate = plugin ? run_engine(c.seed, o.keys, "session_index",
+                                      {{"index", "user:{user}:sessions"},
+                                       {"user", "key"},
+                                       {"pattern", "s:{user}:{session}"}})
+                         : run_engine(c.seed, o.keys, "", {});
+    b.redis = masters_cpu_s(c), b.self = self_cpu_s();
+    if (env().verbose)
+        printf("      %s (redis: the 3 masters)\n",
+               cpu_per_item(a, b, double(o.keys), "bench+engine").c_str());
+    if (!plugin) return rate;
     // Every session left its index.
     for (int p : c.ports) {
         ContextPtr ctx = connect_sync(p);

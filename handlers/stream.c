@@ -39,33 +39,49 @@
  * maxlen (0: no trimming); then per event its number of fields and the name/value pairs.
  * Two values per event: 1, entry id (appended) | 0, the earlier entry id (a duplicate:
  * nothing written) | -1, the error (nothing written for this event). pcall throughout:
- * Redis does not roll back a script, so each event's outcome must be its own. */
+ * Redis does not roll back a script, so each event's outcome must be its own.
+ * The markers are read with one MGET; MGET reads a key of another type as absent, so when
+ * EXISTS counts more keys than MGET found, each absent one is read again by GET, whose
+ * WRONGTYPE is that event's error. `fresh` holds the markers written by this call (an
+ * event id twice in one batch). The fields go to XADD as a slice of ARGV (unpack), with
+ * no table per event. */
 static const char script[] =
+    "local n, at = #KEYS - 1, 3\n"
     "local trim = tonumber(ARGV[2]) > 0\n"
-    "local out, at = {}, 3\n"
-    "for i = 2, #KEYS do\n"
-    "  local nf = tonumber(ARGV[at]); at = at + 1\n"
-    "  local seen = redis.pcall('GET', KEYS[i])\n"
-    "  if type(seen) == 'table' and seen.err then\n"
-    "    out[#out + 1] = -1; out[#out + 1] = seen.err\n"
-    "  elseif seen then\n"
-    "    out[#out + 1] = 0; out[#out + 1] = seen\n"
+    "local out, fresh, found = {}, {}, 0\n"
+    "local seen = redis.pcall('MGET', unpack(KEYS, 2))\n"
+    "if seen.err then seen = {} end\n"
+    "for i = 1, n do if seen[i] then found = found + 1 end end\n"
+    "local other = found < n\n"
+    "if other then\n"
+    "  local e = redis.pcall('EXISTS', unpack(KEYS, 2))\n"
+    "  other = type(e) ~= 'number' or e > found\n"
+    "end\n"
+    "for i = 1, n do\n"
+    "  local key, nf = KEYS[i + 1], tonumber(ARGV[at])\n"
+    "  local s = seen[i] or fresh[key]\n"
+    "  if not s and other then s = redis.pcall('GET', key) end\n"
+    "  if type(s) == 'table' and s.err then\n"
+    "    out[#out + 1] = -1; out[#out + 1] = s.err\n"
+    "  elseif s then\n"
+    "    out[#out + 1] = 0; out[#out + 1] = s\n"
     "  else\n"
-    "    local args = {KEYS[1]}\n"
+    "    local id\n"
     "    if trim then\n"
-    "      args[#args + 1] = 'MAXLEN'; args[#args + 1] = '~'; args[#args + 1] = ARGV[2]\n"
+    "      id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*',\n"
+    "                        unpack(ARGV, at + 1, at + 2 * nf))\n"
+    "    else\n"
+    "      id = redis.pcall('XADD', KEYS[1], '*', unpack(ARGV, at + 1, at + 2 * nf))\n"
     "    end\n"
-    "    args[#args + 1] = '*'\n"
-    "    for j = at, at + 2 * nf - 1 do args[#args + 1] = ARGV[j] end\n"
-    "    local id = redis.pcall('XADD', unpack(args))\n"
     "    if type(id) == 'table' and id.err then\n"
     "      out[#out + 1] = -1; out[#out + 1] = id.err\n"
     "    else\n"
-    "      redis.pcall('SET', KEYS[i], id, 'PX', ARGV[1])\n"
+    "      redis.pcall('SET', key, id, 'PX', ARGV[1])\n"
+    "      fresh[key] = id\n"
     "      out[#out + 1] = 1; out[#out + 1] = id\n"
     "    end\n"
     "  end\n"
-    "  at = at + 2 * nf\n"
+    "  at = at + 1 + 2 * nf\n"
     "end\n"
     "return out\n";
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/base/event.h"
 #include "core/format/json_line.h"
@@ -194,6 +196,27 @@ TEST(EventJson, AnEventWithoutSnapshotOrNodeHasNoValueAndAnEmptyNode) {
     EXPECT_EQ(r.node, "");
     EXPECT_EQ(r.source, "notification");
     EXPECT_EQ(r.queue, "");
+}
+
+// The plugin host's fields (host->event_field) are the object's, in its order: each value
+// as the JSON string's text, or the number's decimal.
+TEST(EventJson, TheFieldsAreTheObjectsFieldsAsText) {
+    EventRecord full = sample("bin:\xCA\xFE");
+    full.has_value = true;
+    full.value = "caf\xC3\xA9";
+    full.deadline_ms = 1700000000000;
+    full.attempt = 12;
+    full.db = -1;
+    full.queue = "keys";
+    EventRecord empty_value = sample("k\0"s);
+    empty_value.has_value = true;
+    for (const EventRecord &r : {sample("k"), full, empty_value}) {
+        const nlohmann::ordered_json j = event_object(r);
+        std::vector<std::pair<std::string, std::string>> expected;
+        for (auto it = j.begin(); it != j.end(); ++it)
+            expected.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+        EXPECT_EQ(event_fields(r), expected) << event_json(r);
+    }
 }
 
 // The source names: CApiEventJson.SourceNamesAreTheLinesOnes (kw_source_name forwards).

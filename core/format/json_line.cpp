@@ -9,6 +9,35 @@ namespace keywatch {
 namespace {
 
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// What put_fields and put_bytes write into a JSON object, appended as name and text.
+struct FieldList {
+    struct Slot {
+        Fields *out;
+        std::string name;
+        void operator=(std::string value) { out->emplace_back(std::move(name), std::move(value)); }
+        void operator=(int64_t value) { *this = std::to_string(value); }
+    };
+    Fields out;
+    Slot operator[](std::string name) { return Slot{&out, std::move(name)}; }
+};
+
+// The one list of the event's fields, their names and order, into a Json or a FieldList.
+template <typename Out>
+void put_fields(const EventRecord &r, Out &j) {
+    j["event"] = std::string(r.event);
+    put_bytes(j, "key", r.key);
+    if (r.has_value) put_bytes(j, "value", r.value);
+    j["db"] = static_cast<int64_t>(r.db);
+    j["ts_ms"] = r.ts_ms;
+    if (r.deadline_ms != 0) j["deadline_ms"] = r.deadline_ms;
+    j["attempt"] = static_cast<int64_t>(r.attempt);
+    j["source"] = std::string(r.source);
+    if (!r.queue.empty()) j["queue"] = std::string(r.queue);
+    j["id"] = std::string(r.id);
+    j["node"] = std::string(r.node);
+}
 
 }  // namespace
 
@@ -45,18 +74,15 @@ EventRecord event_record(const Event &ev) {
 
 nlohmann::ordered_json event_object(const EventRecord &r) {
     Json j;
-    j["event"] = std::string(r.event);
-    put_bytes(j, "key", r.key);
-    if (r.has_value) put_bytes(j, "value", r.value);
-    j["db"] = r.db;
-    j["ts_ms"] = r.ts_ms;
-    if (r.deadline_ms != 0) j["deadline_ms"] = r.deadline_ms;
-    j["attempt"] = r.attempt;
-    j["source"] = std::string(r.source);
-    if (!r.queue.empty()) j["queue"] = std::string(r.queue);
-    j["id"] = std::string(r.id);
-    j["node"] = std::string(r.node);
+    put_fields(r, j);
     return j;
+}
+
+Fields event_fields(const EventRecord &r) {
+    FieldList list;
+    list.out.reserve(11);
+    put_fields(r, list);
+    return std::move(list.out);
 }
 
 std::string event_json(const nlohmann::ordered_json &object) {

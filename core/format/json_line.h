@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,8 +40,12 @@ EventRecord event_record(const Event &ev);
 // {"event":..,"key":..|"key_b64":..,["value":..|"value_b64":..,]"db":..,"ts_ms":..,
 // ["deadline_ms":..,]"attempt":..,"source":..,["queue":..,]"id":..,"node":..}: value only
 // when a snapshot or payload exists, deadline_ms only when known, queue only when there is
-// one. The plugin host hands these fields to plugins one by one.
+// one.
 nlohmann::ordered_json event_object(const EventRecord &record);
+// The same fields, in the same order, as name and text: strings as they are, numbers in
+// decimal (what the object's values dump to). The plugin host hands these to plugins one
+// by one; built without a JSON object.
+std::vector<std::pair<std::string, std::string>> event_fields(const EventRecord &record);
 // The object's line, without a newline: bytes that are not UTF-8 in a field that cannot
 // take base64 (event, source, queue, id, node, e.g. a socket path) are replaced, never
 // thrown on.

@@ -280,14 +280,18 @@ int event_source(const kw_plugin_event_t *ev) {
     return ev ? E(ev).source : KW_SOURCE_NOTIFICATION;
 }
 
-// The `keywatch watch` line and its fields (core/format/json_line.h), built once per event.
-void build(kw_plugin_event_t *pe) {
-    if (pe->built) return;
-    const nlohmann::ordered_json j = event_object(event_record(*pe->ev));
-    pe->json = keywatch::event_json(j);
-    for (auto it = j.begin(); it != j.end(); ++it)
-        pe->fields.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
-    pe->built = true;
+// The `keywatch watch` line (core/format/json_line.h), built once per event.
+void build_json(kw_plugin_event_t *pe) {
+    if (pe->json_built) return;
+    pe->json = keywatch::event_json(*pe->ev);
+    pe->json_built = true;
+}
+
+// The line's fields, same names and encoding, built once per event.
+void build_fields(kw_plugin_event_t *pe) {
+    if (pe->fields_built) return;
+    pe->fields = event_fields(event_record(*pe->ev));
+    pe->fields_built = true;
 }
 
 const char *event_json(const kw_plugin_event_t *ev, size_t *len) {
@@ -295,7 +299,7 @@ const char *event_json(const kw_plugin_event_t *ev, size_t *len) {
     if (!ev) return nullptr;
     try {
         auto *pe = const_cast<kw_plugin_event_t *>(ev);  // the worker's own wrapper
-        build(pe);
+        build_json(pe);
         if (len) *len = pe->json.size();
         return pe->json.c_str();
     } catch (...) {
@@ -308,7 +312,7 @@ int event_field(const kw_plugin_event_t *ev, size_t index, const char **name, co
     if (!ev) return KW_ERR_INVALID_ARG;
     try {
         auto *pe = const_cast<kw_plugin_event_t *>(ev);
-        build(pe);
+        build_fields(pe);
         if (index >= pe->fields.size()) return KW_ERR_NOT_FOUND;
         const auto &f = pe->fields[index];
         if (name) *name = f.first.c_str();

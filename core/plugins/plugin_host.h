@@ -31,8 +31,9 @@ struct kw_plugin_config {
 struct kw_plugin_event {
     explicit kw_plugin_event(keywatch::Event &e) : ev(&e) {}
     keywatch::Event *ev;
-    // Built on first request, kept for the call.
-    bool built = false;
+    // Each built on first request (a plugin that reads the fields never pays for the
+    // line), kept for the call.
+    bool json_built = false, fields_built = false;
     bool held = false;                      // host->hold took the event over
     const std::string *instance = nullptr;  // the handling instance's name (reasons' prefix)
     std::string reason;                     // host->event_set_error's, for RETRY or REJECT
