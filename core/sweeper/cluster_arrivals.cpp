@@ -207,7 +207,7 @@ void ClusterArrivals::scan(const std::string &cursor) {
                 if (SlotQueue *q = queues_.queue(name, tag)) {
                     // Found on this node: here, or on its way here (a migration).
                     if (q->where != SlotQueue::Where::Here) arriving(*q);
-                    if (!q->sweeping) hooks_.sweep(*q);
+                    if (!q->sweeping()) hooks_.sweep(*q);
                 }
             }
             if (next != "0") {

@@ -53,10 +53,19 @@ struct SlotQueue {
     QueueStats *stats = nullptr;   // the engine's record of the queue (null: none)
     std::unique_ptr<Timer> timer;  // its next sweep
 
-    // On their way: a claim_due call (and whether to sweep again at once after it), a
+    // On their way: claim_due calls (and whether to sweep again at once after them), a
     // cluster peek (ZRANGE).
-    bool sweeping = false, again = false, peeking = false;
-    uint64_t sweeping_seq = 0;  // the batch of the claim_due on its way (sweeping)
+    bool again = false, peeking = false;
+    // The claim_due calls on their way: batch seq -> the most it may claim. One, or a few
+    // while claims come back full (bursting): each claims the next items atomically, so
+    // that Redis never waits for a round trip during a burst.
+    std::map<uint64_t, int64_t> sweeps;
+    bool sweeping() const { return !sweeps.empty(); }
+    // The last claim_due answered came back full: more was due than it could take.
+    bool bursting = false;
+    // Whether the claims on their way are taking due items: a burst, or the last claim saw
+    // an item due by `now` (local clock; the sweep at that deadline is on its way).
+    bool due_now(int64_t now) const { return bursting || (next_due && *next_due <= now); }
     // claim_due calls whose answer the connection lost (seq -> when, local clock): Redis may
     // have run them. For a lease, live claims declare their batch keys (what one took alone
     // has no inflight entry, yet is taken), and the next connection gives them back.
@@ -67,7 +76,7 @@ struct SlotQueue {
         for (auto it = unanswered.begin(); it != unanswered.end();)
             it = now - it->second > lease_ms ? unanswered.erase(it) : std::next(it);
         std::vector<uint64_t> out;
-        if (sweeping && sweeping_seq != 0) out.push_back(sweeping_seq);
+        for (auto &s : sweeps) out.push_back(s.first);
         for (auto &u : unanswered) out.push_back(u.first);
         return out;
     }
@@ -80,7 +89,10 @@ struct SlotQueue {
     bool others_hold = false;
     // Set while its claims fail (CLUSTERDOWN, NOPERM, BUSY, ...): the current back-off.
     std::optional<int64_t> claim_retry_ms;
-    std::vector<Event> deferred;  // live events awaiting the claim in flight
+    // Live events awaiting the claims in flight (the sweeps may take their items), and
+    // since when (local clock) the oldest of them waits.
+    std::vector<Event> deferred;
+    int64_t deferred_since_ms = 0;
 
     // What `held` and `handled` keep per item id: one node type for both, so that an item
     // moves from one to the other without copying its id.

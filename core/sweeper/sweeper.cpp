@@ -147,8 +147,9 @@ void Sweeper::on_lost() {
     claims_out_ = 0;
     arrivals_.connection_lost();
     queues_.for_each([this](Queue &q) {
-        if (q.sweeping && q.sweeping_seq != 0) q.unanswered[q.sweeping_seq] = wall_ms();
-        q.sweeping = false;
+        for (auto &s : q.sweeps) q.unanswered[s.first] = wall_ms();
+        q.sweeps.clear();
+        q.bursting = false;
         q.peeking = false;
         q.timer->cancel();
         for (auto &ev : q.deferred) keep_for_later(std::move(ev));

@@ -229,6 +229,18 @@ class Sweeper {
     // The reply of a claim_due call: the items claimed, and when to sweep next.
     void on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq);
     void on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64_t seq);
+    // After a claim_due answer: the live events deferred while claims were on their way
+    // are claimed live (those about items claimed since are suppressed as ours), unless
+    // (standalone) the claims on their way still take due items and they are young
+    // (defer_max_ms()).
+    void release_deferred(Queue &q);
+    int64_t defer_max_ms() const { return std::min(kDeferMaxMs, opts_.done_window_ms / 2); }
+    // Claims of one slot queue on their way at once while they come back full (a burst).
+    static constexpr size_t kSweepsInFlight = 4;
+    // The longest a live `expired` event waits for the sweeps of a burst (standalone): at
+    // most this, and at most half of track.done_window (defer_max_ms()), so that a key
+    // handled meanwhile is still recognised when the event is looked at.
+    static constexpr int64_t kDeferMaxMs = 5000;
     // A claimed item of batch `seq` becomes ours (held) and an event.
     Event hold(Queue &q, const ClaimedItem &item, const Event *live, uint64_t seq);
     // The next claim batch's seq: unique in this process, so unique per owner.

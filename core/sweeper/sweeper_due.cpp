@@ -24,18 +24,28 @@ constexpr int64_t kLookAtLeasesMs = 1000;
 void Sweeper::sweep(Queue &q) {
     if (!claiming_ || !link_.serving() || q.where == Where::Moved)
         return;  // waiting: resume() sweeps every queue once the server serves
-    if (q.sweeping) {
+    // One claim on its way; standalone, while claims come back full (a burst), up to
+    // kSweepsInFlight, so that the next one runs while the answer of the last travels.
+    // (Cluster: a burst is spread over many slot queues, each swept on its own.)
+    if (q.sweeping() && (opts_.cluster || !q.bursting || q.sweeps.size() >= kSweepsInFlight)) {
         q.again = true;
         return;
     }
     size_t room = sink_->dispatch_room();
+    // What the claims on their way may still add to the dispatch queue.
+    size_t asked = *live_asking_;
+    for (auto &s : q.sweeps) asked += static_cast<size_t>(s.second);
+    if (q.sweeping()) room = room > asked ? room - asked : 0;
+    if (room == 0 && q.sweeping()) {
+        q.again = true;  // the answer on its way sweeps again
+        return;
+    }
     if (room == 0) {
         // Workers are behind: the items wait in Redis; look again shortly.
         q.timer->arm(std::min<int64_t>(opts_.interval_ms, 20));
         return;
     }
     int64_t limit = std::min<int64_t>(opts_.batch, static_cast<int64_t>(room));
-    q.sweeping = true;
     q.again = false;
     counters_->sweep_calls.fetch_add(1, std::memory_order_relaxed);
     // The `done` record is pruned by a claim at most once per tenth of its window, not on
@@ -48,7 +58,9 @@ void Sweeper::sweep(Queue &q) {
                 q.markers >= Queue::kPruneAfterMarkers;
         if (prune) {
             q.done_pruned_ms = t;
-            q.markers = 0;
+            // One prune per kPruneAfterMarkers batches: acks that went out together (after a
+            // burst of claims) make the next claims prune again until it has caught up.
+            q.markers -= std::min(q.markers, Queue::kPruneAfterMarkers);
         }
     }
     // A claim looks at leases ('L') when one may have run out, and declares the batch keys
@@ -79,11 +91,10 @@ void Sweeper::sweep(Queue &q) {
     argv.push_back(opts_.own_channel);
     bool sent = link_.eval(scripts::batch::kClaimDue, keys, std::move(argv),
                            [this, &q, limit, seq](redisReply *r) { on_swept(q, r, limit, seq); });
-    q.sweeping_seq = seq;
-    if (sent)
-        claim_sent();
-    else
-        q.sweeping = false;
+    if (!sent) return;
+    q.sweeps[seq] = limit;
+    claim_sent();
+    if (q.bursting && !opts_.cluster) sweep(q);  // the next one, while there is room
 }
 
 bool Sweeper::must_look(const Queue &q, int64_t now) {
@@ -110,19 +121,15 @@ uint64_t Sweeper::next_batch_seq() {
 
 // The reply of claim_due (ClaimReply): the items claimed, the next deadline and lease end.
 void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
-    q.sweeping = false;
+    q.sweeps.erase(seq);
+    q.bursting = false;  // until this answer shows a full claim
     claim_answered();
-    // Live events that came in while this claim was on its way: those about items
-    // it claimed are ours now (held); the rest are claimed live.
-    std::vector<Event> deferred;
-    deferred.swap(q.deferred);
+    // Live events that came in while claims were on their way: once this answer is in.
     struct Later {
         Sweeper *s;
-        std::vector<Event> &evs;
-        ~Later() {
-            if (!evs.empty()) s->claim_live(std::move(evs));
-        }
-    } later{this, deferred};
+        Queue &q;
+        ~Later() { s->release_deferred(q); }
+    } later{this, q};
     if (classify(r) == ReplyError::Loading) {
         link_.server_waits(ReplyError::Loading);  // swept again once the server has loaded
         return;
@@ -138,6 +145,7 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
     claims_work(q);
     int64_t now = c.now, next_due = c.next_due;
     size_t claimed = c.items.size();
+    q.bursting = static_cast<int64_t>(claimed) >= limit;
     if (next_due >= 0)
         q.next_due = next_due;
     else
@@ -165,6 +173,13 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
         next < 0 ? opts_.interval_ms : std::clamp<int64_t>(next - now + 1, 0, opts_.interval_ms);
     // Run-out leases named: the next claim declares their batch keys and takes them.
     const bool more = q.again || static_cast<int64_t>(claimed) >= limit || !q.stale.empty();
+    if (more && !opts_.cluster) {
+        // Standalone: the next claims go now, before the deferred live events are looked
+        // at (release_deferred), which keep waiting for them in a burst.
+        q.timer->cancel();
+        sweep(q);
+        if (q.sweeping()) return;
+    }
     if (more) delay = 0;
     // Cluster: an idle slot queue waits for a notification or the next scan; one
     // with items waits for its next deadline (new earlier items notify us).
@@ -173,6 +188,21 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
         delay = std::max<int64_t>(next - now + 1, 0);
     }
     q.timer->arm(delay);
+}
+
+void Sweeper::release_deferred(Queue &q) {
+    if (q.deferred.empty()) return;
+    // While more claims of the burst are on their way, the events keep waiting for them
+    // (their items are most likely among what the sweeps take next), for at most
+    // defer_max_ms(); then those about items claimed are ours now (held) and the rest are
+    // claimed live.
+    const int64_t now = wall_ms();
+    if (!opts_.cluster && q.sweeping() && q.due_now(now) &&
+        now - q.deferred_since_ms < defer_max_ms())
+        return;
+    std::vector<Event> deferred;
+    deferred.swap(q.deferred);
+    claim_live(std::move(deferred));
 }
 
 void Sweeper::on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64_t seq) {

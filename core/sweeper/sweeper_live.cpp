@@ -52,11 +52,17 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
             counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
             continue;
         }
-        // Cluster: a claim in flight on this slot queue may be what deleted the key (a
-        // sweep's key lookup does): wait for its answer rather than ask Redis about our
-        // own claim for a handful of ids. (One standalone queue is nearly always being
-        // swept during a burst: there, waiting would hold back the live path.)
-        if (opts_.cluster && q->sweeping) {
+        // A claim in flight on this slot queue may be what deleted the key (a sweep's key
+        // lookup does): wait for its answer rather than ask Redis about our own claim.
+        // Cluster: always. Standalone, where one queue takes every key, an `expired` event
+        // waits while the claims on their way take due items (a deadline's sweep, or a
+        // burst: claims coming back full, several on their way), for at most
+        // defer_max_ms() (release_deferred): the sweeps take what is due, in order, far
+        // more cheaply than live claims of the same items could.
+        if (q->sweeping() && (opts_.cluster || (ev.name == "expired" && q->due_now(now) &&
+                                                now - ev.ts_ms < defer_max_ms()))) {
+            if (q->deferred.empty() || ev.ts_ms < q->deferred_since_ms)
+                q->deferred_since_ms = ev.ts_ms;
             q->deferred.push_back(std::move(ev));
             continue;
         }
