@@ -973,8 +973,10 @@ AdoptPass adopt_pass(const Options &o, const keywatch::RedisProcess &rp, const P
             await_quiet(rp);
             return;
         }
+        const double until = mono_s() + 30;  // the first catch-up scan (of an empty db)
         for (auto &e : running)
-            while (!v.rules.empty() && e->stat("catchup.scans") < 1) sleep_ms(5);
+            while (!v.rules.empty() && e->stat("catchup.scans") < 1 && mono_s() < until)
+                sleep_ms(5);
         sleep_ms(300);
     };
     settle();
