@@ -39,8 +39,17 @@
 //              passes on an emptied server with no engine (the baseline), one engine, two
 //              engines, one engine whose rule has snapshot=true (--adopt-snapshot), and
 //              kw_client_track of the same keys. Figures: keys/s from the first write until
-//              adopt.adopted reaches --keys; Redis CPU per key (INFO cpu, until Redis is
-//              quiet) above the baseline's; used_memory per key above the baseline's.
+//              adopt.adopted reaches --keys; Redis CPU per key (INFO cpu, from the first
+//              write until done and settled, less what the running engines cost Redis when
+//              idle, measured for 1 s before) above the baseline's; used_memory per key
+//              above the baseline's.
+//              To take the cost apart, also passes with a plain subscriber (Listener) on
+//              the engine's patterns (what delivering the notifications costs Redis), on
+//              exact channels instead, and three passes whose keys expire 3 s after the
+//              writing and last until each is delivered (no engine: until Redis deleted
+//              them): plain SET, one engine adopting, kw_client_track with one engine. Each
+//              pass also prints its INFO commandstats share (usec, which is wall time: on a
+//              loaded machine it counts time the server was not running) and the rest.
 //            - catch-up: --background volatile keys plus 20,000 a: keys, then an engine
 //              starts; DBSIZE / (kw_engine_start until catchup.scans is 1), Redis CPU per
 //              key scanned, and a one-connection GET probe's p50/p99/max before and during
@@ -50,6 +59,7 @@
 //              volatile keys present; handler start minus deadline for each, and a native
 //              subscriber on a server of its own (as in lateness). Target: adopted p99 <= 2x
 //              tracked p99.
+//            --adopt-parts picks among cost, catchup and lateness (default all).
 //            The servers get notify-keyspace-events "Exg$" (what adoption needs).
 //
 // --port P runs every sub-benchmark on the redis-server already listening on 127.0.0.1:P
@@ -78,6 +88,7 @@
 #include <event2/thread.h>
 
 #include <csignal>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -92,6 +103,7 @@ using namespace kwbench;
 
 const char *const kAll[] = {"lateness", "burst", "track", "e2e", "memory", "adopt"};
 const char *const kDefault[] = {"lateness", "burst", "track", "e2e", "memory"};
+const char *const kAdoptParts[] = {"cost", "catchup", "lateness"};
 
 struct Options {
     int rounds = 3;
@@ -110,6 +122,7 @@ struct Options {
     uint64_t adopt_keys = 10000;       // adopt: keys of each kind in the lateness measure
     uint64_t adopt_scan_keys = 20000;  // adopt: matching keys among the catch-up's keyspace
     bool adopt_snapshot = true;        // adopt: also the pass whose rule has snapshot=true
+    std::set<std::string> adopt_parts = {std::begin(kAdoptParts), std::end(kAdoptParts)};
 };
 
 void usage(FILE *out) {
@@ -134,6 +147,7 @@ void usage(FILE *out) {
             "  --adopt-keys N    adopt: adopted and tracked keys in its lateness measure\n"
             "                    (default 10000)\n"
             "  --adopt-snapshot B  adopt: 1 (default) also measures a snapshot rule, 0 not\n"
+            "  --adopt-parts LIST  adopt: comma-separated: cost,catchup,lateness (default all)\n"
             "  --conf NAME=VALUE keywatch engine option (repeatable), e.g. --conf workers=2\n"
             "  --verbose         engine stats and info log lines\n");
 }
@@ -169,6 +183,8 @@ bool parse_args(int argc, char **argv, Options *o) {
                 good = parse_uint(value, 100, 10000000ull, &o->adopt_keys);
             else if (arg == "--adopt-snapshot")
                 good = parse_uint(value, 0, 1, &n) && (o->adopt_snapshot = n == 1, true);
+            else if (arg == "--adopt-parts")
+                return parse_only(value, kAdoptParts, &o->adopt_parts);
             else
                 return Opt::kUnknown;
             return good ? Opt::kOk : Opt::kBad;
@@ -764,61 +780,248 @@ void await_quiet(const keywatch::RedisProcess &rp) {
     }
 }
 
+// Where a pass's Redis CPU went, from INFO commandstats and INFO stats (reset at its start),
+// in microseconds (or bytes, calls) per key written.
+struct CostParts {
+    double set = 0;       // the app's SET (with the keyevents it publishes to subscribers)
+    double scripts = 0;   // EVALSHA and EVAL (adopt, claims, acks; track: its SET too)
+    double commands = 0;  // every other command sent to Redis (PUBLISH, INFO, SCAN...)
+    double outside = 0;   // the rest: reading and writing sockets (subscribers'
+                          // messages), the event loop, cron
+    double script_calls = 0, net_out = 0, writes = 0;
+};
+
+// usec= of each command in INFO commandstats ("set" -> usec).
+std::map<std::string, double> command_usec(const std::string &info) {
+    std::map<std::string, double> out;
+    size_t pos = 0;
+    while ((pos = info.find("cmdstat_", pos)) != std::string::npos) {
+        const size_t colon = info.find(':', pos);
+        const size_t usec = info.find("usec=", colon);
+        if (colon == std::string::npos || usec == std::string::npos) break;
+        out[info.substr(pos + 8, colon - pos - 8)] = std::strtod(info.c_str() + usec + 5, nullptr);
+        pos = colon;
+    }
+    return out;
+}
+
+// The commands scripts call (counted in commandstats too, and inside EVALSHA's time).
+bool called_by_scripts(const std::string &cmd) {
+    static const std::set<std::string> inner = {"del",
+                                                "exists",
+                                                "get",
+                                                "hdel",
+                                                "hexists",
+                                                "hget",
+                                                "hlen",
+                                                "hmget",
+                                                "hset",
+                                                "hsetnx",
+                                                "incr",
+                                                "pexpiretime",
+                                                "set",
+                                                "time",
+                                                "type",
+                                                "xadd",
+                                                "xdel",
+                                                "xlen",
+                                                "xrange",
+                                                "zadd",
+                                                "zcard",
+                                                "zcount",
+                                                "zmscore",
+                                                "zrange",
+                                                "zrangebyscore",
+                                                "zrangestore",
+                                                "zrem",
+                                                "zremrangebyrank",
+                                                "zremrangebyscore",
+                                                "zscore",
+                                                "pubsub|numsub",
+                                                "pubsub|channels"};
+    return inner.count(cmd) > 0;
+}
+
+CostParts cost_parts(const keywatch::RedisProcess &rp, double cpu_s, double n, bool app_sets) {
+    const std::map<std::string, double> usec = command_usec(rp.command({"INFO", "commandstats"}));
+    const std::string stats = rp.command({"INFO", "stats"});
+    auto stat = [&](const char *name) {
+        const char *v = info_value(stats, name);
+        return v ? std::strtod(v, nullptr) : 0.0;
+    };
+    auto at = [&](const char *cmd) {
+        auto it = usec.find(cmd);
+        return it == usec.end() ? 0.0 : it->second;
+    };
+    CostParts c;
+    c.set = app_sets ? at("set") / n : 0;
+    c.scripts = (at("evalsha") + at("eval")) / n;
+    for (const auto &kv : usec)
+        if (kv.first != "evalsha" && kv.first != "eval" && kv.first != "set" &&
+            !called_by_scripts(kv.first))
+            c.commands += kv.second / n;
+    c.outside = cpu_s * 1e6 / n - c.set - c.scripts - c.commands;
+    const std::string info = rp.command({"INFO", "commandstats"});
+    const char *calls = info_value(info, "cmdstat_evalsha");
+    c.script_calls = calls ? std::strtod(strstr(calls, "calls=") + 6, nullptr) : 0;
+    c.net_out = stat("total_net_output_bytes") / n;
+    c.writes = stat("total_writes_processed") / n;
+    return c;
+}
+
+std::string cost_text(const CostParts &c) {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "SET %.2f us, scripts %.2f us (%.0f EVALSHA), other commands %.2f us, outside "
+             "commands %.2f us; out %.0f B/key, %.2f writes/key",
+             c.set, c.scripts, c.script_calls, c.commands, c.outside, c.net_out, c.writes);
+    return buf;
+}
+
+// The keyevents an engine with the rule prefix=a: (no snapshot) and a handler of `expired`
+// subscribes to: `expired` in every db, the others (subscribed for adoption alone) in db 0.
+const char *const kAdoptEvents[] = {"evicted", "del",         "set",       "expire",
+                                    "persist", "rename_from", "rename_to", "move_from",
+                                    "move_to", "copy_to",     "restore"};
+
+// A plain subscriber that reads and drops what it hears, on its own thread: PSUBSCRIBE to
+// the engine's patterns, or (channels) PSUBSCRIBE to `expired`'s and SUBSCRIBE to the
+// others' exact channels. What Redis spends delivering an engine's notifications, apart
+// from the scripts the engine runs.
+class Listener {
+  public:
+    Listener(int port, bool channels) : c_(connect_sync(port)) {
+        timeval tv{0, 100000};
+        redisSetTimeout(c_.get(), tv);
+        redisAppendCommand(c_.get(), "PSUBSCRIBE __keyevent@*__:expired");
+        for (const char *e : kAdoptEvents)
+            redisAppendCommand(
+                c_.get(), channels ? "SUBSCRIBE __keyevent@0__:%s" : "PSUBSCRIBE __keyevent@0__:%s",
+                e);
+        for (size_t i = 0; i <= std::size(kAdoptEvents); i++) {
+            void *r = nullptr;
+            if (redisGetReply(c_.get(), &r) != REDIS_OK) throw BenchError("listener: subscribe");
+            freeReplyObject(r);
+        }
+        thread_ = std::thread([this] {
+            while (!stop_.load()) {
+                void *r = nullptr;
+                if (redisGetReply(c_.get(), &r) == REDIS_OK) {
+                    freeReplyObject(r);
+                    heard_++;
+                } else if (c_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                    c_->err = 0;  // the read timed out: look at stop_ again
+                } else {
+                    return;
+                }
+            }
+        });
+    }
+    ~Listener() {
+        stop_ = true;
+        thread_.join();
+    }
+    int64_t heard() const { return heard_.load(); }
+
+  private:
+    ContextPtr c_;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    std::atomic<int64_t> heard_{0};
+};
+
 // One pass of the rate and cost measure on an emptied server: `engines` engines with
 // `rules` (0: none, the baseline), or with track the keys written by kw_client_track.
 struct AdoptPass {
     double redis_cpu_s = 0, memory_b = 0, write_s = 0, adopted_s = 0;
     int64_t adopted = 0;
+    CostParts parts;
 };
 
-AdoptPass adopt_pass(const Options &o, const keywatch::RedisProcess &rp, int engines,
-                     const std::string &rules, bool track) {
+// One pass of the cost measure: what runs beside the app's writes.
+struct PassSpec {
+    const char *name;
+    int engines = 0;         // engines with the rule `rules`
+    std::string rules;       // "": engines without adopt rules
+    bool track = false;      // the keys are written with kw_client_track, not SET
+    int listener = 0;        // 1: a Listener on the engine's patterns, 2: on channels
+    bool to_expiry = false;  // the keys expire 3 s after the writing starts; the pass
+                             // lasts until every one is delivered (or gone, with no engine)
+    double *cpu = nullptr, *mem = nullptr;  // where its figures go (mem null: not kept)
+};
+
+AdoptPass adopt_pass(const Options &o, const keywatch::RedisProcess &rp, const PassSpec &v) {
     flushall(rp);
     std::vector<std::unique_ptr<Engine>> running;
-    for (int i = 0; i < engines; i++) {
-        running.push_back(std::make_unique<Engine>(rp.url(), noop_handler, nullptr,
-                                                   ConfPairs{{"adopt.rules", rules}}));
+    for (int i = 0; i < v.engines; i++) {
+        ConfPairs conf;
+        if (!v.rules.empty()) conf.push_back({"adopt.rules", v.rules});
+        running.push_back(std::make_unique<Engine>(rp.url(), noop_handler, nullptr, conf));
         running.back()->start();
     }
-    if (track) {  // load the script and create nothing lasting before the first reading
+    std::unique_ptr<Listener> listener;
+    if (v.listener) listener = std::make_unique<Listener>(rp.port(), v.listener == 2);
+    if (v.track) {  // load the script and create nothing lasting before the first reading
         Client c(rp.url());
         c.check(kw_client_track(c.c, "warm", 4, "x", 1, 3600000, 0, nullptr), "kw_client_track");
         c.check(kw_client_untrack(c.c, "warm", 4, 1), "kw_client_untrack");
     }
-    await_quiet(rp);
+    // Settled: engines keep sweeping every sweep.interval, so Redis never goes quiet with
+    // them; what they cost when idle is measured for a second and taken off the window.
+    auto settle = [&] {
+        if (running.empty()) {
+            await_quiet(rp);
+            return;
+        }
+        const double until = mono_s() + 30;  // the first catch-up scan (of an empty db)
+        for (auto &e : running)
+            while (!v.rules.empty() && e->stat("catchup.scans") < 1 && mono_s() < until)
+                sleep_ms(5);
+        sleep_ms(300);
+    };
+    settle();
+    const Cpu idle_a = cpu_now(rp);
+    const double idle_t0 = mono_s();
+    sleep_ms(1000);
+    const double idle_rate = (cpu_now(rp).redis - idle_a.redis) / (mono_s() - idle_t0);
     rp.command({"CONFIG", "RESETSTAT"});
     const int64_t mem0 = info_int(rp, "memory", "used_memory");
     AdoptPass p;
     Cpu a = cpu_now(rp);
     const double t0 = mono_s();
-    const int64_t at = wall_ms_int() + 600000;
-    if (track)
+    const int64_t ttl = v.to_expiry ? 3000 : 600000, at = wall_ms_int() + ttl;
+    if (v.track)
         track_parallel(
             rp.url(), "", 1, 100, o.keys,
             [&](uint64_t i, char *buf) {
                 return size_t(snprintf(buf, 64, "a:%013lld:%07llu", static_cast<long long>(at),
                                        static_cast<unsigned long long>(i)));
             },
-            [](uint64_t) { return int64_t(600000); });
+            [&](uint64_t) { return at - wall_ms_int(); });
     else
         write_plain(rp.port(), "a:", o.keys, [&](uint64_t) { return at; });
     p.write_s = mono_s() - t0;
     // Each key is adopted once, by whichever engine's script runs first (the others find it
     // unchanged).
-    auto adopted = [&] {
-        int64_t sum = 0;
-        for (auto &e : running) sum += e->stat("adopt.adopted");
-        return sum;
+    auto sum = [&](const char *stat) {
+        int64_t total = 0;
+        for (auto &e : running) total += e->stat(stat);
+        return total;
     };
-    if (engines > 0) {
-        while (adopted() < int64_t(o.keys) && mono_s() - t0 < 120) sleep_ms(1);
+    if (v.engines > 0 && !v.rules.empty()) {
+        while (sum("adopt.adopted") < int64_t(o.keys) && mono_s() - t0 < 120) sleep_ms(1);
         p.adopted_s = mono_s() - t0;
-        p.adopted = adopted();
+        p.adopted = sum("adopt.adopted");
     }
-    await_quiet(rp);
+    if (v.to_expiry && v.engines > 0)
+        while (sum("items.acked") < int64_t(o.keys) && mono_s() - t0 < 120) sleep_ms(5);
+    else if (v.to_expiry)
+        while (rp.command({"DBSIZE"}) != "0" && mono_s() - t0 < 120) sleep_ms(5);
+    settle();
     Cpu b = cpu_now(rp);
-    p.redis_cpu_s = b.redis - a.redis;
+    p.redis_cpu_s = std::max(0.0, b.redis - a.redis - idle_rate * (mono_s() - t0));
     p.memory_b = double(info_int(rp, "memory", "used_memory") - mem0);
+    p.parts = cost_parts(rp, p.redis_cpu_s, double(o.keys), !v.track);
     print_commandstats(rp, "adopt pass");
     for (auto &e : running) {
         e->print_stats();
@@ -989,46 +1192,56 @@ AdoptLateness adopt_lateness(const Options &o) {
 struct Adopt {
     double rate = 0;  // keys/s adopted (one engine)
     double cpu_base = 0, cpu_one = 0, cpu_two = 0, cpu_snap = 0, cpu_track = 0;  // us/key
-    double mem_base = 0, mem_one = 0, mem_snap = 0, mem_track = 0;               // B/key
+    double cpu_listen = 0, cpu_listen_ch = 0;                     // a Listener (patterns, channels)
+    double cpu_base_exp = 0, cpu_one_exp = 0, cpu_track_exp = 0;  // through expiry
+    double mem_base = 0, mem_one = 0, mem_snap = 0, mem_track = 0;  // B/key
     CatchUp scan;
     AdoptLateness late;
 };
 
 Adopt adopt_round(const Options &o, int round) {
     Adopt r;
-    {
+    if (o.adopt_parts.count("cost")) {
         auto rp = fresh_server(o);
         adopt_notifications(*rp);
         const double n = double(o.keys);
         // Alternated per round, so that a drift in the machine's load is shared out.
-        struct Variant {
-            const char *name;
-            int engines;
-            std::string rules;
-            bool track;
-            double *cpu, *mem;
-        };
         double ignored = 0;
-        std::vector<Variant> variants = {
-            {"no engine (baseline)", 0, "", false, &r.cpu_base, &r.mem_base},
-            {"1 engine", 1, "prefix=a:", false, &r.cpu_one, &r.mem_one},
-            {"2 engines", 2, "prefix=a:", false, &r.cpu_two, &ignored},
-            {"kw_client_track", 0, "", true, &r.cpu_track, &r.mem_track}};
+        std::vector<PassSpec> variants = {
+            {"no engine (baseline)", 0, "", false, 0, false, &r.cpu_base, &r.mem_base},
+            {"1 engine", 1, "prefix=a:", false, 0, false, &r.cpu_one, &r.mem_one},
+            {"2 engines", 2, "prefix=a:", false, 0, false, &r.cpu_two, &ignored},
+            {"kw_client_track", 0, "", true, 0, false, &r.cpu_track, &r.mem_track},
+            {"listener, patterns", 0, "", false, 1, false, &r.cpu_listen, nullptr},
+            {"listener, channels", 0, "", false, 2, false, &r.cpu_listen_ch, nullptr},
+            {"no engine, to expiry", 0, "", false, 0, true, &r.cpu_base_exp, nullptr},
+            {"1 engine, to expiry", 1, "prefix=a:", false, 0, true, &r.cpu_one_exp, nullptr},
+            {"track, to expiry", 1, "", true, 0, true, &r.cpu_track_exp, nullptr}};
         if (o.adopt_snapshot)
-            variants.push_back({"1 engine, snapshot", 1, "prefix=a: snapshot=true", false,
+            variants.push_back({"1 engine, snapshot", 1, "prefix=a: snapshot=true", false, 0, false,
                                 &r.cpu_snap, &r.mem_snap});
         if (round % 2) std::reverse(variants.begin() + 1, variants.end());
-        for (const Variant &v : variants) {
-            AdoptPass p = adopt_pass(o, *rp, v.engines, v.rules, v.track);
+        for (const PassSpec &v : variants) {
+            AdoptPass p = adopt_pass(o, *rp, v);
             *v.cpu = p.redis_cpu_s * 1e6 / n;
-            *v.mem = p.memory_b / n;
-            if (v.engines == 1 && !v.track && v.rules == "prefix=a:") r.rate = n / p.adopted_s;
-            const std::string adopted = v.engines ? ", adopted " + with_commas(double(p.adopted)) +
-                                                        " by " + fixed(p.adopted_s, 2) + " s"
-                                                  : "";
-            printf("    %-20s written in %.2f s%s; Redis %.2f us/key; used_memory +%.1f B/key\n",
-                   v.name, p.write_s, adopted.c_str(), *v.cpu, *v.mem);
+            if (v.mem) *v.mem = p.memory_b / n;
+            if (v.engines == 1 && !v.to_expiry && v.rules == "prefix=a:") r.rate = n / p.adopted_s;
+            const std::string adopted = v.engines && !v.rules.empty()
+                                            ? ", adopted " + with_commas(double(p.adopted)) +
+                                                  " by " + fixed(p.adopted_s, 2) + " s"
+                                            : "";
+            printf(
+                "    %-20s written in %.2f s%s; Redis %.2f us/key; used_memory +%.1f B/key\n"
+                "      %s\n",
+                v.name, p.write_s, adopted.c_str(), *v.cpu, p.memory_b / n,
+                cost_text(p.parts).c_str());
         }
+        printf(
+            "    Redis CPU per key: notifications to one listener %.2f us (with channels %.2f "
+            "us); through expiry: plain SET %.2f us, adopted +%.2f us, kw_client_track %.2f "
+            "us\n",
+            r.cpu_listen - r.cpu_base, r.cpu_listen_ch - r.cpu_base, r.cpu_base_exp,
+            r.cpu_one_exp - r.cpu_base_exp, r.cpu_track_exp);
         flushall(*rp);
         const std::string snap_cpu =
             o.adopt_snapshot ? ", snapshot " + fixed(r.cpu_snap - r.cpu_base, 2) + " us" : "";
@@ -1044,8 +1257,9 @@ Adopt adopt_round(const Options &o, int round) {
             snap_mem.c_str(), r.mem_track - r.mem_base);
         fflush(stdout);
     }
-    r.scan = catchup_round(o);
+    if (o.adopt_parts.count("catchup")) r.scan = catchup_round(o);
     fflush(stdout);
+    if (!o.adopt_parts.count("lateness")) return r;
     r.late = adopt_lateness(o);
     print_delivery("adopted", r.late.adopted, false);
     print_delivery("tracked", r.late.tracked, false);
@@ -1070,21 +1284,28 @@ void row(const std::string &name, const std::string &kw, const std::string &base
            pass ? "PASS" : "FAIL");
 }
 
-void adopt_summary(const std::vector<Adopt> &a) {
+void adopt_summary(const Options &o, const std::vector<Adopt> &a) {
     auto m = [&](double Adopt::*f) { return med(a, [f](const Adopt &x) { return x.*f; }); };
-    row("adoption rate (1 engine)", fmt_rate(m(&Adopt::rate)), "-", "-", true);
-    const double base = m(&Adopt::cpu_base);
-    row("Redis CPU per adopted key", fixed(m(&Adopt::cpu_one) - base, 2) + " us",
-        "track " + fixed(m(&Adopt::cpu_track), 2) + " us", "-", true);
-    row("  with 2 engines", fixed(m(&Adopt::cpu_two) - base, 2) + " us",
-        "SET PX " + fixed(base, 2) + " us", "-", true);
-    row("memory per adopted key", "+" + fixed(m(&Adopt::mem_one) - m(&Adopt::mem_base), 1) + " B",
-        "SET PX " + fixed(m(&Adopt::mem_base), 1) + " B", "-", true);
-    const double scan = med(a, [](const Adopt &x) { return x.scan.rate; });
-    row("catch-up scan rate", fmt_rate(scan),
-        "probe p99 " + fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_p99; })) + " (idle " +
-            fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_base_p99; })) + ")",
-        ">= 200,000/s", scan >= 200000);
+    if (o.adopt_parts.count("cost")) {
+        row("adoption rate (1 engine)", fmt_rate(m(&Adopt::rate)), "-", "-", true);
+        const double base = m(&Adopt::cpu_base);
+        row("Redis CPU per adopted key", fixed(m(&Adopt::cpu_one) - base, 2) + " us",
+            "track " + fixed(m(&Adopt::cpu_track), 2) + " us", "-", true);
+        row("  with 2 engines", fixed(m(&Adopt::cpu_two) - base, 2) + " us",
+            "SET PX " + fixed(base, 2) + " us", "-", true);
+        row("memory per adopted key",
+            "+" + fixed(m(&Adopt::mem_one) - m(&Adopt::mem_base), 1) + " B",
+            "SET PX " + fixed(m(&Adopt::mem_base), 1) + " B", "-", true);
+    }
+    if (o.adopt_parts.count("catchup")) {
+        const double scan = med(a, [](const Adopt &x) { return x.scan.rate; });
+        row("catch-up scan rate", fmt_rate(scan),
+            "probe p99 " + fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_p99; })) +
+                " (idle " + fmt_ms(med(a, [](const Adopt &x) { return x.scan.probe_base_p99; })) +
+                ")",
+            ">= 200,000/s", scan >= 200000);
+    }
+    if (!o.adopt_parts.count("lateness")) return;
     const double ap99 = med(a, [](const Adopt &x) { return x.late.adopted.p99; });
     const double tp99 = med(a, [](const Adopt &x) { return x.late.tracked.p99; });
     row("adopted lateness p99 (+bg keys)", fmt_ms(ap99),
@@ -1155,7 +1376,7 @@ void summary(const Options &o, const Results &r) {
         snprintf(rt, sizeof rt, "<= 2x");
         row("memory per tracked key", kw, base, rt, ratio <= 2.0);
     }
-    if (!r.adopt.empty()) adopt_summary(r.adopt);
+    if (!r.adopt.empty()) adopt_summary(o, r.adopt);
 }
 
 void run(const Options &o) {

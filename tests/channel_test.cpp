@@ -161,6 +161,17 @@ TEST(KeyeventPattern, NamesEveryDbAndTheEvent) {
     EXPECT_EQ(keyevent_pattern("expire", 15), "__keyevent@15__:expire");
 }
 
+// The tracked db's keyevents name one channel each (SUBSCRIBEd to); every db's, or a glob
+// of keys, are patterns (PSUBSCRIBEd to).
+TEST(KeyeventPattern, OneDbsEventNamesOneChannel) {
+    EXPECT_TRUE(names_one_channel(keyevent_pattern("del", 0)));
+    EXPECT_FALSE(names_one_channel(keyevent_pattern("del")));
+    EXPECT_FALSE(names_one_channel(keyspace_pattern(0, "kw:*:{*}:due")));
+    EXPECT_FALSE(names_one_channel(keyevent_pattern("a?b", 0)));
+    EXPECT_FALSE(names_one_channel(keyevent_pattern("[ab]", 0)));
+    EXPECT_FALSE(names_one_channel(keyevent_pattern("a\\b", 0)));
+}
+
 TEST(KeyeventPattern, ChannelsItMatchesParseBackToTheEvent) {
     for (const char *event : {"expired", "evicted", "del", "set"}) {
         std::string pattern = keyevent_pattern(event);

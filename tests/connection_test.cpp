@@ -504,6 +504,25 @@ TEST_F(ConnectionWithPassword, AclUserWithoutTheChannelsFailsStartWithARuleThatW
     EXPECT_TRUE(sink2.wait_for("set", "granted")) << sink2.describe();
 }
 
+// A user made for an earlier version, which subscribed del and rename_from in every
+// database: the engine SUBSCRIBEs to the tracked db's channels of them now, which its
+// &__keyevent@*__: rules match as globs (a PSUBSCRIBE of them would be refused).
+TEST_F(ConnectionWithPassword, AclUserOfTheEarlierRuleStillHearsTheTrackedDbsDeletions) {
+    auto admin = client("s3cret");
+    ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "+@all",
+                              "resetchannels", "&__keyevent@*__:expired", "&__keyevent@*__:evicted",
+                              "&__keyevent@*__:del", "&__keyevent@*__:rename_from",
+                              "&__keywatch:heartbeat:*"}),
+              "OK");
+    EventSink sink;
+    Engine engine(url_with("watcher:watcherpw@"));
+    engine.add(&sink, {{"events", "expired"}});
+    ASSERT_EQ(engine.start(), KW_OK) << engine.last_error();
+    ASSERT_EQ(admin->command({"SET", "gone", "v"}), "OK");
+    ASSERT_EQ(admin->command({"DEL", "gone"}), "1");
+    EXPECT_TRUE(engine.stat_reaches("events.received", 1)) << "its del is heard";
+}
+
 TEST_F(ConnectionWithPassword, AclUserWithoutEvalFailsStartNamingTheRule) {
     auto admin = client("s3cret");
     ASSERT_EQ(admin->command({"ACL", "SETUSER", "watcher", "on", ">watcherpw", "~*", "&*", "+@all",

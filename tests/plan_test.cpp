@@ -138,30 +138,57 @@ TEST(Plan, AClusterThatSweepsHearsItsDueKeys) {
     EXPECT_EQ(listens.notify_flags, "E$");
 }
 
-// Events subscribed only for adoption are about keys of redis.url's database: subscribed
-// there alone (and granted so), while what a handler takes stays every database's.
-TEST(Plan, AdoptionOnlyEventsAreSubscribedInTheTrackedDatabaseAlone) {
+// Events subscribed only for the queues' bookkeeping (adoption's, tracking's del and
+// rename_from) are about tracked keys, which live in redis.url's database: subscribed there
+// alone (and granted so), while what a handler takes stays every database's.
+TEST(Plan, BookkeepingEventsAreSubscribedInTheTrackedDatabaseAlone) {
     PlanConfig c;
     std::string err;
     ASSERT_TRUE(parse_adopt_rules("prefix=app:", &c.adopt_rules, &err)) << err;
-    const Plan p = plan_of(c, {handler("expired,set")}, Deployment{false, true, 3});
-    ASSERT_FALSE(p.demand.adopt_only_events.empty());
+    const Plan p = plan_of(c, {handler("expired,set,rename_from")}, Deployment{false, true, 3});
+    ASSERT_FALSE(p.demand.bookkeeping_events.empty());
     for (size_t i = 0; i < p.demand.events.size(); i++) {
         const std::string &e = p.demand.events[i];
-        const auto &only = p.demand.adopt_only_events;
-        const bool adopt_only = std::find(only.begin(), only.end(), e) != only.end();
-        EXPECT_EQ(p.keyevent_patterns[i], (adopt_only ? "__keyevent@3__:" : "__keyevent@*__:") + e);
+        const auto &own = p.demand.bookkeeping_events;
+        const bool bookkeeping = std::find(own.begin(), own.end(), e) != own.end();
+        EXPECT_EQ(p.keyevent_patterns[i],
+                  (bookkeeping ? "__keyevent@3__:" : "__keyevent@*__:") + e);
         EXPECT_NE(p.channel_rules.find("&" + p.keyevent_patterns[i] + " "), std::string::npos)
             << p.channel_rules;
     }
+    auto has = [&p](const std::string &pattern) {
+        return std::find(p.keyevent_patterns.begin(), p.keyevent_patterns.end(), pattern) !=
+               p.keyevent_patterns.end();
+    };
     EXPECT_EQ(p.keyevent_patterns[0], "__keyevent@*__:expired");
-    EXPECT_NE(
-        std::find(p.keyevent_patterns.begin(), p.keyevent_patterns.end(), "__keyevent@*__:set"),
-        p.keyevent_patterns.end())
-        << "a handler takes set";
-    EXPECT_NE(
-        std::find(p.keyevent_patterns.begin(), p.keyevent_patterns.end(), "__keyevent@3__:expire"),
-        p.keyevent_patterns.end());
+    EXPECT_TRUE(has("__keyevent@*__:set")) << "a handler takes set";
+    EXPECT_TRUE(has("__keyevent@*__:rename_from")) << "a handler takes rename_from";
+    EXPECT_TRUE(has("__keyevent@3__:expire"));
+    EXPECT_TRUE(has("__keyevent@3__:del")) << "for tracking and adoption alone";
+}
+
+// Tracking alone: del and rename_from are subscribed for it, in the tracked database.
+TEST(Plan, TrackingsDelAndRenameFromAreSubscribedInTheTrackedDatabaseAlone) {
+    const Plan p = plan_of(PlanConfig{}, {handler("expired,evicted")}, Deployment{false, true, 2});
+    EXPECT_EQ(p.demand.bookkeeping_events, (std::vector<std::string>{"del", "rename_from"}));
+    EXPECT_EQ(p.keyevent_patterns,
+              (std::vector<std::string>{"__keyevent@*__:expired", "__keyevent@*__:evicted",
+                                        "__keyevent@2__:del", "__keyevent@2__:rename_from"}));
+    EXPECT_EQ(p.channel_rules,
+              "&__keyevent@*__:expired &__keyevent@*__:evicted &__keyevent@2__:del "
+              "&__keyevent@2__:rename_from &__keywatch:heartbeat:*");
+    // A handler that takes del hears every database's.
+    const Plan wants = plan_of(PlanConfig{}, {handler("expired,del")}, Deployment{false, true, 2});
+    EXPECT_EQ(wants.demand.bookkeeping_events, std::vector<std::string>{"rename_from"});
+    EXPECT_EQ(wants.keyevent_patterns,
+              (std::vector<std::string>{"__keyevent@*__:expired", "__keyevent@*__:del",
+                                        "__keyevent@2__:rename_from"}));
+    // Without tracking nothing is subscribed for it.
+    PlanConfig off;
+    off.track_enable = false;
+    const Plan untracked = plan_of(off, {handler("expired")}, Deployment{false, true, 2});
+    EXPECT_TRUE(untracked.demand.bookkeeping_events.empty());
+    EXPECT_EQ(untracked.keyevent_patterns, std::vector<std::string>{"__keyevent@*__:expired"});
 }
 
 TEST(Plan, StandaloneChecksTheScriptsOnTheServedQueuesKeys) {

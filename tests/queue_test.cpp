@@ -373,6 +373,35 @@ TEST_F(QueueTest, TtlChangesOutsideKeywatchAreHonoured) {
     EXPECT_EQ(sink.count("expired", "deleted"), 0u);
 }
 
+// `del` and `rename_from` are subscribed for tracking alone (the handler takes `expired`):
+// tracked keys live in redis.url's database, so they are subscribed there alone, and
+// another database's deletions and renames never reach the engine (subscribed in every
+// database, they were read and dropped).
+TEST_F(QueueTest, DeletionsInAnotherDatabaseNeverReachAnEngineThatOnlyTracks) {
+    EventSink sink;
+    auto e = engine(&sink);
+    ASSERT_EQ(e->start(), KW_OK) << e->last_error();
+    Client c(redis().url());
+    ASSERT_EQ(c.track("tracked", "v", 600000), KW_OK) << c.error();
+    ASSERT_EQ(c.inspect("keys", "due"), 1);
+    auto other = client();
+    ASSERT_EQ(other->command({"SELECT", "1"}), "OK");
+    for (int i = 0; i < 100; i++) {
+        const std::string k = "other:" + std::to_string(i);
+        other->command({"SET", k, "v"});
+        if (i % 2) {
+            EXPECT_EQ(other->command({"DEL", k}), "1");
+        } else {
+            EXPECT_EQ(other->command({"RENAME", k, k + ":renamed"}), "OK");
+        }
+    }
+    auto raw = client();
+    EXPECT_EQ(raw->command({"DEL", "tracked"}), "1");  // after them on the server
+    EXPECT_TRUE(wait_until([&] { return c.inspect("keys", "due") == 0; }))
+        << "the tracked key's del is heard";
+    EXPECT_TRUE(e->stat_reaches("events.received", at_most(1))) << "the tracked key's del only";
+}
+
 // A tracked key whose TTL is shortened outside keywatch (PEXPIRE, or a new SET ... PX) is
 // due when its key expires, not at the deadline it was tracked with: the live claim of its
 // `expired` event looks at a key whose queue score is still in the future, and a key that

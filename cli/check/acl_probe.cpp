@@ -148,15 +148,20 @@ void run_probes(BlockingRedis &c, int64_t timeout_ms, std::vector<Outcome> *outc
     if (*in_multi) c.command({"DISCARD"}, timeout_ms);
 }
 
-// PSUBSCRIBE each pattern and SUBSCRIBE the heartbeat channel, one at a time (one reply
-// each), on a connection of their own that is then closed.
+// PSUBSCRIBE each pattern (SUBSCRIBE one that names one channel, as the engine does) and
+// SUBSCRIBE the heartbeat channel, one at a time (one reply each), on a connection of their
+// own that is then closed.
 std::vector<Outcome> probe_subscriptions(const RedisUrl &url, const AclNeeds &needs,
                                          int64_t timeout_ms, std::string *err) {
     std::vector<Outcome> out;
     std::vector<std::string> patterns = needs.plan.keyevent_patterns;
     patterns.insert(patterns.end(), needs.plan.keyspace_patterns.begin(),
                     needs.plan.keyspace_patterns.end());
-    for (auto &p : patterns) out.emplace_back(Probe{"psubscribe", {"PSUBSCRIBE", p}, false});
+    for (auto &p : patterns) {
+        const bool one = names_one_channel(p);
+        out.emplace_back(
+            Probe{one ? "subscribe" : "psubscribe", {one ? "SUBSCRIBE" : "PSUBSCRIBE", p}, false});
+    }
     out.emplace_back(Probe{"subscribe", {"SUBSCRIBE", kHeartbeat}, false});
     BlockingRedis c(url, "check", false);
     if (c.connect(timeout_ms) != KW_OK) {

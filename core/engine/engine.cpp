@@ -166,7 +166,7 @@ void Engine::wire(const Demand &demand, const Plan &plan, bool check_only, Fanou
     const bool need_sweeper = demand.sweeps();
     sweep.track_keys = demand.track_keys;
     sweep.task_queues = demand.task_queues;
-    sweep.adopt_only_events = demand.adopt_only_events;
+    sweep.bookkeeping_events = demand.bookkeeping_events;
     opts.event_patterns = plan.keyevent_patterns;
     opts.unknown_events = demand.unknown_events;
     opts.keyspace_patterns = plan.keyspace_patterns;

@@ -33,31 +33,25 @@ void NodeIntake::count(const Event &ev) {
         auto it = counters_.per_event.find(ev.name);
         last_event_counter_ = it == counters_.per_event.end() ? nullptr : &it->second;
         last_event_name_ = ev.name;
+        last_spec_ = find_event(ev.name);
+        const std::vector<std::string> *own = sweeper_ ? &sweeper_->bookkeeping_events() : nullptr;
+        last_bookkeeping_ = own && std::find(own->begin(), own->end(), ev.name) != own->end();
     }
     if (last_event_counter_) last_event_counter_->fetch_add(1, std::memory_order_relaxed);
 }
 
-bool NodeIntake::route_adoption(Event &ev, bool tracked_db, bool *forgotten) {
+void NodeIntake::route_adoption(Event &ev, bool *forgotten) {
     const AdoptRules &rules = sweeper_->adopt_rules();
-    if (!last_spec_ || last_spec_->name != ev.name) {
-        last_spec_ = find_event(ev.name);
-        const auto &only = sweeper_->adopt_only_events();
-        last_adopt_only_ = std::find(only.begin(), only.end(), ev.name) != only.end();
-    }
-    if (!tracked_db) return last_adopt_only_;  // another db's: no rule takes its keys
     const AdoptUse use = last_spec_ ? last_spec_->adopt : AdoptUse::None;
-    if (use != AdoptUse::Adopt && use != AdoptUse::Snapshot && use != AdoptUse::Forget)
-        return false;
+    if (use != AdoptUse::Adopt && use != AdoptUse::Snapshot && use != AdoptUse::Forget) return;
     int rule = rules.match(ev.key);
-    if (rule >= 0) {
-        if (use == AdoptUse::Forget) {
-            deleted_.push_back(ev.key);
-            *forgotten = true;
-        } else if (use == AdoptUse::Adopt || rules.rules()[static_cast<size_t>(rule)].snapshot) {
-            adopts_.push_back({ev.key, rule, ev.slot, true});
-        }
+    if (rule < 0) return;
+    if (use == AdoptUse::Forget) {
+        deleted_.push_back(ev.key);
+        *forgotten = true;
+    } else if (use == AdoptUse::Adopt || rules.rules()[static_cast<size_t>(rule)].snapshot) {
+        adopts_.push_back({ev.key, rule, ev.slot, true});
     }
-    return last_adopt_only_;
 }
 
 void NodeIntake::on_event(Event &&ev) {
@@ -66,18 +60,18 @@ void NodeIntake::on_event(Event &&ev) {
     if (!flush_scheduled_) batch_ts_ms_ = wall_ms();
     ev.ts_ms = batch_ts_ms_;
     count(ev);
-    bool tracked_db = sweeper_ && ev.db == opts_.tracked_db;
+    const bool tracked_db = sweeper_ && ev.db == opts_.tracked_db;
     bool forgotten = false;
-    if (sweeper_ && !sweeper_->adopt_rules().empty() &&
-        route_adoption(ev, tracked_db, &forgotten)) {
-        // Subscribed for adoption only: no handler takes it.
-    } else if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
+    if (tracked_db && !sweeper_->adopt_rules().empty()) route_adoption(ev, &forgotten);
+    if (tracked_db && (ev.name == "expired" || ev.name == "evicted")) {
         // Possibly a tracked key: the sweeper claims it, or hands it back as untracked.
         claims_.push_back(std::move(ev));
     } else {
         if (tracked_db && !forgotten && (ev.name == "del" || ev.name == "rename_from"))
             deleted_.push_back(ev.key);
-        others_.push_back(std::move(ev));
+        // Subscribed only for the queues' bookkeeping (tracking, adoption): no handler
+        // takes it.
+        if (!last_bookkeeping_) others_.push_back(std::move(ev));
     }
     if (claims_.size() + others_.size() + adopts_.size() >= kMaxPending) {
         flush();

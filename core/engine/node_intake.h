@@ -4,12 +4,14 @@
 //  - `expired`/`evicted` on the tracked db: to node N's sweeper, which claims the tracked
 //    keys among them (Sweeper::claim_live) and hands the others back as untracked;
 //  - `del`/`rename_from` on the tracked db: to the sweeper, which drops those keys from
-//    its queue (Sweeper::forget), and on to the handlers like any other event;
+//    its queue (Sweeper::forget), and on to the handlers like any other event (when one
+//    takes them);
 //  - events about keys an adopt rule matches, on the tracked db (core/queue/adopt_rules.h):
 //    what the event table's adoption column says (AdoptUse): `adopt` for those that can
 //    set, move or remove a TTL (Sweeper::adopt, after the read's claims and forgets), and
-//    `forget` for those where the key left (move_from too); events subscribed only for
-//    adoption go no further;
+//    `forget` for those where the key left (move_from too);
+//  - events subscribed only for that bookkeeping (tracking, adoption: no handler takes
+//    them) go no further;
 //  - any other event: straight to the dispatcher, or through the sweeper's
 //    de-duplication across instances when dedupe.enable is on (Sweeper::untracked).
 // Node N's sweeper hands what it claimed back here (deliver_tracked, deliver_untracked),
@@ -79,11 +81,11 @@ class NodeIntake : public EventSink, public SweeperSink {
     }
 
   private:
+    // Counts the event, and looks up what its name means (last_spec_, last_bookkeeping_).
     void count(const Event &ev);
-    // An event, when there are adopt rules: on the tracked db, the key queued for adopt or
-    // forget as the event table says (*forgotten: for forget). True if the event goes no
-    // further (subscribed for adoption only, whatever its db).
-    bool route_adoption(Event &ev, bool tracked_db, bool *forgotten);
+    // An event on the tracked db, when there are adopt rules: its key queued for adopt or
+    // forget as the event table says (*forgotten: for forget).
+    void route_adoption(Event &ev, bool *forgotten);
     static void on_flush(evutil_socket_t, short, void *arg);
 
     Options opts_;
@@ -99,12 +101,13 @@ class NodeIntake : public EventSink, public SweeperSink {
     std::vector<Event> claims_, others_;
     std::vector<std::string> deleted_;
     std::vector<AdoptKey> adopts_;
-    // What the last event name means for adoption (looked up once per run of one name).
-    const EventSpec *last_spec_ = nullptr;
-    bool last_adopt_only_ = false;
-    // A flood is mostly one event name: the last counter looked up.
+    // A flood is mostly one event name: what the last name means, looked up once per run
+    // of one name (count): its counter, its row of the event table (null: not in it) and
+    // whether it is subscribed only for the queues' bookkeeping (no handler takes it).
     std::string last_event_name_;
     std::atomic<int64_t> *last_event_counter_ = nullptr;
+    const EventSpec *last_spec_ = nullptr;
+    bool last_bookkeeping_ = false;
 };
 
 }  // namespace keywatch

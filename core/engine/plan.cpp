@@ -34,13 +34,13 @@ void plan_events(const PlanConfig &c, const std::vector<HandlerNeeds> &handlers,
     if (!c.adopt_rules.empty()) {
         // The adoption column of the event table: what can set, move or remove a TTL.
         bool snapshot = AdoptRules(c.adopt_rules, c.ns).any_snapshot();
-        for (const std::string &e : adopt_events(snapshot)) {
-            if (!wanted.count(e) && !all.count(e)) d->adopt_only_events.push_back(e);
-            all.insert(e);
-        }
+        for (const std::string &e : adopt_events(snapshot)) all.insert(e);
     }
-    for (const EventSpec &e : event_table())
-        if (all.count(e.name)) d->events.emplace_back(e.name);
+    for (const EventSpec &e : event_table()) {
+        if (!all.count(e.name)) continue;
+        d->events.emplace_back(e.name);
+        if (!wanted.count(e.name)) d->bookkeeping_events.emplace_back(e.name);
+    }
     for (const std::string &e : all)
         if (!find_event(e)) d->unknown_events.push_back(e);
     d->events.insert(d->events.end(), d->unknown_events.begin(), d->unknown_events.end());
@@ -167,11 +167,12 @@ int make_plan(const PlanConfig &c, const Demand &demand, const Deployment &d, Pl
     const bool sweeps = demand.sweeps();
     p.notify_flags = notify_flags_for(demand.events, nullptr);
     for (const std::string &e : demand.events) {
-        // An event subscribed only for adoption is about keys of the tracked db alone: other
-        // databases' traffic of it never reaches the engine.
-        const auto &only = demand.adopt_only_events;
-        const bool adopt_only = std::find(only.begin(), only.end(), e) != only.end();
-        p.keyevent_patterns.push_back(keyevent_pattern(e, adopt_only ? d.db : -1));
+        // An event subscribed only for the queues' bookkeeping is about tracked keys, which
+        // live in the tracked db alone: other databases' traffic of it never reaches the
+        // engine.
+        const auto &own = demand.bookkeeping_events;
+        const bool bookkeeping = std::find(own.begin(), own.end(), e) != own.end();
+        p.keyevent_patterns.push_back(keyevent_pattern(e, bookkeeping ? d.db : -1));
     }
     if (d.cluster && sweeps) {
         // Each master's sweeper hears of new items in its slot queues from keyspace

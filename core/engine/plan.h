@@ -48,8 +48,10 @@ struct Demand {
     std::vector<std::string> unknown_events;  // those of events the table lacks
     // The adopt rules' queues other than "keys", in rule order, each once.
     std::vector<std::string> adopt_queues;
-    // Events subscribed only for adoption (no handler takes them): never dispatched.
-    std::vector<std::string> adopt_only_events;
+    // Events subscribed only for the queues' bookkeeping: tracking's del and rename_from,
+    // adoption's events, when no handler takes them. About tracked keys alone: subscribed
+    // in the tracked db alone, and never dispatched. In the order of `events`.
+    std::vector<std::string> bookkeeping_events;
     // The engine runs sweepers (queues, dedupe or adoption).
     bool sweeps() const {
         return track_keys || !task_queues.empty() || dedupe || !adopt_queues.empty();
@@ -79,7 +81,7 @@ struct Plan {
     // "E" plus the flags of the events (table order); in a cluster that sweeps also 'K' and
     // those of the sweepers' arrival events.
     std::string notify_flags;
-    // One per event: every db's, but the tracked db's alone for adoption-only events.
+    // One per event: every db's, but the tracked db's alone for the bookkeeping events.
     std::vector<std::string> keyevent_patterns;
     std::vector<std::string> keyspace_patterns;  // a cluster that sweeps: its due keys
     // Standalone and sweeping: the keys of the queues served (the scripts' ACL check).

@@ -211,10 +211,13 @@ void Subscriber::connect_subscriber() {
 }
 
 void Subscriber::subscribe() {
-    std::vector<std::string> patterns = {"PSUBSCRIBE"};
-    patterns.insert(patterns.end(), opts_.event_patterns.begin(), opts_.event_patterns.end());
+    // A pattern that names one channel (the tracked db's keyevents) is SUBSCRIBEd to.
+    std::vector<std::string> patterns = {"PSUBSCRIBE"}, channels = {"SUBSCRIBE"};
+    for (const std::string &p : opts_.event_patterns)
+        (names_one_channel(p) ? channels : patterns).push_back(p);
     patterns.insert(patterns.end(), opts_.keyspace_patterns.begin(), opts_.keyspace_patterns.end());
-    confirmations_ = patterns.size();  // one per pattern, plus the heartbeat channel
+    // One per pattern and channel, plus the heartbeat channel.
+    confirmations_ = patterns.size() - 1 + channels.size();
     // The engines channel first, in the same write (trap T9): a claim that counts one
     // listener there (this engine) knows no other engine can hear its keys' notifications.
     bool engines_sent = true;
@@ -223,7 +226,8 @@ void Subscriber::subscribe() {
         engines_sent = sub_.subscribe({"SUBSCRIBE", opts_.engines_channel});
     }
     // An engine serving only task queues needs no keyevent channel, only the heartbeat.
-    bool patterns_sent = engines_sent && (patterns.size() == 1 || sub_.subscribe(patterns));
+    bool patterns_sent = engines_sent && (patterns.size() == 1 || sub_.subscribe(patterns)) &&
+                         (channels.size() == 1 || sub_.subscribe(channels));
     if (!patterns_sent || !sub_.subscribe({"SUBSCRIBE", hb_channel_}))
         lost({"cannot send PSUBSCRIBE to " + endpoint_, false});
 }
@@ -246,12 +250,14 @@ void Subscriber::handle_push(redisReply *r) {
     const redisReply *kind = r->element[0];
     if (kind->type != REDIS_REPLY_STRING) return;
     std::string_view k(kind->str, kind->len);
-    if (k == "pmessage" && r->elements == 4) {
-        const redisReply *ch = r->element[2], *payload = r->element[3];
-        ParsedChannel pc;
-        if (ch->type != REDIS_REPLY_STRING || payload->type != REDIS_REPLY_STRING ||
-            !parse_channel(std::string_view(ch->str, ch->len), &pc))
-            return;
+    // A keyevent of a pattern (pmessage) or of a channel (message); any other message is a
+    // heartbeat.
+    const bool pattern = k == "pmessage" && r->elements == 4;
+    const redisReply *ch = r->element[pattern ? 2 : 1], *payload = r->element[pattern ? 3 : 2];
+    ParsedChannel pc;
+    if ((pattern || (k == "message" && r->elements == 3)) && ch->type == REDIS_REPLY_STRING &&
+        payload->type == REDIS_REPLY_STRING &&
+        parse_channel(std::string_view(ch->str, ch->len), &pc)) {
         if (pc.kind == ChannelKind::Keyspace) {
             sink_->on_keyspace(*this, std::string(pc.rest),
                                std::string(payload->str, payload->len));

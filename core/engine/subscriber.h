@@ -61,7 +61,8 @@ class Subscriber {
         int64_t health_interval_ms;
         int64_t health_timeout_ms;
         bool notify_enable;
-        // The keyevent channel patterns to PSUBSCRIBE (the plan's keyevent_patterns).
+        // The keyevent channel patterns to PSUBSCRIBE (the plan's keyevent_patterns); one
+        // without a glob character names one channel, which it SUBSCRIBEs to.
         std::vector<std::string> event_patterns;
         // Events name their node with this string, which must outlive every event (the
         // engine interns it); null: the subscriber's own endpoint string.

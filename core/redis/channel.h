@@ -27,6 +27,14 @@ bool parse_channel(std::string_view channel, ParsedChannel *out);
 // every database; with a db >= 0, "__keyevent@<db>__:<event>": in that one only.
 std::string keyevent_pattern(std::string_view event, int db = -1);
 
+// Whether a pattern (keyevent_pattern(), keyspace_pattern()) holds no glob character, so
+// names one channel: keywatch SUBSCRIBEs to that channel instead of PSUBSCRIBE (Redis finds a
+// channel's subscribers in a hash table, but matches every message it publishes against
+// every pattern subscribed on the server).
+inline bool names_one_channel(std::string_view pattern) {
+    return pattern.find_first_of("*?[\\") == std::string_view::npos;
+}
+
 // "__keyspace@<db>__:<key_glob>": the pattern for the keyspace channels of the keys a glob
 // matches (a cluster's sweepers: their due keys, db 0).
 std::string keyspace_pattern(int db, std::string_view key_glob);

@@ -96,6 +96,8 @@ void AdoptScan::begin() {
     calls_ = 0;
     matched_ = adopted_ = tracked_ = 0;
     failures_ = 0;
+    adopts_in_flight_ = 0;
+    held_ = ending_ = false;
     started_us_ = logged_us_ = steady_us();
     next_send_us_ = 0;
     if (opts_.node_stats) opts_.node_stats->catchup_scanning.store(1);
@@ -136,8 +138,11 @@ void AdoptScan::next() {
         timer_.arm((next_send_us_ - now + 999) / 1000);
         return;
     }
-    // A call of catchup.count keys every count/rate seconds at most.
-    next_send_us_ = now + opts_.count * 1000000 / opts_.rate;
+    // A call of catchup.count keys every count/rate seconds on average. The schedule, not
+    // the moment a call leaves, sets the next one, so that a late timer or a slow reply
+    // does not slow the scan down; at most one call's worth is made up at once.
+    const int64_t interval = opts_.count * 1000000 / opts_.rate;
+    next_send_us_ = std::max(next_send_us_, now - interval) + interval;
     send();
 }
 
@@ -184,17 +189,20 @@ void AdoptScan::on_scan(uint64_t gen, redisReply *r) {
         set_progress(std::min<int64_t>(999, seen * 1000 / (passes * dbsize_)));
     }
     if (steady_us() - logged_us_ >= kProgressLogMs * 1000) log_progress();
-    if (keys.empty()) {
-        on_answered(gen, {});
-        return;
+    if (!keys.empty()) {
+        adopts_in_flight_++;
+        adopt_(std::move(keys), [this, gen](const AdoptTally &t) { on_answered(gen, t); });
     }
-    adopt_(std::move(keys), [this, gen](const AdoptTally &t) { on_answered(gen, t); });
+    if (gen == gen_ && running_) advance();
 }
 
-void AdoptScan::on_answered(uint64_t gen, const AdoptTally &t) {
-    if (gen != gen_ || !running_) return;
-    adopted_ += t.adopted;
-    tracked_ += t.tracked;
+void AdoptScan::advance() {
+    // The next SCAN goes out behind this one's adoptions, on the same connection: Redis
+    // answers them first, so at most kMaxAdoptsInFlight calls' adoptions wait.
+    if (adopts_in_flight_ >= kMaxAdoptsInFlight) {
+        held_ = true;
+        return;
+    }
     if (cursor_ != "0") {
         next();
         return;
@@ -204,7 +212,21 @@ void AdoptScan::on_answered(uint64_t gen, const AdoptTally &t) {
         next();
         return;
     }
-    finish();
+    ending_ = true;  // every key is read: done once every adoption is answered
+    if (adopts_in_flight_ == 0) finish();
+}
+
+void AdoptScan::on_answered(uint64_t gen, const AdoptTally &t) {
+    if (gen != gen_ || !running_) return;
+    adopted_ += t.adopted;
+    tracked_ += t.tracked;
+    adopts_in_flight_--;
+    if (held_) {
+        held_ = false;
+        advance();
+    } else if (ending_ && adopts_in_flight_ == 0) {
+        finish();
+    }
 }
 
 void AdoptScan::failed(const std::string &what, redisReply *r) {

@@ -5,9 +5,10 @@
 // which adopt those with a TTL that are not tracked yet. A scan starts once the node's
 // subscriber is subscribed and its sweeper's connection serves, so that a TTL set after the
 // scan started is heard and one set before is found (SCAN returns every key present for the
-// whole scan); a new reason restarts it from cursor 0. It is paced: one SCAN in flight, the
-// next only when the previous one's adoptions are answered and catchup.count keys'
-// worth of catchup.rate (keys per second) has passed since it left. DBSIZE at the start
+// whole scan); a new reason restarts it from cursor 0. It is paced: one SCAN in flight, sent
+// on a schedule of one every catchup.count / catchup.rate seconds (keys per second), right
+// behind the previous SCAN's adoptions on the same connection (at most kMaxAdoptsInFlight
+// SCANs' adoptions unanswered; the pass ends when they all are). DBSIZE at the start
 // gives the progress (catchup.progress.<node>), a log line every kProgressLogMs and at the
 // end.
 // Loop thread only (owned by a Sweeper).
@@ -80,12 +81,15 @@ class AdoptScan {
 
   private:
     static constexpr int64_t kProgressLogMs = 10000;
+    // Adopt calls of earlier SCANs not answered yet before the next SCAN waits for them.
+    static constexpr int kMaxAdoptsInFlight = 2;
 
     void begin();
     void on_dbsize(redisReply *r);
     void next();  // the next SCAN when paced, or the end of the pass
     void send();
     void on_scan(uint64_t gen, redisReply *r);
+    void advance();  // after a SCAN's reply: the next SCAN, pass, or the end
     void on_answered(uint64_t gen, const AdoptTally &t);
     void failed(const std::string &what, redisReply *r);
     void finish();
@@ -111,6 +115,9 @@ class AdoptScan {
     int64_t started_us_ = 0, logged_us_ = 0;
     int64_t matched_ = 0, adopted_ = 0, tracked_ = 0;
     int failures_ = 0;
+    int adopts_in_flight_ = 0;  // adopt calls of this scan not answered yet
+    bool held_ = false;         // advance() waits for an adoption's answer
+    bool ending_ = false;       // every key is read: finish once adopts_in_flight_ is 0
 };
 
 }  // namespace keywatch

@@ -137,8 +137,9 @@ class Sweeper {
         // (MOVED, ASK, TRYAGAIN, CLUSTERDOWN), to be asked of the slot's master later.
         std::function<void(std::vector<Event> &&)> on_unrouted_live;
         AdoptRules adopt;  // adopt rules (empty: none)
-        // Events subscribed only for adoption: the intake never dispatches them.
-        std::vector<std::string> adopt_only_events;
+        // Events subscribed only for the queues' bookkeeping (tracking, adoption; no handler
+        // takes them): the intake never dispatches them (Demand::bookkeeping_events).
+        std::vector<std::string> bookkeeping_events;
         // Cluster: keys whose adoption met MOVED/ASK/TRYAGAIN (nothing written),
         // to be adopted on the slot's master later (null: dropped, counted, rescanned).
         std::function<void(std::vector<AdoptKey> &&)> on_unrouted_adopt;
@@ -190,7 +191,7 @@ class Sweeper {
     void adoption_rescan(const std::string &reason) { catchup_.request(reason); }
     // Adoptions waiting for the connection, taken out (the node is retired).
     std::vector<AdoptKey> take_adoptions() { return adoption_.take_waiting(); }
-    const std::vector<std::string> &adopt_only_events() const { return opts_.adopt_only_events; }
+    const std::vector<std::string> &bookkeeping_events() const { return opts_.bookkeeping_events; }
     void complete(std::vector<Completion> &&done);
     // Whether this sweeper holds the item `c` completes, from the claim `c` comes from (a
     // completion goes first to the sweeper that claimed it: only it knows the claim's

@@ -220,7 +220,7 @@ def test_acl_refusals_name_the_command_key_or_channel_to_grant(
     assert "+zadd" in inner["fix"].split() and "~kw:*" in inner["fix"].split()
     (channels,) = lines(doc, "acl: channels")
     assert channels["fix"] == ("ACL SETUSER narrow &__keyevent@*__:evicted "
-                               "&__keyevent@*__:del &__keyevent@*__:rename_from")
+                               "&__keyevent@0__:del &__keyevent@0__:rename_from")
 
 
 def test_the_rule_in_the_production_docs_is_the_one_check_suggests(
