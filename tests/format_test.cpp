@@ -208,7 +208,8 @@ TEST(EventJson, TheFieldsAreTheObjectsFieldsAsText) {
     full.attempt = 12;
     full.db = -1;
     full.queue = "keys";
-    EventRecord empty_value = sample("k\0"s);
+    const std::string nul_key = "k\0"s;  // outlives the record's view of it
+    EventRecord empty_value = sample(nul_key);
     empty_value.has_value = true;
     for (const EventRecord &r : {sample("k"), full, empty_value}) {
         const nlohmann::ordered_json j = event_object(r);

@@ -543,8 +543,6 @@ void Fanout::apply(const Topology &t) {
     std::map<std::string, Handover> moved = handovers(t);
     opts_.topology = t;
     std::vector<AdoptKey> adopts;  // of dropped masters: parked once the sweepers are indexed
-    opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
-                                        std::memory_order_relaxed);
     // Masters that are gone or demoted: drop their subscribers.
     for (auto it = nodes_by_endpoint_.begin(); it != nodes_by_endpoint_.end();) {
         if (t.find(it->first) >= 0) {
@@ -574,6 +572,10 @@ void Fanout::apply(const Topology &t) {
             {{"node", m.endpoint()}});
         add(m.address());
     }
+    // Only now that the new masters are listed (as connecting): a reader of the stats
+    // (/readyz) never sees every slot covered while a promoted master is not listed yet.
+    opts_.events->slots_uncovered.store(static_cast<int64_t>(t.uncovered()),
+                                        std::memory_order_release);
     index_sweepers();
     if (!adopts.empty()) park_adopt(std::move(adopts));
     // A slot's new master sweeps its queues now: a migration's last step (SETSLOT NODE)
