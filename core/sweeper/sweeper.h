@@ -232,14 +232,20 @@ class Sweeper {
     void on_claimed(Queue &q, const std::vector<ClaimedItem> &items, uint64_t seq);
     // After a claim_due answer: the live events deferred while claims were on their way
     // are claimed live (those about items claimed since are suppressed as ours), unless
-    // (standalone) the claims on their way still take due items and they are young
-    // (defer_max_ms()).
+    // (standalone) they still wait for the sweeps (waits_for_sweeps).
     void release_deferred(Queue &q);
-    int64_t defer_max_ms() const { return std::min(kDeferMaxMs, opts_.done_window_ms / 2); }
+    // Standalone: whether a live `expired` event received at since_ms waits for the claims
+    // of q on their way rather than being claimed live: they take due items (a deadline's
+    // sweep, or a burst), and it has waited less than kDeferMaxMs and half of
+    // track.done_window.
+    bool waits_for_sweeps(const Queue &q, int64_t now, int64_t since_ms) const {
+        return q.sweeping() && q.due_now(now) &&
+               now - since_ms < std::min(kDeferMaxMs, opts_.done_window_ms / 2);
+    }
     // Claims of one slot queue on their way at once while they come back full (a burst).
     static constexpr size_t kSweepsInFlight = 4;
     // The longest a live `expired` event waits for the sweeps of a burst (standalone): at
-    // most this, and at most half of track.done_window (defer_max_ms()), so that a key
+    // most this, and at most half of track.done_window (waits_for_sweeps()), so that a key
     // handled meanwhile is still recognised when the event is looked at.
     static constexpr int64_t kDeferMaxMs = 5000;
     // A claimed item of batch `seq` becomes ours (held) and an event.

@@ -193,13 +193,10 @@ void Sweeper::on_swept(Queue &q, redisReply *r, int64_t limit, uint64_t seq) {
 void Sweeper::release_deferred(Queue &q) {
     if (q.deferred.empty()) return;
     // While more claims of the burst are on their way, the events keep waiting for them
-    // (their items are most likely among what the sweeps take next), for at most
-    // defer_max_ms(); then those about items claimed are ours now (held) and the rest are
-    // claimed live.
-    const int64_t now = wall_ms();
-    if (!opts_.cluster && q.sweeping() && q.due_now(now) &&
-        now - q.deferred_since_ms < defer_max_ms())
-        return;
+    // (their items are most likely among what the sweeps take next), for a bounded time
+    // (waits_for_sweeps); then those about items claimed are ours now (held) and the rest
+    // are claimed live.
+    if (!opts_.cluster && waits_for_sweeps(q, wall_ms(), q.deferred_since_ms)) return;
     std::vector<Event> deferred;
     deferred.swap(q.deferred);
     claim_live(std::move(deferred));

@@ -56,11 +56,11 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         // lookup does): wait for its answer rather than ask Redis about our own claim.
         // Cluster: always. Standalone, where one queue takes every key, an `expired` event
         // waits while the claims on their way take due items (a deadline's sweep, or a
-        // burst: claims coming back full, several on their way), for at most
-        // defer_max_ms() (release_deferred): the sweeps take what is due, in order, far
+        // burst: claims coming back full, several on their way), for a bounded time
+        // (waits_for_sweeps, release_deferred): the sweeps take what is due, in order, far
         // more cheaply than live claims of the same items could.
-        if (q->sweeping() && (opts_.cluster || (ev.name == "expired" && q->due_now(now) &&
-                                                now - ev.ts_ms < defer_max_ms()))) {
+        if (q->sweeping() &&
+            (opts_.cluster || (ev.name == "expired" && waits_for_sweeps(*q, now, ev.ts_ms)))) {
             if (q->deferred.empty() || ev.ts_ms < q->deferred_since_ms)
                 q->deferred_since_ms = ev.ts_ms;
             q->deferred.push_back(std::move(ev));
