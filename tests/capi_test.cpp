@@ -389,7 +389,7 @@ TEST_F(CApiEngineTest, QueueHandlerWithoutTaskEventsIsRefusedAtStartWithTheFix) 
     EXPECT_STREQ(kw_engine_last_error(engine_),
                  "handler 2 (c) names queue \"emails\" but takes no \"task\" events, so nothing "
                  "would reach it (a task queue's items are \"task\" events): add \"task\" to its "
-                 "events (events=task), or drop its queue to take live Redis events");
+                 "events, or drop its queue to take live Redis events");
 }
 
 TEST_F(CApiEngineTest, StopBeforeStartIsHarmlessAndIdempotent) {

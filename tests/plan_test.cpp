@@ -97,8 +97,8 @@ TEST(Plan, AQueueHandlerWithoutTaskEventsIsRefusedUnlessAnAdoptRuleFillsTheQueue
     EXPECT_EQ(plan_demand(PlanConfig{}, {handler("expired,del", "mail")}, &d, &err), KW_ERR_STATE);
     EXPECT_EQ(err,
               "a handler names queue \"mail\" but takes no \"task\" events, so nothing would "
-              "reach it (a task queue's items are \"task\" events): add \"task\" to its events "
-              "(events=task), or drop its queue to take live Redis events");
+              "reach it (a task queue's items are \"task\" events): add \"task\" to its events, "
+              "or drop its queue to take live Redis events");
     PlanConfig c;
     ASSERT_TRUE(parse_adopt_rules("prefix=cart: queue=mail", &c.adopt_rules, &err)) << err;
     d = demand_of(c, {handler("expired", "mail")});

@@ -87,7 +87,7 @@ bool queue_handlers_can_receive(const PlanConfig &c, const std::vector<HandlerNe
         *err = (h.label.empty() ? std::string("a handler") : h.label) + " names queue \"" +
                h.queue +
                "\" but takes no \"task\" events, so nothing would reach it (a task queue's "
-               "items are \"task\" events): add \"task\" to its events (events=task), or "
+               "items are \"task\" events): add \"task\" to its events, or "
                "drop its queue to take live Redis events";
         return false;
     }
