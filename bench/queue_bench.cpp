@@ -23,8 +23,8 @@
 //            SET-plus-ZADD script and plain pipelined SET PX, same threads and batches,
 //            same server. Each variant runs twice, in the order A B C C B A, each pass on
 //            an emptied server, so that drifting load on a shared machine is shared out.
-//            16-byte keys and values. Target: keywatch >= 80% of the raw EVALSHA rate
-//            (median of the per-round ratios).
+//            16-byte keys and values. Target (issue 23): keywatch >= 95% of the raw EVALSHA
+//            rate (median of the per-round ratios).
 //  e2e       N tracked keys, all already due, then a default engine with a no-op handler is
 //            started; rate = N / (time from kw_engine_start until items.acked reaches N).
 //            Baseline: a minimal at-most-once consumer on the same server: a Lua pop
@@ -1356,7 +1356,7 @@ void summary(const Options &o, const Results &r) {
         double ratio = med(r.track, [](const Track &t) { return t.kw / t.raw; });
         row("track throughput", fmt_rate(med(r.track, [](const Track &t) { return t.kw; })),
             "EVALSHA " + fmt_rate(med(r.track, [](const Track &t) { return t.raw; })),
-            ">= 80% of EVALSHA", ratio >= 0.8);
+            ">= 95% of EVALSHA", ratio >= 0.95);
         row("  kw / raw EVALSHA (per-round ratio)", fmt_pct(ratio),
             "SET PX " + fmt_rate(med(r.track, [](const Track &t) { return t.set; })), "-", true);
     }
