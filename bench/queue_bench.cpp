@@ -22,9 +22,10 @@
 //            pipelines of --batch; against a raw pipelined EVALSHA of the equivalent
 //            SET-plus-ZADD script and plain pipelined SET PX, same threads and batches,
 //            same server. Each variant runs twice, in the order A B C C B A, each pass on
-//            an emptied server, so that drifting load on a shared machine is shared out.
-//            16-byte keys and values. Target: keywatch >= 80% of the raw EVALSHA rate
-//            (median of the per-round ratios).
+//            an emptied server, so that drifting load on a shared machine is shared out,
+//            after an untimed raw pass and with both scripts loaded.
+//            16-byte keys and values. Target (issue 23): keywatch >= 95% of the raw EVALSHA
+//            rate (median of the per-round ratios).
 //  e2e       N tracked keys, all already due, then a default engine with a no-op handler is
 //            started; rate = N / (time from kw_engine_start until items.acked reaches N).
 //            Baseline: a minimal at-most-once consumer on the same server: a Lua pop
@@ -557,6 +558,15 @@ Track track_round(const Options &o, const keywatch::RedisProcess &rp, int round)
                           });
             });
     };
+    // Untimed, first: a pass on the fresh server grows its memory (each round starts one,
+    // and A goes first in every other round), and kw_client_track's script is loaded as the
+    // raw script is above (else its first pipelines meet NOSCRIPT and go again one by one).
+    // Neither is what a pass measures.
+    raw(true);
+    {
+        Client c(rp.url());
+        c.check(kw_client_track(c.c, "warm", 4, "x", 1, 3600000, 0, nullptr), "kw_client_track");
+    }
     const char *names[3] = {"kw_client_track", "raw EVALSHA", "plain SET"};
     double secs[3] = {0, 0, 0}, redis_cpu[3] = {0, 0, 0}, self_cpu[3] = {0, 0, 0};
     double per_call[3] = {0, 0, 0};
@@ -1356,7 +1366,7 @@ void summary(const Options &o, const Results &r) {
         double ratio = med(r.track, [](const Track &t) { return t.kw / t.raw; });
         row("track throughput", fmt_rate(med(r.track, [](const Track &t) { return t.kw; })),
             "EVALSHA " + fmt_rate(med(r.track, [](const Track &t) { return t.raw; })),
-            ">= 80% of EVALSHA", ratio >= 0.8);
+            ">= 95% of EVALSHA", ratio >= 0.95);
         row("  kw / raw EVALSHA (per-round ratio)", fmt_pct(ratio),
             "SET PX " + fmt_rate(med(r.track, [](const Track &t) { return t.set; })), "-", true);
     }

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -522,6 +523,11 @@ std::string bytes(const void *p, size_t n) {
     return p ? std::string(static_cast<const char *>(p), n) : std::string();
 }
 
+// The same bytes, not copied (valid while the caller's buffer is).
+std::string_view view(const void *p, size_t n) {
+    return p ? std::string_view(static_cast<const char *>(p), n) : std::string_view();
+}
+
 // Hands text to the caller (released with kw_free).
 int dup_out(kw_client_t *c, const std::string &s, char **out) {
     *out = keywatch::malloc_copy(s);
@@ -605,7 +611,7 @@ int kw_client_track(kw_client_t *client, const void *key, size_t key_len, const 
     return client_call(client, key && (value || value_len == 0), "kw_client_track", [&](auto &c) {
         if (int rc = check_flags(client, "kw_client_track", flags, kTrackFlags, kTrackFlagNames))
             return rc;
-        return c.track(bytes(key, key_len), bytes(value, value_len), ttl_ms, flags, deadline_ms);
+        return c.track(view(key, key_len), view(value, value_len), ttl_ms, flags, deadline_ms);
     });
 }
 

@@ -296,13 +296,12 @@ TEST_F(ScriptTest, ClaimLiveOfAnExpiredKeyWithALaterScoreFiresOnlyIfTheKeyIsGone
 TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
     const std::string past_max = std::to_string(scripts::kPastMax);
     const std::string over = std::to_string(keywatch::kMaxTimeMs + 1);
-    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v", over,
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, "k", keys_.data, "v", over,
                            "", "1"}),
               past_max);
     // The two-argument form (no NX/XX, no snapshot) refuses the same.
-    EXPECT_EQ(
-        c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v", over}),
-        past_max);
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "2", keys_.due, "k", "v", over}),
+              past_max);
     EXPECT_EQ(c_->command({"EVAL", scripts::kSchedule.body, "5", tasks_.due, tasks_.inflight,
                            tasks_.data, tasks_.dead, tasks_.done, "x", "p", over, "0", ""}),
               past_max);
@@ -322,10 +321,10 @@ TEST_F(ScriptTest, ADeadlineAfterTheMaximumIsRefusedAndNothingIsWritten) {
               past_max);
     EXPECT_EQ(c_->command({"EXISTS", keys_.due}), "0");
     // The maximum itself is accepted.
-    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k", "v",
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, "k", keys_.data, "v",
                            std::to_string(keywatch::kMaxTimeMs), "", "0"}),
               std::to_string(keywatch::kMaxTimeMs));
-    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "3", keys_.due, keys_.data, "k2", "v",
+    EXPECT_EQ(c_->command({"EVAL", scripts::kTrack.body, "2", keys_.due, "k2", "v",
                            std::to_string(keywatch::kMaxTimeMs)}),
               std::to_string(keywatch::kMaxTimeMs));
     EXPECT_EQ(c_->command({"ZSCORE", keys_.due, "k2"}), std::to_string(keywatch::kMaxTimeMs));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <strings.h>
@@ -153,41 +154,58 @@ const QueueKeys &Client::queue_keys(const std::string &name, const std::string &
     return it->second;
 }
 
+const QueueKeys &Client::keys_queue(int slot) {
+    // Every kw_client_track looks these up: by slot, without building a string.
+    if (keys_queue_by_slot_.empty())
+        keys_queue_by_slot_.assign(router_.cluster() ? kSlotCount : 1, nullptr);
+    const QueueKeys *&k = keys_queue_by_slot_[static_cast<size_t>(router_.cluster() ? slot : 0)];
+    if (!k)
+        k = &queue_keys(kKeysQueue,
+                        router_.cluster() ? SlotTags::instance().tag(slot) : kStandaloneTag);
+    return *k;
+}
+
 Client::Call Client::script_call(const Script &s, const std::string &name, const std::string &tag,
                                  int slot, const std::string *key,
                                  std::vector<std::string> &&argv) {
-    const QueueKeys *q;
-    if (name == kKeysQueue &&
-        (router_.cluster() ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag)) {
-        // Every kw_client_track looks these up: by slot, without building a string. (Only the
-        // standard tag of the slot: inspect and replay may name queues found by a scan.)
-        if (keys_queue_by_slot_.empty())
-            keys_queue_by_slot_.assign(router_.cluster() ? kSlotCount : 1, nullptr);
-        const QueueKeys *&k =
-            keys_queue_by_slot_[static_cast<size_t>(router_.cluster() ? slot : 0)];
-        if (!k) k = &queue_keys(name, tag);
-        q = k;
-    } else {
-        q = &queue_keys(name, tag);
-    }
+    // (Only the standard tag of the slot is the cached `keys` queue: inspect and replay may
+    // name queues found by a scan.)
+    const bool keys =
+        name == kKeysQueue &&
+        (router_.cluster() ? tag == SlotTags::instance().tag(slot) : tag == kStandaloneTag);
+    const QueueKeys &q = keys ? keys_queue(slot) : queue_keys(name, tag);
     Call c;
+    size_t at =
+        script_args(c, s, q, slot, key ? std::string_view(*key) : std::string_view(), argv.size());
+    for (auto &a : argv) c.args[at++] = std::move(a);
+    return c;
+}
+
+void Client::call_head(Call &c, const Script &s, int slot, size_t argc) {
     c.script = &s;
     c.slot = slot;
     c.node = router_.master_for_slot(slot);
-    c.args.reserve(3 + 5 + argv.size());
-    c.args.push_back("EVALSHA");
-    c.args.push_back(s.sha());
+    c.no_wait = false;
+    c.args.resize(argc);
+    c.args[0].assign("EVALSHA");
+    c.args[1].assign(s.sha());
+}
+
+size_t Client::script_args(Call &c, const Script &s, const QueueKeys &q, int slot,
+                           std::string_view key, size_t argc) {
     if (s.key_script) {
-        c.args.push_back("3");
-        c.args.push_back(q->due);
-        c.args.push_back(q->data);
-        c.args.push_back(key ? *key : std::string());
+        call_head(c, s, slot, 6 + argc);
+        c.args[2].assign("3");
+        c.args[3].assign(q.due);
+        c.args[4].assign(q.data);
+        c.args[5].assign(key);
     } else {
-        c.args.push_back("5");
-        for (auto &k : q->keys()) c.args.push_back(k);
+        const std::vector<std::string> keys = q.keys();
+        call_head(c, s, slot, 3 + keys.size() + argc);
+        c.args[2].assign(std::to_string(keys.size()));
+        for (size_t i = 0; i < keys.size(); i++) c.args[3 + i].assign(keys[i]);
     }
-    for (auto &a : argv) c.args.push_back(std::move(a));
-    return c;
+    return c.args.size() - argc;
 }
 
 int Client::run(const Script &s, const std::string &name, const std::string &id,
@@ -209,21 +227,43 @@ int Client::run(const Script &s, const std::string &name, const std::string &id,
 }
 
 void Client::queue_in_pipeline(Call &&c) {
+    Call &slot = pipeline_slot();
+    slot = std::move(c);
+    send_queued(slot);
+}
+
+Client::Call &Client::pipeline_slot() {
+    if (queued_ == pipeline_.size()) pipeline_.emplace_back();
+    return pipeline_[queued_++];
+}
+
+void Client::send_queued(Call &c) {
     BlockingRedis *conn = c.node ? router_.node(*c.node) : nullptr;
-    if (conn) {
-        argv_scratch_.clear();
-        lens_scratch_.clear();
-        for (auto &a : c.args) {
-            argv_scratch_.push_back(a.data());
-            lens_scratch_.push_back(a.size());
-        }
-        if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
-                             lens_scratch_.data()))
-            c.node.reset();
-    } else {
+    if (!conn) {
         c.node.reset();  // sent on its own at the end
+        return;
     }
-    pipeline_.push_back(std::move(c));
+    argv_scratch_.clear();
+    lens_scratch_.clear();
+    for (auto &a : c.args) {
+        argv_scratch_.push_back(a.data());
+        lens_scratch_.push_back(a.size());
+    }
+    if (!conn->send_argv(static_cast<int>(argv_scratch_.size()), argv_scratch_.data(),
+                         lens_scratch_.data()))
+        c.node.reset();
+}
+
+void Client::trim_pipeline(size_t used) {
+    // Enough for the usual pipeline; a rare large one's slots and large values are freed.
+    constexpr size_t kKeptCalls = 1024, kKeptArgBytes = 1024;
+    if (pipeline_.size() > kKeptCalls) {
+        pipeline_.resize(kKeptCalls);
+        pipeline_.shrink_to_fit();
+    }
+    for (size_t i = 0; i < std::min(used, pipeline_.size()); i++)
+        for (std::string &a : pipeline_[i].args)
+            if (a.capacity() > kKeptArgBytes) std::string().swap(a);
 }
 
 int Client::check_when(const char *what, int64_t at_ms, int64_t delay_ms) {
@@ -249,7 +289,7 @@ int Client::fail_past_max(const char *what) {
                                         "was written");
 }
 
-int Client::check_key(const std::string &key) {
+int Client::check_key(std::string_view key) {
     if (key.empty())
         return fail(KW_ERR_INVALID_ARG, "the key is empty: give a key of 1 byte or more");
     if (static_cast<int64_t>(key.size()) > config_.key_limit)
@@ -260,7 +300,7 @@ int Client::check_key(const std::string &key) {
     return KW_OK;
 }
 
-int Client::check_value(const std::string &value, const char *what) {
+int Client::check_value(std::string_view value, const char *what) {
     if (static_cast<int64_t>(value.size()) > config_.value_limit)
         return fail(KW_ERR_TOO_LARGE,
                     std::string("the ") + what + " is " + std::to_string(value.size()) +
@@ -279,7 +319,13 @@ int Client::check_queue(const std::string &name) {
     return KW_OK;
 }
 
-int Client::track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags,
+namespace {
+const char *track_mode(int flags) {
+    return (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
+}
+}  // namespace
+
+int Client::track(std::string_view key, std::string_view value, int64_t ttl_ms, int flags,
                   int64_t *deadline) {
     if (int rc = check_key(key); rc != KW_OK) return rc;
     if (int rc = check_value(value, "value"); rc != KW_OK) return rc;
@@ -294,36 +340,74 @@ int Client::track(const std::string &key, const std::string &value, int64_t ttl_
             "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms") + "; nothing was written");
     if ((flags & KW_TRACK_NX) && (flags & KW_TRACK_XX))
         return fail(KW_ERR_INVALID_ARG, "KW_TRACK_NX and KW_TRACK_XX exclude each other");
-    std::string mode = (flags & KW_TRACK_NX) ? "NX" : (flags & KW_TRACK_XX) ? "XX" : "";
     // The deadline on the key's server clock: the key gets it as PXAT and the queue as its
     // score, so both agree to the millisecond.
     if (int rc = connect(); rc != KW_OK) return rc;
-    int slot = router_.cluster() ? key_slot(key) : 0;
+    const int slot = router_.cluster() ? key_slot(key) : 0;
     int64_t now = 0;
     if (int rc = redis_now(router_.master_for_slot(slot), &now); rc != KW_OK) return rc;
     if (!duration_within_max(ttl_ms, now))
         return fail(KW_ERR_INVALID_ARG,
                     "ttl: " + duration_after_max(std::to_string(ttl_ms) + "ms (Redis clock)") +
                         "; nothing was written");
-    // Without NX/XX and snapshot the script takes two arguments (its cheapest form).
-    std::vector<std::string> argv{value, std::to_string(now + ttl_ms)};
-    if (!mode.empty() || (flags & KW_TRACK_SNAPSHOT)) {
-        argv.push_back(mode);
-        argv.push_back((flags & KW_TRACK_SNAPSHOT) ? "1" : "0");
+    // Without NX/XX and snapshot the script takes two arguments (its cheapest form), without
+    // a snapshot two KEYS (scripts.h: due, the key, data). In a pipeline the call is built in
+    // a kept slot: no allocation once warm.
+    const bool plain = (flags & (KW_TRACK_NX | KW_TRACK_XX | KW_TRACK_SNAPSHOT)) == 0;
+    const bool snapshot = (flags & KW_TRACK_SNAPSHOT) != 0;
+    char at[24];
+    const char *at_end = std::to_chars(at, at + sizeof at, now + ttl_ms).ptr;
+    Call one;
+    Call &c = pipelining_ ? pipeline_slot() : one;
+    const QueueKeys &q = keys_queue(slot);
+    call_head(c, scripts::kTrack, slot, (snapshot ? 6 : 5) + (plain ? 2 : 4));
+    size_t i = 2;
+    c.args[i++].assign(snapshot ? "3" : "2");
+    c.args[i++].assign(q.due);
+    c.args[i++].assign(key);
+    if (snapshot) c.args[i++].assign(q.data);
+    c.args[i++].assign(value);
+    c.args[i++].assign(at, static_cast<size_t>(at_end - at));
+    if (!plain) {
+        c.args[i++].assign(track_mode(flags));
+        c.args[i].assign(snapshot ? "1" : "0");
     }
-    return run(
-        scripts::kTrack, kKeysQueue, key, &key, std::move(argv),
-        [this, deadline, mode](const redisReply *r) {
-            if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
-            if (r->integer == scripts::kPastMax) return fail_past_max("track");
-            if (r->integer < 0)
-                return fail(KW_ERR_CONDITION, "track " + mode + ": the key " +
-                                                  (mode == "NX" ? "exists" : "does not exist") +
-                                                  "; nothing was written");
-            if (deadline) *deadline = r->integer;
-            return static_cast<int>(KW_OK);
-        },
-        slot);
+    // One decoder per mode, each two pointers: held inside the std::function, not allocated.
+    if (flags & KW_TRACK_NX)
+        c.decode = [this, deadline](const redisReply *r) {
+            return track_reply(r, KW_TRACK_NX, deadline);
+        };
+    else if (flags & KW_TRACK_XX)
+        c.decode = [this, deadline](const redisReply *r) {
+            return track_reply(r, KW_TRACK_XX, deadline);
+        };
+    else
+        c.decode = [this, deadline](const redisReply *r) { return track_reply(r, 0, deadline); };
+    if (pipelining_) {
+        send_queued(c);
+        return KW_OK;
+    }
+    return finish(c, exec(c));
+}
+
+int Client::track_reply(const redisReply *r, int flags, int64_t *deadline) {
+    // The deadline written, as text; a refusal as a negative integer (an integer deadline too).
+    if (r->type == REDIS_REPLY_STRING) {
+        int64_t at = 0;
+        const auto [end, ec] = std::from_chars(r->str, r->str + r->len, at);
+        if (ec != std::errc() || end != r->str + r->len)
+            return fail(KW_ERR_INTERNAL, "track: bad reply");
+        if (deadline) *deadline = at;
+        return KW_OK;
+    }
+    if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
+    if (r->integer == scripts::kPastMax) return fail_past_max("track");
+    if (r->integer < 0)
+        return fail(KW_ERR_CONDITION, std::string("track ") + track_mode(flags) + ": the key " +
+                                          ((flags & KW_TRACK_NX) ? "exists" : "does not exist") +
+                                          "; nothing was written");
+    if (deadline) *deadline = r->integer;
+    return KW_OK;
 }
 
 int Client::untrack(const std::string &key, bool delete_key) {
@@ -464,7 +548,7 @@ int Client::pipeline_begin() {
             if (int rc = sync_clock(node); rc != KW_OK) return rc;
     }
     pipelining_ = true;
-    pipeline_.clear();
+    queued_ = 0;
     return KW_OK;
 }
 
@@ -472,12 +556,12 @@ int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *e
     if (!pipelining_)
         return fail(KW_ERR_STATE, "no pipeline is open: call kw_client_pipeline_begin");
     pipelining_ = false;
-    std::vector<Call> calls;
-    calls.swap(pipeline_);
+    const size_t n = queued_;
+    queued_ = 0;
     int first = KW_OK;
     std::string first_error;
-    statuses->assign(calls.size(), KW_OK);
-    if (errors) errors->assign(calls.size(), std::string());
+    statuses->assign(n, KW_OK);
+    if (errors) errors->assign(n, std::string());
     auto note = [&](size_t i, int rc) {
         (*statuses)[i] = rc;
         if (rc != KW_OK && errors) (*errors)[i] = error_;
@@ -489,8 +573,8 @@ int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *e
     // Every node got its share as it was queued; the connections share one event_base, so
     // waiting for the first reply sends to all masters at once and they work in parallel.
     std::vector<size_t> again;  // redirected, NOSCRIPT or not sent: one by one afterwards
-    for (size_t i = 0; i < calls.size(); i++) {
-        Call &c = calls[i];
+    for (size_t i = 0; i < n; i++) {
+        Call &c = pipeline_[i];
         BlockingRedis *conn = c.node ? router_.connection(*c.node) : nullptr;
         if (!conn) {
             again.push_back(i);
@@ -511,7 +595,8 @@ int Client::pipeline_end(std::vector<int> *statuses, std::vector<std::string> *e
         }
         note(i, finish(c, std::move(r)));
     }
-    for (size_t i : again) note(i, finish(calls[i], exec(calls[i])));
+    for (size_t i : again) note(i, finish(pipeline_[i], exec(pipeline_[i])));
+    trim_pipeline(n);
     if (first != KW_OK) error_ = first_error;
     return first;
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/client/cluster_router.h"
@@ -93,7 +94,7 @@ class Client {
     // call after a failure.
     int connect();
 
-    int track(const std::string &key, const std::string &value, int64_t ttl_ms, int flags,
+    int track(std::string_view key, std::string_view value, int64_t ttl_ms, int flags,
               int64_t *deadline);
     int untrack(const std::string &key, bool delete_key);
     int adopt(const std::string &key, int flags, int64_t *deadline);
@@ -161,8 +162,8 @@ class Client {
     // A router result: on failure, its message becomes last_error().
     int routed(int status);
     ReplyPtr routed(ReplyPtr reply);
-    int check_key(const std::string &key);
-    int check_value(const std::string &value, const char *what);
+    int check_key(std::string_view key);
+    int check_value(std::string_view value, const char *what);
     int check_queue(const std::string &queue);
     // schedule/reschedule's at_ms and delay_ms: not negative, within kMaxTimeMs.
     int check_when(const char *what, int64_t at_ms, int64_t delay_ms);
@@ -174,12 +175,32 @@ class Client {
             std::vector<std::string> &&argv, Decode decode, int slot = -1);
     // Inside a pipeline: sends c on its node's connection; its reply is read at the end.
     void queue_in_pipeline(Call &&c);
+    // The pipeline's next call to fill, a slot of pipeline_ kept from earlier pipelines with
+    // its strings' storage (a pipelined track allocates nothing once warm).
+    Call &pipeline_slot();
+    // Sends the pipeline's call c on its node's connection (c.node reset: sent at the end).
+    void send_queued(Call &c);
+    // After pipeline_end: what pipeline_ keeps for the next one (kKeptCalls slots, no large
+    // argument's storage).
+    void trim_pipeline(size_t used);
+    // track's reply: its deadline into *deadline, or the status of a refusal (flags: NX/XX).
+    int track_reply(const redisReply *r, int flags, int64_t *deadline);
     int finish(Call &call, ReplyPtr reply);
     // A plain command (no script fallback) for the master of key's slot ("" or
     // standalone: slot 0), as command, command_for_key and commands route it.
     Call plain_call(const std::string &key, std::vector<std::string> &&args);
     Call script_call(const Script &s, const std::string &name, const std::string &tag, int slot,
                      const std::string *key, std::vector<std::string> &&argv);
+    // Makes c (reusing its storage) a call of s in slot `slot` with argc args: EVALSHA and
+    // the sha set, the rest left to the caller.
+    void call_head(Call &c, const Script &s, int slot, size_t argc);
+    // Makes c (reusing its storage) a call of s on the queue q in slot `slot`: args EVALSHA
+    // sha nkeys, the keys (key scripts: due, data, key), then `argc` arguments left for the
+    // caller to fill from the returned index on.
+    size_t script_args(Call &c, const Script &s, const QueueKeys &q, int slot, std::string_view key,
+                       size_t argc);
+    // The `keys` queue of a slot (standalone: its one queue), without building a string.
+    const QueueKeys &keys_queue(int slot);
     Call queue_call(const Script &s, const QueueRef &ref, const std::vector<std::string> &argv);
     // router_.call and router_.exec, their failure's message into error_.
     ReplyPtr call(const Endpoint &node, const std::vector<std::string> &args);
@@ -224,7 +245,8 @@ class Client {
     std::vector<size_t> lens_scratch_;
     std::string error_;
     bool pipelining_ = false;
-    std::vector<Call> pipeline_;
+    std::vector<Call> pipeline_;  // [0, queued_): this pipeline's calls; the rest kept
+    size_t queued_ = 0;
     struct ClockOffset {
         int64_t offset_ms;  // Redis ms minus local steady ms
         int64_t synced_at;  // local steady ms

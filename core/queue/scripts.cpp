@@ -130,28 +130,32 @@ namespace scripts {
     "  redis.call('HDEL', KEYS[3], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"                    \
     "end\n"
 
-const Script kTrack = {"track", KW_LUA_MAX R"lua(
--- ARGV[2] is the deadline on this server's clock (the client keeps its offset): the key's
--- PXAT and its score are the same number.
--- A deadline past the latest keywatch accepts is refused (-9), nothing written.
-if tonumber(ARGV[2]) > MAX_MS then return -9 end
+// KEYS: due, the key, and data only with a snapshot (each key passed costs Redis work per
+// call). ARGV[2] is the deadline on this server's clock in plain digits (the client keeps its
+// offset): the key's PXAT, its score and the reply are the same text, never a Lua number
+// (tonumber is the dearest step of a call).
+const Script kTrack = {"track", R"lua(
+-- A deadline past the latest keywatch accepts is refused (-9), nothing written. Compared as
+-- digits: longer is later, and at equal length the text orders like the number.
+local MAX, d = ')lua" KW_MAX_TIME_MS_TEXT R"lua(', ARGV[2]
+if #d > #MAX or (#d == #MAX and d > MAX) then return -9 end
 -- The common call (no NX/XX, no snapshot) passes two arguments: the least Lua per key.
 if #ARGV == 2 then
-  redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2])
-  redis.call('ZADD', KEYS[1], ARGV[2], KEYS[3])
-  return tonumber(ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[1], 'PXAT', d)
+  redis.call('ZADD', KEYS[1], d, KEYS[2])
+  return d
 end
 local r
-if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'NX')
-elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2], 'XX')
-else r = redis.call('SET', KEYS[3], ARGV[1], 'PXAT', ARGV[2]) end
+if ARGV[3] == 'NX' then r = redis.call('SET', KEYS[2], ARGV[1], 'PXAT', d, 'NX')
+elseif ARGV[3] == 'XX' then r = redis.call('SET', KEYS[2], ARGV[1], 'PXAT', d, 'XX')
+else r = redis.call('SET', KEYS[2], ARGV[1], 'PXAT', d) end
 if not r then return -1 end
-redis.call('ZADD', KEYS[1], ARGV[2], KEYS[3])
+redis.call('ZADD', KEYS[1], d, KEYS[2])
 if ARGV[4] == '1' then
-  redis.call('HSETNX', KEYS[2], '~', string.rep('k', 72))
-  redis.call('HSET', KEYS[2], 'p:' .. KEYS[3], ARGV[2] .. '|' .. ARGV[1])
+  redis.call('HSETNX', KEYS[3], '~', string.rep('k', 72))
+  redis.call('HSET', KEYS[3], 'p:' .. KEYS[2], d .. '|' .. ARGV[1])
 end
-return tonumber(ARGV[2])
+return d
 )lua",
                        true};
 

@@ -18,8 +18,9 @@
 //   KEYS[5] done      ZSET id -> ack time; recently finished tracked keys, so the late
 //                     `expired` notification of a key already handled is not mistaken
 //                     for an untracked key (pruned by claim_due)
-// track, untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key
-// (adopt: see below, with more keys).
+// untrack and adopt take only KEYS[1] due, KEYS[2] data, KEYS[3] the tracked key (adopt: see
+// below, with more keys); track KEYS[1] due, KEYS[2] the tracked key, and KEYS[3] data only
+// with a snapshot.
 // A snapshot of a tracked key is stored as "<deadline>|<value>": one left over from an
 // earlier incarnation of the key (other deadline) is ignored, so that a track without
 // snapshot need not delete it.
@@ -34,13 +35,15 @@ namespace keywatch {
 struct Script {
     const char *name;
     const char *body;
-    bool key_script;  // KEYS = due, data, key (else the five queue keys)
+    bool key_script;  // KEYS = due, data, key (track: see above; else the five queue keys)
     // SHA-1 of the body, for EVALSHA; computed once.
     const std::string &sha() const;
 };
 
 namespace scripts {
-extern const Script kTrack;    // ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]
+// track        ARGV value deadline_ms [mode(''|NX|XX) snapshot(0|1)]; deadline_ms in plain
+//              digits. Reply: the deadline as text, or -1 (NX/XX unmet), kPastMax.
+extern const Script kTrack;
 extern const Script kUntrack;  // ARGV delete(0|1)
 // adopt        P due, P data [K due, K data] key...  ARGV snapshot(0|1) queues(1|2)
 //              strict(0|1). Makes the queues agree with each key's TTL (PEXPIRETIME): P is
