@@ -106,10 +106,11 @@ void CompletionBatches::send() {
     if (!store_.has_waiting() || !link_.serving()) return;
     if (ack_timer_.pending() && completion_backoff_ms_) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
-    // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
-    // items stay leased to us meanwhile. Not once claiming has stopped, and not for an
-    // item claimed half a lease ago or earlier (its ack must beat the lease's end; an
-    // unknown claim time counts as long ago).
+    // CPU; not a standalone burst's pipelined claims, see claims_on_their_way_) acks
+    // wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the items stay
+    // leased to us meanwhile. Not once claiming has stopped, and not for an item claimed
+    // half a lease ago or earlier (its ack must beat the lease's end; an unknown claim
+    // time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
     int64_t t = wall_ms();
     const bool may_wait =

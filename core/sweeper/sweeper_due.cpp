@@ -328,6 +328,17 @@ void Sweeper::claims_work(Queue &q) {
     claim_warned_ms_ = 0;
 }
 
+bool Sweeper::acks_wait_for_claims() const {
+    return claiming_ && *opts_.claims_in_flight > 0 && !pipelined();
+}
+
+bool Sweeper::pipelined() const {
+    bool any = false;
+    if (!opts_.cluster)
+        queues_.for_each([&](const Queue &q) { any = any || (q.bursting && q.sweeping()); });
+    return any;
+}
+
 void Sweeper::claim_sent() {
     claims_out_++;
     (*opts_.claims_in_flight)++;
