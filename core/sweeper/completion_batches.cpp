@@ -59,6 +59,7 @@ void CompletionBatches::complete(std::vector<Completion> &&done) {
         completions_since_ms_ = now;
         oldest_claim_ms_ = now;
     }
+    store_.reserve(done.size());
     for (auto &c : done) {
         if (c.done_ms == 0 && leases_.late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
@@ -244,6 +245,7 @@ void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, 
     argv.insert(argv.end(), {std::to_string(seq), std::to_string(b), whole ? "*" : "i"});
     if (!whole) argv.push_back(std::to_string(end - from));
     std::vector<Completion> batch;
+    batch.reserve(end - from);
     for (size_t j = from; j < end; j++) {
         if (!whole) argv.push_back(all[j].id);
         batch.push_back(std::move(all[j]));
