@@ -78,8 +78,8 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     c.leased_ms = std::max(c.claimed_ms, qp ? qp->renewed_ms : 0);
     if (!qp) return;
     SlotQueue &q = *qp;
-    auto h = q.held.find(c.id);
-    if (h == q.held.end()) return;
+    auto h = q.marks.find(c.id);
+    if (h == q.marks.end() || h->second.held == SlotQueue::Held::Handled) return;
     // Held from a later claim of the same id (tracked or scheduled again): not this one's
     // batch; this one names none and Redis refuses it (its own batch comes back after its
     // lease), rather than completing the later claim.
@@ -93,12 +93,11 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
     if (!q.is_keys || !handled || h->second.held != SlotQueue::Held::Claimed) {
-        q.held.erase(h);
+        q.marks.erase(h);
         return;
     }
-    auto node = q.held.extract(h);
-    node.mapped().handled_ms = now;
-    q.handled.insert(std::move(node));
+    h->second.held = SlotQueue::Held::Handled;
+    h->second.handled_ms = now;
     if (!prune_timer_.pending()) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 
@@ -334,10 +333,15 @@ void CompletionBatches::prune_done() {
     int64_t oldest = wall_ms() - opts_.done_window_ms;
     bool left = false;
     queues_.for_each([&](SlotQueue &q) {
-        auto &handled = q.handled;
-        for (auto it = handled.begin(); it != handled.end();)
-            it = it->second.handled_ms < oldest ? handled.erase(it) : std::next(it);
-        left = left || !handled.empty();
+        for (auto it = q.marks.begin(); it != q.marks.end();) {
+            const bool handled = it->second.held == SlotQueue::Held::Handled;
+            if (handled && it->second.handled_ms < oldest) {
+                it = q.marks.erase(it);
+                continue;
+            }
+            left = left || handled;
+            ++it;
+        }
     });
     if (left) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }

@@ -105,8 +105,8 @@ void Sweeper::complete(std::vector<Completion> &&done) {
 bool Sweeper::holds(const Completion &c) {
     SlotQueue *q = queues_.existing_of(c.queue, c.id, c.slot);
     if (!q) return false;
-    auto h = q->held.find(c.id);
-    return h != q->held.end() && (c.claimed_ms == 0 || h->second.claimed_ms == c.claimed_ms);
+    const Queue::Mark *h = q->held_mark(c.id);
+    return h && (c.claimed_ms == 0 || h->claimed_ms == c.claimed_ms);
 }
 
 void Sweeper::retry_now() {
