@@ -91,6 +91,9 @@ void NodeIntake::flush() {
     if (!claims_.empty()) {
         std::vector<Event> claims;
         claims.swap(claims_);
+        // Room for as many as came now (the next read's are likely as many), rather than
+        // growing event by event, each growth moving every Event.
+        claims_.reserve(claims.size());
         sweeper_->claim_live(std::move(claims));
     }
     if (!deleted_.empty()) {

@@ -59,6 +59,7 @@ void CompletionBatches::complete(std::vector<Completion> &&done) {
         completions_since_ms_ = now;
         oldest_claim_ms_ = now;
     }
+    store_.reserve(done.size());
     for (auto &c : done) {
         if (c.done_ms == 0 && leases_.late_after_hold_timeout(c)) continue;
         if (c.done_ms == 0) {
@@ -77,8 +78,8 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     c.leased_ms = std::max(c.claimed_ms, qp ? qp->renewed_ms : 0);
     if (!qp) return;
     SlotQueue &q = *qp;
-    auto h = q.held.find(c.id);
-    if (h == q.held.end()) return;
+    auto h = q.marks.find(c.id);
+    if (h == q.marks.end() || h->second.held == SlotQueue::Held::Handled) return;
     // Held from a later claim of the same id (tracked or scheduled again): not this one's
     // batch; this one names none and Redis refuses it (its own batch comes back after its
     // lease), rather than completing the later claim.
@@ -92,12 +93,11 @@ void CompletionBatches::note_completed(Completion &c, int64_t now) {
     // recognised without asking Redis; not if that already came.
     bool handled = c.result != KW_RESULT_RETRY && c.result != kRelease;
     if (!q.is_keys || !handled || h->second.held != SlotQueue::Held::Claimed) {
-        q.held.erase(h);
+        q.marks.erase(h);
         return;
     }
-    auto node = q.held.extract(h);
-    node.mapped().handled_ms = now;
-    q.handled.insert(std::move(node));
+    h->second.held = SlotQueue::Held::Handled;
+    h->second.handled_ms = now;
     if (!prune_timer_.pending()) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }
 
@@ -106,10 +106,11 @@ void CompletionBatches::send() {
     if (!store_.has_waiting() || !link_.serving()) return;
     if (ack_timer_.pending() && completion_backoff_ms_) return;  // backing off
     // Deliveries first: while claims are on their way (to any master: they share the
-    // CPU) acks wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the
-    // items stay leased to us meanwhile. Not once claiming has stopped, and not for an
-    // item claimed half a lease ago or earlier (its ack must beat the lease's end; an
-    // unknown claim time counts as long ago).
+    // CPU; not a standalone burst's pipelined claims, see claims_on_their_way_) acks
+    // wait, up to kAckHoldMs. Nothing waits on an ack but bookkeeping: the items stay
+    // leased to us meanwhile. Not once claiming has stopped, and not for an item claimed
+    // half a lease ago or earlier (its ack must beat the lease's end; an unknown claim
+    // time counts as long ago).
     int64_t hold = std::min<int64_t>(kAckHoldMs, opts_.lease_ms / 4);
     int64_t t = wall_ms();
     const bool may_wait =
@@ -243,6 +244,7 @@ void CompletionBatches::send_group(const Script &s, SlotQueue &q, uint64_t seq, 
     argv.insert(argv.end(), {std::to_string(seq), std::to_string(b), whole ? "*" : "i"});
     if (!whole) argv.push_back(std::to_string(end - from));
     std::vector<Completion> batch;
+    batch.reserve(end - from);
     for (size_t j = from; j < end; j++) {
         if (!whole) argv.push_back(all[j].id);
         batch.push_back(std::move(all[j]));
@@ -331,10 +333,15 @@ void CompletionBatches::prune_done() {
     int64_t oldest = wall_ms() - opts_.done_window_ms;
     bool left = false;
     queues_.for_each([&](SlotQueue &q) {
-        auto &handled = q.handled;
-        for (auto it = handled.begin(); it != handled.end();)
-            it = it->second.handled_ms < oldest ? handled.erase(it) : std::next(it);
-        left = left || !handled.empty();
+        for (auto it = q.marks.begin(); it != q.marks.end();) {
+            const bool handled = it->second.held == SlotQueue::Held::Handled;
+            if (handled && it->second.handled_ms < oldest) {
+                it = q.marks.erase(it);
+                continue;
+            }
+            left = left || handled;
+            ++it;
+        }
     });
     if (left) prune_timer_.arm(std::max<int64_t>(opts_.done_window_ms, 1));
 }

@@ -39,7 +39,8 @@ class CompletionBatches {
     };
     // `claiming`: whether the sweeper claims (acks may wait for the rest of their batch);
     // `claims_on_their_way`: whether acks should wait for claims on their way (the sweeper
-    // claims, and some claim of the engine's is unanswered); each asked once per send.
+    // claims, and some claim of the engine's is unanswered, other than a standalone burst's
+    // pipelined claims: Sweeper::acks_wait_for_claims); each asked once per send.
     CompletionBatches(EventLoop &loop, Options opts, NodeLink &link, SlotQueues &queues,
                       LeaseRenewal &leases, SweeperCounters &counters,
                       std::function<bool()> claiming, std::function<bool()> claims_on_their_way,

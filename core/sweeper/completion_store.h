@@ -44,6 +44,10 @@ class CompletionStore {
     using Ticket = uint64_t;
 
     void add(Completion &&c) { waiting_.push_back(std::move(c)); }
+    // Room for `n` about to be added, when none waits (else the vector grows as usual).
+    void reserve(size_t n) {
+        if (waiting_.empty()) waiting_.reserve(n);
+    }
     bool has_waiting() const { return !waiting_.empty(); }
     // Waiting and in flight: what Redis has not confirmed yet.
     size_t size() const { return waiting_.size() + in_flight_count_; }

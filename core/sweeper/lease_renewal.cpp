@@ -36,7 +36,8 @@ void LeaseRenewal::renew_leases() {
     queues_.for_each([&](SlotQueue &q) {
         // The lease members of the batches holding items within hold.timeout.
         std::set<uint64_t> seqs;
-        for (auto &held : q.held) {
+        for (auto &held : q.marks) {
+            if (held.second.held == SlotQueue::Held::Handled) continue;
             int64_t claimed = held.second.claimed_ms;
             if (now - claimed < opts_.hold_timeout_ms) {
                 seqs.insert(held.second.batch_seq);
@@ -95,8 +96,8 @@ bool LeaseRenewal::late_after_hold_timeout(const Completion &c) {
         // Our own release at hold.timeout (the claim still held) goes out. Another, for
         // a claim already released, is dropped: the item may be ours again by a new claim
         // (the release script checks only the owner), which it would give back.
-        auto h = q->held.find(c.id);
-        if (h != q->held.end() && h->second.claimed_ms == c.claimed_ms) return false;
+        const SlotQueue::Mark *h = q->held_mark(c.id);
+        if (h && h->claimed_ms == c.claimed_ms) return false;
         q->timed_out.erase(it);
         return true;
     }

@@ -1,7 +1,7 @@
 // SlotQueue: what one Sweeper knows of one queue in one slot tag (standalone: the queue's
 // one tag) - where it is served, what is on its way, which of its items this engine holds
 // - as explicit states rather than sentinel numbers. Counts are derived from the sets
-// themselves (held.size()), never kept beside them by hand.
+// themselves, never kept beside them by hand.
 // Loop thread only (owned by a Sweeper).
 #pragma once
 
@@ -43,8 +43,10 @@ struct SlotQueue {
         std::optional<int64_t> retry_ms;
     };
     // An item of ours: claimed and not completed; Notified once its `expired` notification
-    // came (no other is to be expected).
-    enum class Held { Claimed, Notified };
+    // came (no other is to be expected); Handled (tracked keys only): completed a moment
+    // ago, remembered for track.done_window so that a late notification is recognised
+    // without asking Redis.
+    enum class Held { Claimed, Notified, Handled };
 
     std::string name, tag;
     int slot = 0;  // of the tag (standalone: 0)
@@ -94,20 +96,22 @@ struct SlotQueue {
     std::vector<Event> deferred;
     int64_t deferred_since_ms = 0;
 
-    // What `held` and `handled` keep per item id: one node type for both, so that an item
-    // moves from one to the other without copying its id.
+    // What `marks` keeps per item id.
     struct Mark {
-        Held held = Held::Claimed;  // in `held`
-        uint64_t batch_seq = 0;     // the claim batch it came in (see `batches`)
-        int64_t claimed_ms = 0;     // in `held`: when claimed (its Event::ts_ms), for
-                                    // hold.timeout
-        int64_t handled_ms = 0;     // in `handled`: when it was handled
+        Held held = Held::Claimed;
+        uint64_t batch_seq = 0;  // the claim batch it came in (see `batches`)
+        int64_t claimed_ms = 0;  // held: when claimed (its Event::ts_ms), for hold.timeout
+        int64_t handled_ms = 0;  // Handled: when it was handled
     };
-    // Items of ours, claimed and not completed. An id is in `held` or `handled`, not both.
-    std::unordered_map<std::string, Mark> held;
-    // Tracked keys only: handled a moment ago, remembered for track.done_window so that a
-    // late notification is recognised without asking Redis.
-    std::unordered_map<std::string, Mark> handled;
+    // The items of ours: held (claimed and not completed: Claimed, Notified) and handled a
+    // moment ago (Handled). One map for both, so that an item costs one lookup whichever
+    // it is (a burst looks up every item several times) and turns handled in place.
+    std::unordered_map<std::string, Mark> marks;
+    // The mark of an item held (claimed and not completed), or null.
+    Mark *held_mark(const std::string &id) {
+        auto it = marks.find(id);
+        return it != marks.end() && it->second.held != Held::Handled ? &it->second : nullptr;
+    }
     // The claim batches of ours with items still held or acks not sent yet, by seq (the
     // engine-wide counter that names their batch key, QueueKeys::batch): b is the batch
     // number the claim returned (its lease member is "<owner>:<seq>:<b>"), held how many of

@@ -36,7 +36,7 @@ Sweeper::Sweeper(EventLoop &loop, RedisUrl url, Options opts, SweeperSink *sink,
           {opts_.owner, opts_.lease_ms, opts_.max_attempts, opts_.retry_base_ms, opts_.retry_max_ms,
            opts_.done_window_ms, opts_.reconnect, opts_.on_redirect},
           link_, queues_, leases_, *counters, [this] { return claiming_; },
-          [this] { return claiming_ && *opts_.claims_in_flight > 0; }, queue_log()),
+          [this] { return acks_wait_for_claims(); }, queue_log()),
       arrivals_(loop,
                 {opts_.ns, opts_.cluster, opts_.scan_interval_ms, opts_.migration_wait_ms,
                  opts_.on_moved},
@@ -105,8 +105,8 @@ void Sweeper::complete(std::vector<Completion> &&done) {
 bool Sweeper::holds(const Completion &c) {
     SlotQueue *q = queues_.existing_of(c.queue, c.id, c.slot);
     if (!q) return false;
-    auto h = q->held.find(c.id);
-    return h != q->held.end() && (c.claimed_ms == 0 || h->second.claimed_ms == c.claimed_ms);
+    const Queue::Mark *h = q->held_mark(c.id);
+    return h && (c.claimed_ms == 0 || h->claimed_ms == c.claimed_ms);
 }
 
 void Sweeper::retry_now() {

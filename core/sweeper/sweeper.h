@@ -273,6 +273,15 @@ class Sweeper {
     // kClaimWarningMs; claims_work() says when they work again.
     void claims_failing(Queue &q, const redisReply *r);
     void claims_work(Queue &q);
+    // Whether completions wait for the claims on their way (CompletionBatches' "deliveries
+    // first"): while the engine claims and some claim of it is unanswered, except the
+    // pipelined claims of a standalone burst (pipelined()).
+    bool acks_wait_for_claims() const;
+    // Standalone: some queue's claims come back full and more are on their way (a burst or
+    // a backlog, swept by up to kSweepsInFlight claims at once). Redis always has one of
+    // them queued, so an ack sent meanwhile takes only its own turn behind them; held, the
+    // acks of a whole backlog would pile up and go out after its last claim.
+    bool pipelined() const;
     // A claim script went out / was answered (see Options::claims_in_flight).
     void claim_sent();
     void claim_answered();

@@ -224,15 +224,12 @@ Event Sweeper::hold(Queue &q, const ClaimedItem &item, const Event *live, uint64
     // An item with records (a payload, a later attempt, a reclaim): its batch is acked item
     // by item, so that its records go with it.
     if (item.has_payload || item.attempt > 1 || item.source == 'L') batch.whole = false;
-    if (auto again = q.handled.extract(item.id)) {  // remembered as handled: ours again
-        again.mapped() = {state, seq, ev.ts_ms, 0};
-        q.held.insert(std::move(again));
-    } else {
-        auto [it, added] = q.held.try_emplace(item.id);
-        // Held already (a batch of ours whose lease ran out, reclaimed by us): it moved.
-        if (!added) q.batch_left(it->second.batch_seq, false);
-        it->second = {state, seq, ev.ts_ms, 0};
-    }
+    auto [it, added] = q.marks.try_emplace(item.id);
+    // Held already (a batch of ours whose lease ran out, reclaimed by us): it moved. (One
+    // remembered as handled is simply ours again.)
+    if (!added && it->second.held != Queue::Held::Handled)
+        q.batch_left(it->second.batch_seq, false);
+    it->second = {state, seq, ev.ts_ms, 0};
     return ev;
 }
 
@@ -326,6 +323,17 @@ void Sweeper::claims_work(Queue &q) {
         &q);
     claims_failing_since_ms_.reset();
     claim_warned_ms_ = 0;
+}
+
+bool Sweeper::acks_wait_for_claims() const {
+    return claiming_ && *opts_.claims_in_flight > 0 && !pipelined();
+}
+
+bool Sweeper::pipelined() const {
+    bool any = false;
+    if (!opts_.cluster)
+        queues_.for_each([&](const Queue &q) { any = any || (q.bursting && q.sweeping()); });
+    return any;
 }
 
 void Sweeper::claim_sent() {

@@ -42,15 +42,14 @@ void Sweeper::claim_live(std::vector<Event> &&events) {
         }
         // Our own claims make Redis publish `expired` too, and so do keys we handled a
         // moment ago: no need to ask about those.
-        if (auto h = q->held.find(ev.key); h != q->held.end()) {
-            h->second.held = Queue::Held::Notified;
-            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
-            continue;
-        }
-        if (auto d = q->handled.find(ev.key);
-            d != q->handled.end() && now - d->second.handled_ms <= opts_.done_window_ms) {
-            counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
-            continue;
+        if (auto m = q->marks.find(ev.key); m != q->marks.end()) {
+            Queue::Mark &mark = m->second;
+            const bool handled = mark.held == Queue::Held::Handled;
+            if (!handled) mark.held = Queue::Held::Notified;
+            if (!handled || now - mark.handled_ms <= opts_.done_window_ms) {
+                counters_->suppressed.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
         }
         // A claim in flight on this slot queue may be what deleted the key (a sweep's key
         // lookup does): wait for its answer rather than ask Redis about our own claim.
