@@ -1133,6 +1133,13 @@ TEST_F(BatchScriptTest, ClaimReplyParserRejectsWrongShapes) {
     // now next_due next_lease live b ids runs reclaimed extras stale untracked moved
     check("return {1,2,3,4,5,{'a','b'},{7,2},{},{},{},0,0}", true);
     EXPECT_EQ(c.items.size(), 2u);
+    // next_due and the runs' deadlines as Redis's score text, as claim_due hands them on.
+    check("return {1,'1700000000123',3,4,5,{'a','b'},{'1700000000007',2},{},{},{},0,0}", true);
+    EXPECT_EQ(c.next_due, 1700000000123);
+    ASSERT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.items[1].deadline_ms, 1700000000007);
+    check("return {1,2,3,4,5,{'a'},{'7x',1},{},{},{},0,0}", false);   // a deadline not a number
+    check("return {1,'',3,4,5,{'a'},{7,1},{},{},{},0,0}", false);     // next_due not a number
     check("return {1,2,3,4,5,{'a','b'},{7,1},{},{},{},0,0}", false);  // runs short of the ids
     check("return {1,2,3,4,5,{'a'},{7,2},{},{},{},0,0}", false);      // runs past the ids
     check("return {1,2,3,4,5,{'a'},{7,1},{},{2,2,7,false,false},{},0,0}", false);  // no item 2
