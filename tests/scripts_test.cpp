@@ -1040,6 +1040,29 @@ TEST_F(BatchScriptTest, AReclaimLargerThanTheRoomIsTakenInParts) {
     EXPECT_EQ(c_->command({"ZSCORE", tasks_.leases, a.batch.member()}), "(nil)");
 }
 
+// The look reads the first 17 lease members and the version-1 items up to one more than it
+// takes; with more than that in flight it still counts every one and names the earliest
+// lease left (here a run-out version-1 item the room left for the next claim).
+TEST_F(BatchScriptTest, ALookPastWhatItReadsStillCountsEveryLiveBatchAndItem) {
+    int64_t now = redis_now();
+    for (int i = 0; i < 20; i++)
+        c_->command({"ZADD", tasks_.due, std::to_string(now - 100), "a" + std::to_string(i)});
+    for (int i = 0; i < 20; i++) ASSERT_EQ(bclaim(tasks_, "A", 1).items.size(), 1u);
+    for (int i = 0; i < 3; i++)
+        c_->command({"ZADD", tasks_.inflight, std::to_string(now - 10), "out" + std::to_string(i)});
+    for (int i = 0; i < 20; i++)
+        c_->command(
+            {"ZADD", tasks_.inflight, std::to_string(now + 60000), "held" + std::to_string(i)});
+    c_->command({"ZADD", tasks_.due, std::to_string(now - 5), "z"});
+    BatchClaim c = bclaim(tasks_, "B", 2);
+    ASSERT_EQ(c.items.size(), 2u) << "two run-out version-1 items fill the room";
+    EXPECT_EQ(c.items[0].source, "L");
+    EXPECT_EQ(c.items[1].source, "L");
+    EXPECT_EQ(c.live, 21 + 21) << "A's 20 batches and B's; 23 version-1 items less the 2 taken";
+    EXPECT_EQ(c.next_lease, now - 10) << "the run-out version-1 item the room left";
+    EXPECT_EQ(c.next_due, now - 5);
+}
+
 TEST_F(BatchScriptTest, ARunOutBatchWhoseKeyIsGoneLeavesLeasesAndHidesNoOtherBehindIt) {
     // 16 run-out batches whose keys are gone (evicted, deleted): the claim that declares
     // them drops their members, so the next look reaches the real batch behind them.
@@ -1132,6 +1155,13 @@ TEST_F(BatchScriptTest, ClaimReplyParserRejectsWrongShapes) {
     // now next_due next_lease live b ids runs reclaimed extras stale untracked moved
     check("return {1,2,3,4,5,{'a','b'},{7,2},{},{},{},0,0}", true);
     EXPECT_EQ(c.items.size(), 2u);
+    // next_due and the runs' deadlines as Redis's score text, as claim_due hands them on.
+    check("return {1,'1700000000123',3,4,5,{'a','b'},{'1700000000007',2},{},{},{},0,0}", true);
+    EXPECT_EQ(c.next_due, 1700000000123);
+    ASSERT_EQ(c.items.size(), 2u);
+    EXPECT_EQ(c.items[1].deadline_ms, 1700000000007);
+    check("return {1,2,3,4,5,{'a'},{'7x',1},{},{},{},0,0}", false);   // a deadline not a number
+    check("return {1,'',3,4,5,{'a'},{7,1},{},{},{},0,0}", false);     // next_due not a number
     check("return {1,2,3,4,5,{'a','b'},{7,1},{},{},{},0,0}", false);  // runs short of the ids
     check("return {1,2,3,4,5,{'a'},{7,2},{},{},{},0,0}", false);      // runs past the ids
     check("return {1,2,3,4,5,{'a'},{7,1},{},{2,2,7,false,false},{},0,0}", false);  // no item 2

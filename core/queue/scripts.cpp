@@ -25,21 +25,29 @@ namespace scripts {
     "  return string.sub(p, bar + 1)\n"                                                \
     "end\n"
 
+// Redis's clock, read once: `now` in ms (from the reply `t` of TIME).
+#define KW_LUA_TIME_MS "tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)"
+#define KW_LUA_NOW                   \
+    "local t = redis.call('TIME')\n" \
+    "local now = " KW_LUA_TIME_MS "\n"
+// The meta record of a claimed item: attempt, deadline, owner.
+#define KW_LUA_META                                             \
+    "local function parse_meta(m)\n"                            \
+    "  if not m then return 0, nil, nil end\n"                  \
+    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n" \
+    "  return tonumber(a), tonumber(d), o\n"                    \
+    "end\n"
+
 // Shared prelude: Redis's clock, the meta record of a claimed item, stamped snapshots.
 // Trap: Lua 5.1 turns a number into text (`..`, tostring) with "%.14g", so a deadline of
 // 1e14 ms (year 5138) or later, which keywatch accepts, would lose digits: numbers that go
 // into a record are written with string.format('%d'), or handed to redis.call as numbers
-// (Redis formats those exactly).
+// (Redis formats those exactly, with "%.17g": about 1 us each on Redis 7.0, so the batch
+// scripts below hand it text).
 #define KW_LUA_PRELUDE                                                                        \
     KW_LUA_MAX                                                                                \
-    "local t = redis.call('TIME')\n"                                                          \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                 \
-    "local SENTINEL = string.rep('k', 72)\n"                                                  \
-    "local function parse_meta(m)\n"                                                          \
-    "  if not m then return 0, nil, nil end\n"                                                \
-    "  local a, d, o = string.match(m, '^(%d+):(%d+):(.*)$')\n"                               \
-    "  return tonumber(a), tonumber(d), o\n"                                                  \
-    "end\n" KW_LUA_UNSTAMP                                                                    \
+    KW_LUA_NOW                                                                                \
+    "local SENTINEL = string.rep('k', 72)\n" KW_LUA_META KW_LUA_UNSTAMP                       \
     "local function prefixed(prefix, ids)\n"                                                  \
     "  local out = {}\n"                                                                      \
     "  for i, id in ipairs(ids) do out[i] = prefix .. id end\n"                               \
@@ -708,10 +716,12 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
 // with no owner) exists only for items whose attempt is > 1. For `keys`, a batch acked whole
 // leaves its items in `inflight` as done records (the marker `d:<b>` in `leases`, score
 // -(ack time)), pruned with the done window.
-#define KW_LUA_BATCH                                                                            \
-    "local BASE = 4503599627370496\n"                                                           \
-    "local function fmt(x) return string.format('%d', x) end\n"                                 \
-    "local function member_of(owner, seq, b) return owner .. ':' .. seq .. ':' .. fmt(b) end\n" \
+#define KW_LUA_BATCH                                            \
+    "local BASE = 4503599627370496\n"                           \
+    "local function fmt(x) return string.format('%d', x) end\n" \
+    "local function member_of(owner, seq, b) return owner .. ':' .. seq .. ':' .. fmt(b) end\n"
+// The claims' helpers.
+#define KW_LUA_CLAIM                                                                            \
     "-- The new batch: b from seq, every item in inflight at BASE + b, the lease member.\n"     \
     "local function open_batch(kin, kleases, kseq, ids, owner, seq, lease_end)\n"               \
     "  local b = redis.call('INCR', kseq)\n"                                                    \
@@ -721,7 +731,7 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "    for j = i, math.min(i + 1999, #ids) do z[#z + 1] = s; z[#z + 1] = ids[j] end\n"        \
     "    redis.call('ZADD', kin, unpack(z))\n"                                                  \
     "  end\n"                                                                                   \
-    "  redis.call('ZADD', kleases, lease_end, member_of(owner, seq, b))\n"                      \
+    "  redis.call('ZADD', kleases, fmt(lease_end), member_of(owner, seq, b))\n"                 \
     "  return b\n"                                                                              \
     "end\n"                                                                                     \
     "-- Shared or alone (tracked keys only): alone when at most one subscriber (this engine)\n" \
@@ -744,7 +754,7 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "  return n > 1 or not mine or string.find(flags or '', 'S', 1, true) ~= nil, n\n"          \
     "end\n"                                                                                     \
     "local function reschedule(id, old, exp)\n"                                                 \
-    "  redis.call('ZADD', KEYS[1], exp, id)\n"                                                  \
+    "  redis.call('ZADD', KEYS[1], fmt(exp), id)\n"                                             \
     "  local v = unstamp(redis.call('HGET', KEYS[4], 'p:' .. id), old)\n"                       \
     "  if v then redis.call('HSET', KEYS[4], 'p:' .. id, fmt(exp) .. '|' .. v) end\n"           \
     "end\n"                                                                                     \
@@ -753,9 +763,13 @@ return {now, redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[1], '-inf',
     "  redis.call('HDEL', KEYS[4], 'p:' .. id, 'm:' .. id, 'e:' .. id)\n"                       \
     "end\n"
 
+// What the batch scripts start with: the clock, metas, snapshots, the batch helpers. Each
+// script takes only the helpers it uses: a Lua function is a closure built on every call.
+#define KW_LUA_BATCH_PRELUDE KW_LUA_NOW KW_LUA_META KW_LUA_UNSTAMP KW_LUA_BATCH
+
 namespace batch {
 
-const Script kClaimDue = {"claim_due", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kClaimDue = {"claim_due", KW_LUA_BATCH_PRELUDE KW_LUA_CLAIM R"lua(
 local limit, lease, owner, seq = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local is_keys = ARGV[5] == '1'
 local window = tonumber(ARGV[6])
@@ -763,25 +777,34 @@ local look = string.find(ARGV[7], 'L', 1, true) ~= nil
 local nstale = tonumber(ARGV[8])
 local DUE, INF, LEASES, DATA, DONE, SEQ, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local room = limit
+-- Numbers go to redis.call as text and scores stay text where only compared or returned:
+-- Redis 7.0 formats a number argument and parses a score with the C library's slow
+-- double conversions (about 1 us each, more than most of the calls here).
+local now_s = fmt(now)
 -- Every read comes before the first write: a tracked key (undeclared) in a slot being
 -- migrated fails the script, and a script that failed must have written nothing.
 -- 1. Leases that ran out: batches whose key the caller declared are taken now; the others
--- are named in the reply, to be declared by the next call. Then version-1 items.
+-- are named in the reply, to be declared by the next call. Then version-1 items. One read
+-- of each also tells the tail what is left (the first 17 live lease members and, of
+-- version-1 items, one more than are taken), so that it reads again only when more were.
 local rc_ids, rc_dl = {}, {}
-local olds, stale_out, v1 = {}, {}, {}
+local olds, stale_out = {}, {}
+local ls, vs, v1n = {}, {}, 0
 if look then
   local declared = {}
   for i = 1, nstale do declared[ARGV[8 + i]] = KEYS[7 + i] end
-  local ran_out = redis.call('ZRANGE', LEASES, '(0', '(' .. fmt(now), 'BYSCORE', 'LIMIT', 0, 16)
-  for _, m in ipairs(ran_out) do
+  ls = redis.call('ZRANGE', LEASES, '(0', '+inf', 'BYSCORE', 'LIMIT', '0', '17', 'WITHSCORES')
+  for i = 1, math.min(#ls, 32), 2 do
+    local m = ls[i]
+    if tonumber(ls[i + 1]) >= now then break end
     local key = declared[m]
     if key and room > 0 then
-      local got = redis.call('ZRANGE', key, 0, room - 1, 'WITHSCORES')
+      local got = redis.call('ZRANGE', key, '0', fmt(room - 1), 'WITHSCORES')
       local o = {key = key, member = m, ids = {}}
-      for i = 1, #got, 2 do
-        rc_ids[#rc_ids + 1] = got[i]
-        rc_dl[#rc_dl + 1] = tonumber(got[i + 1])
-        o.ids[#o.ids + 1] = got[i]
+      for j = 1, #got, 2 do
+        rc_ids[#rc_ids + 1] = got[j]
+        rc_dl[#rc_dl + 1] = tonumber(got[j + 1])
+        o.ids[#o.ids + 1] = got[j]
       end
       room = room - #o.ids
       olds[#olds + 1] = o
@@ -789,39 +812,39 @@ if look then
       stale_out[#stale_out + 1] = m
     end
   end
-  if room > 0 then
-    v1 = redis.call('ZRANGE', INF, '-inf', '(' .. fmt(now), 'BYSCORE', 'LIMIT', 0, room)
-    for _, id in ipairs(v1) do
-      rc_ids[#rc_ids + 1] = id
-      rc_dl[#rc_dl + 1] = now
-    end
-    room = room - #v1
+  vs = redis.call('ZRANGE', INF, '-inf', '(' .. fmt(BASE), 'BYSCORE', 'LIMIT', '0', fmt(room + 1),
+                  'WITHSCORES')
+  for i = 1, #vs, 2 do
+    if v1n >= room or tonumber(vs[i + 1]) >= now then break end
+    rc_ids[#rc_ids + 1] = vs[i]
+    rc_dl[#rc_dl + 1] = now
+    v1n = v1n + 1
   end
+  room = room - v1n
 end
 -- 2. What is due (as stage one did: the first 32 with scores, the rest as ids with their
--- deadlines read as runs).
+-- deadlines read as runs). Deadlines stay Redis's score text.
 local ids, scores = {}, {}
 if room > 0 then
   local head = math.min(room, 32)
-  local due = redis.call('ZRANGE', DUE, 0, head - 1, 'WITHSCORES')
-  local full = true
+  local due = redis.call('ZRANGE', DUE, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', '0', fmt(head),
+                         'WITHSCORES')
   for i = 1, #due, 2 do
-    if tonumber(due[i + 1]) >= now then full = false; break end
     ids[#ids + 1] = due[i]
     scores[#scores + 1] = due[i + 1]
   end
-  if full and #ids == head and room > head then
-    local rest = redis.call('ZRANGE', DUE, '-inf', '(' .. fmt(now), 'BYSCORE', 'LIMIT', head,
-                            room - head)
+  if #ids == head and room > head then
+    local rest = redis.call('ZRANGE', DUE, '-inf', '(' .. now_s, 'BYSCORE', 'LIMIT', fmt(head),
+                            fmt(room - head))
     for _, id in ipairs(rest) do ids[#ids + 1] = id end
     local pos, runs = head, 0
     while pos < #ids do
       if runs >= 4 and pos - head < runs * 8 then
-        local r = redis.call('ZRANGE', DUE, pos, #ids - 1, 'WITHSCORES')
+        local r = redis.call('ZRANGE', DUE, fmt(pos), fmt(#ids - 1), 'WITHSCORES')
         for i = 2, #r, 2 do scores[#scores + 1] = r[i] end
         break
       end
-      local s = redis.call('ZRANGE', DUE, pos, pos, 'WITHSCORES')[2]
+      local s = redis.call('ZRANGE', DUE, fmt(pos), fmt(pos), 'WITHSCORES')[2]
       local c = math.min(redis.call('ZCOUNT', DUE, '-inf', s), #ids)
       for i = pos + 1, c do scores[i] = s end
       pos, runs = c, runs + 1
@@ -894,8 +917,9 @@ if #fire > 0 and #later > 0 then
   redis.call('ZADD', B, unpack(z))
   redis.call('ZREM', DUE, unpack(fire))
 elseif #fire > 0 then
-  redis.call('ZRANGESTORE', B, DUE, 0, #fire - 1)
-  redis.call('ZREMRANGEBYRANK', DUE, 0, #fire - 1)
+  local last = fmt(#fire - 1)
+  redis.call('ZRANGESTORE', B, DUE, '0', last)
+  redis.call('ZREMRANGEBYRANK', DUE, '0', last)
 end
 if #fire > 0 then
   for i = 1, #fire do
@@ -904,14 +928,13 @@ if #fire > 0 then
     if #runs > 0 and runs[#runs - 1] == s then runs[#runs] = runs[#runs] + 1
     else runs[#runs + 1] = s; runs[#runs + 1] = 1 end
   end
-  for i = 1, #runs, 2 do runs[i] = tonumber(runs[i]) end
   if got then
     for i, id in ipairs(fire) do
       local a, d = parse_meta(got[i])
       local p = got[gn + i]
       if d then
         a = a + 1
-        redis.call('ZADD', B, 'XX', d, id)
+        redis.call('ZADD', B, 'XX', fmt(d), id)
         metas[#metas + 1] = 'm:' .. id
         metas[#metas + 1] = fmt(a) .. ':' .. fmt(d) .. ':'
       else
@@ -935,7 +958,7 @@ if #rc_ids > 0 then
     if a < 1 then a = 1 end
     a = a + 1
     d = d or rc_dl[i]
-    z[#z + 1] = d
+    z[#z + 1] = fmt(d)
     z[#z + 1] = id
     all[#all + 1] = id
     metas[#metas + 1] = 'm:' .. id
@@ -952,18 +975,23 @@ if #rc_ids > 0 then
 end
 -- A run-out batch left empty goes, and so does one whose key is gone (evicted, deleted):
 -- its member would be named run out again and again.
+local gone = {}
 for _, o in ipairs(olds) do
   if #o.ids > 0 then redis.call('ZREM', o.key, unpack(o.ids)) end
-  if redis.call('EXISTS', o.key) == 0 then redis.call('ZREM', LEASES, o.member) end
+  if redis.call('EXISTS', o.key) == 0 then
+    redis.call('ZREM', LEASES, o.member)
+    gone[o.member] = true
+  end
 end
 if #metas > 0 then redis.call('HSET', DATA, unpack(metas)) end
 local b = -1
+local lease_end = now + lease
 if #all > 0 and shared then
-  b = open_batch(INF, LEASES, SEQ, all, owner, seq, now + lease)
+  b = open_batch(INF, LEASES, SEQ, all, owner, seq, lease_end)
 elseif #all > 0 then
   -- Alone: no inflight entries (reclaimed items leave theirs, if any) and no batch number.
   if #rc_ids > 0 then redis.call('ZREM', INF, unpack(rc_ids)) end
-  redis.call('ZADD', LEASES, now + lease, member_of(owner, seq, -1))
+  redis.call('ZADD', LEASES, fmt(lease_end), member_of(owner, seq, -1))
 end
 -- The done window: done records and the items of batches acked whole.
 -- Markers go 64 at a time until none is older than the window, at most 1024 per call (the
@@ -972,7 +1000,7 @@ if is_keys and window > 0 then
   redis.call('ZREMRANGEBYSCORE', DONE, '-inf', '(' .. fmt(now - window))
   local pruned, old = 0, {}
   repeat
-    old = redis.call('ZRANGE', LEASES, '(' .. fmt(window - now), '(0', 'BYSCORE', 'LIMIT', 0, 64)
+    old = redis.call('ZRANGE', LEASES, '(' .. fmt(window - now), '(0', 'BYSCORE', 'LIMIT', '0', '64')
     for _, m in ipairs(old) do
       local db = tonumber(string.sub(m, 3))
       if string.sub(m, 1, 2) == 'd:' and db then
@@ -983,17 +1011,32 @@ if is_keys and window > 0 then
     pruned = pruned + #old
   until #old < 64 or pruned >= 1024
 end
-local nd = redis.call('ZRANGE', DUE, 0, 0, 'WITHSCORES')
-local next_due = nd[2] and tonumber(nd[2]) or -1
+local nd = redis.call('ZRANGE', DUE, '0', '0', 'WITHSCORES')
+local next_due = nd[2] or -1
 local next_lease, live = -2, -1
 if look then
-  local nl = redis.call('ZRANGE', LEASES, '(0', '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
-  next_lease = nl[2] and tonumber(nl[2]) or -1
-  local f1 = redis.call('ZRANGE', INF, 0, 0, 'WITHSCORES')
-  if f1[2] and tonumber(f1[2]) < BASE and (next_lease < 0 or tonumber(f1[2]) < next_lease) then
-    next_lease = tonumber(f1[2])
+  -- What the reads of step 1 saw, less what this claim took or removed, plus its batch.
+  -- The leases left: the first member read that is still there (members are read in
+  -- order, so no unread one comes before it), and this claim's own.
+  next_lease = -1
+  local nlive = #ls / 2
+  for i = 1, #ls, 2 do
+    if gone[ls[i]] then nlive = nlive - 1
+    elseif next_lease < 0 then next_lease = tonumber(ls[i + 1]) end
   end
-  live = redis.call('ZCOUNT', LEASES, '(0', '+inf') + redis.call('ZCOUNT', INF, '-inf', '(' .. fmt(BASE))
+  if #all > 0 then
+    nlive = nlive + 1
+    if next_lease < 0 or lease_end < next_lease then next_lease = lease_end end
+  end
+  if #ls == 34 then nlive = redis.call('ZCOUNT', LEASES, '(0', '+inf') end
+  -- Version-1 items left: the first not taken leases one.
+  local v1_left = #vs / 2 - v1n
+  if v1_left > 0 then
+    local s = tonumber(vs[2 * v1n + 2])
+    if next_lease < 0 or s < next_lease then next_lease = s end
+  end
+  if #vs == 2 * (room + v1n + 1) then v1_left = redis.call('ZCOUNT', INF, '-inf', '(' .. fmt(BASE)) end
+  live = nlive + v1_left
 end
 return {now, next_due, next_lease, live, b, fire, runs, reclaimed, extras, stale_out, untracked, moved,
         listeners}
@@ -1003,7 +1046,7 @@ return {now, next_due, next_lease, live, b, fire, runs, reclaimed, extras, stale
 // Live events of one slot queue (the event keys declared from KEYS[8]). One answer per
 // id: 'C' claimed (its item follows in `items`), 'T' held or finished by an engine, 'D'
 // done recently, 'R' not expired after all, 'U' not tracked; version 1's rules, unchanged.
-const Script kClaimLive = {"claim_live", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kClaimLive = {"claim_live", KW_LUA_BATCH_PRELUDE KW_LUA_CLAIM R"lua(
 local lease, owner, seq = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local expired_events = ARGV[4] == 'x'
 local DUE, INF, LEASES, DATA, DONE, SEQ, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -1117,7 +1160,16 @@ return {now, res, items, b, listeners}
 // seq b kind, kind '*' (every item still in the batch) or 'i' followed by n and n ids; the
 // batch keys are KEYS[6..], one per batch in order. A batch whose lease member is gone was
 // reclaimed: its acks are refused (0). Replies the acked count per batch.
-const Script kAck = {"ack", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kAck = {"ack", KW_LUA_BATCH R"lua(
+-- Redis's clock, read once, and only by an ack that writes a time (a shared batch of keys).
+local now_s
+local function clock()
+  if not now_s then
+    local t = redis.call('TIME')
+    now_s = fmt()lua" KW_LUA_TIME_MS R"lua()
+  end
+  return now_s
+end
 local DUE, INF, LEASES, DATA, DONE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, is_keys = ARGV[1], ARGV[2] == '1'
 local recs = redis.call('EXISTS', DATA) == 1
@@ -1137,48 +1189,48 @@ while at <= #ARGV do
   local B = KEYS[5 + g]
   local member = member_of(owner, seq, b)
   local acked = 0
-  if redis.call('ZSCORE', LEASES, member) then
-    if not ids and not recs then
-      -- The whole batch, nothing per item.
+  if not ids and not recs then
+    -- The whole batch, nothing per item: its member goes (there: the batch is ours).
+    if redis.call('ZREM', LEASES, member) == 1 then
       acked = redis.call('ZCARD', B)
       redis.call('DEL', B)
-      redis.call('ZREM', LEASES, member)
       if b >= 0 and is_keys then
-        redis.call('ZADD', LEASES, -now, 'd:' .. fmt(b))
+        redis.call('ZADD', LEASES, '-' .. clock(), 'd:' .. fmt(b))
       elseif b >= 0 then
         redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + b), fmt(BASE + b))
       end
-    else
-      if not ids then ids = redis.call('ZRANGE', B, 0, -1) end
-      local mine = {}
-      if #ids > 0 then
-        local sc = redis.call('ZMSCORE', B, unpack(ids))
-        for j, id in ipairs(ids) do
-          if sc[j] then mine[#mine + 1] = id end
-        end
-      end
-      if #mine > 0 then
-        redis.call('ZREM', B, unpack(mine))
-        if b >= 0 then redis.call('ZREM', INF, unpack(mine)) end
-        if is_keys and b >= 0 then
-          local z = {}
-          for _, id in ipairs(mine) do z[#z + 1] = now; z[#z + 1] = id end
-          redis.call('ZADD', DONE, unpack(z))
-        end
-        if recs then
-          local again = redis.call('ZMSCORE', DUE, unpack(mine))
-          local gone = {}
-          for j, id in ipairs(mine) do
-            gone[#gone + 1] = 'm:' .. id
-            gone[#gone + 1] = 'e:' .. id
-            if not again[j] then gone[#gone + 1] = 'p:' .. id end
-          end
-          redis.call('HDEL', DATA, unpack(gone))
-        end
-      end
-      if redis.call('EXISTS', B) == 0 then redis.call('ZREM', LEASES, member) end
-      acked = #mine
     end
+  elseif redis.call('ZRANK', LEASES, member) then
+    if not ids then ids = redis.call('ZRANGE', B, '0', '-1') end
+    local mine = {}
+    if #ids > 0 then
+      local sc = redis.call('ZMSCORE', B, unpack(ids))
+      for j, id in ipairs(ids) do
+        if sc[j] then mine[#mine + 1] = id end
+      end
+    end
+    if #mine > 0 then
+      redis.call('ZREM', B, unpack(mine))
+      if b >= 0 then redis.call('ZREM', INF, unpack(mine)) end
+      if is_keys and b >= 0 then
+        local z = {}
+        local at_s = clock()
+        for _, id in ipairs(mine) do z[#z + 1] = at_s; z[#z + 1] = id end
+        redis.call('ZADD', DONE, unpack(z))
+      end
+      if recs then
+        local again = redis.call('ZMSCORE', DUE, unpack(mine))
+        local gone = {}
+        for j, id in ipairs(mine) do
+          gone[#gone + 1] = 'm:' .. id
+          gone[#gone + 1] = 'e:' .. id
+          if not again[j] then gone[#gone + 1] = 'p:' .. id end
+        end
+        redis.call('HDEL', DATA, unpack(gone))
+      end
+    end
+    if redis.call('EXISTS', B) == 0 then redis.call('ZREM', LEASES, member) end
+    acked = #mine
   end
   res[g] = acked
 end
@@ -1189,7 +1241,7 @@ return res
 // One item failed. KEYS: due inflight leases data dead done batch. ARGV: owner seq b is_keys
 // id error reject max_attempts retry_base_ms retry_max_ms jitter [retry_delay_ms].
 // 0 refused (not this batch's, or the batch was reclaimed), 1 retry, 2 dead letter.
-const Script kFail = {"fail", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kFail = {"fail", KW_LUA_BATCH_PRELUDE R"lua(
 local DUE, INF, LEASES, DATA, DEAD, DONE, B = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local b = tonumber(ARGV[3])
 local member = member_of(ARGV[1], ARGV[2], b)
@@ -1240,7 +1292,7 @@ return 1
 // Items claimed but not handled (stop, hold freed or timed out): due again at their
 // deadline, the attempt given back. KEYS: due inflight leases data, then one batch key per
 // batch. ARGV: owner, then per batch seq b kind('*' | 'i' n ids...). Returns the count.
-const Script kRelease = {"release", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kRelease = {"release", KW_LUA_BATCH_PRELUDE R"lua(
 local DUE, INF, LEASES, DATA = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]
 local total = 0
@@ -1303,7 +1355,7 @@ return total
 
 // Renews the leases of batches still held. KEYS: leases. ARGV: lease_ms member...
 // Replies 1 per member renewed, 0 per member gone (reclaimed: its items are not ours).
-const Script kRenew = {"renew", KW_LUA_PRELUDE KW_LUA_BATCH R"lua(
+const Script kRenew = {"renew", KW_LUA_BATCH_PRELUDE R"lua(
 local lease = tonumber(ARGV[1])
 local members = {}
 for i = 2, #ARGV do members[#members + 1] = ARGV[i] end

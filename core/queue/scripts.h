@@ -77,10 +77,11 @@ extern const Script kInspect;     // (no ARGV) -> {now, due, due_now, inflight, 
 //               ARGV limit lease_ms owner seq is_keys done_window_ms flags('L': look at
 //               leases, 'S': shared) n_stale stale_member... [engines channel
 //               [own channel]]
-//               -> {now, next_due, next_lease|-2, live|-1, b, ids, runs(deadline count...),
+//               -> {now, next_due|-1, next_lease|-2, live|-1, b, ids, runs(deadline count...),
 //                   reclaimed(id deadline attempt error|false payload|false ...),
 //                   extras(index attempt deadline error|false payload|false ...),
 //                   stale members, untracked, moved, listeners|-1}
+//               (next_due and the runs' deadlines as Redis's score text: see scripts.cpp)
 //   claim_live  due inflight leases data done seq batch [pending batch...] event_key...
 //               ARGV lease_ms owner seq mode(x|e) [engines channel [flags('S')
 //               [n_pending [own channel]]]] (pending: the caller's claims sent before this
