@@ -1200,7 +1200,7 @@ while at <= #ARGV do
         redis.call('ZREMRANGEBYSCORE', INF, fmt(BASE + b), fmt(BASE + b))
       end
     end
-  elseif redis.call('ZRANK', LEASES, member) then
+  elseif redis.call('ZSCORE', LEASES, member) then
     if not ids then ids = redis.call('ZRANGE', B, '0', '-1') end
     local mine = {}
     if #ids > 0 then
