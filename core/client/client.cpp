@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/redis/reply_error.h"
+#include "core/redis/reply_ms.h"
 #include "core/redis/reply_text.h"
 #include "core/redis/slots.h"
 #include "core/base/time_limit.h"
@@ -394,9 +395,7 @@ int Client::track_reply(const redisReply *r, int flags, int64_t *deadline) {
     // The deadline written, as text; a refusal as a negative integer (an integer deadline too).
     if (r->type == REDIS_REPLY_STRING) {
         int64_t at = 0;
-        const auto [end, ec] = std::from_chars(r->str, r->str + r->len, at);
-        if (ec != std::errc() || end != r->str + r->len)
-            return fail(KW_ERR_INTERNAL, "track: bad reply");
+        if (!reply_ms(r, &at)) return fail(KW_ERR_INTERNAL, "track: bad reply");
         if (deadline) *deadline = at;
         return KW_OK;
     }

@@ -1,6 +1,6 @@
 #include "core/queue/queue_keys.h"
 
-#include <cstdlib>
+#include "core/redis/reply_ms.h"
 
 namespace keywatch {
 
@@ -113,21 +113,6 @@ bool is_int(const redisReply *r) {
 bool is_array(const redisReply *r) {
     return r && r->type == REDIS_REPLY_ARRAY;
 }
-// A whole number of ms: an integer, or a score as Redis prints it (claim_due hands deadlines
-// on as Redis's score text, which costs Redis less than turning them into numbers).
-bool ms_value(const redisReply *r, int64_t *out) {
-    if (is_int(r)) {
-        *out = r->integer;
-        return true;
-    }
-    if (!r || r->type != REDIS_REPLY_STRING || r->len == 0) return false;
-    char *end = nullptr;
-    const double v = std::strtod(r->str, &end);
-    // Beyond +-2^63 a cast would be undefined; no deadline comes near.
-    if (end != r->str + r->len || !(v > -9.2e18 && v < 9.2e18)) return false;
-    *out = static_cast<int64_t>(v);
-    return true;
-}
 // A string, or nil (Lua's false): into *out and *has; false for any other type.
 bool optional_string(const redisReply *r, std::string *out, bool *has) {
     *has = r->type == REDIS_REPLY_STRING;
@@ -170,7 +155,7 @@ bool parse_due_part(const redisReply *ids, const redisReply *runs, const redisRe
     size_t first = out->size(), at = 0;
     for (size_t r = 0; r < runs->elements; r += 2) {
         int64_t deadline = 0;
-        if (!ms_value(runs->element[r], &deadline) || !is_int(runs->element[r + 1]) ||
+        if (!reply_ms(runs->element[r], &deadline) || !is_int(runs->element[r + 1]) ||
             runs->element[r + 1]->integer < 0 ||
             static_cast<uint64_t>(runs->element[r + 1]->integer) > ids->elements - at) {
             *err = "a run of deadlines is malformed or longer than the ids";
@@ -227,7 +212,7 @@ bool parse_claim_reply(const redisReply *r, ClaimReply *out, std::string *err) {
             *err = "field " + std::to_string(i + 1) + " is not an integer";
             return false;
         }
-    if (!ms_value(e[1], &out->next_due)) {
+    if (!reply_ms(e[1], &out->next_due)) {
         *err = "field 2 is not a number";
         return false;
     }

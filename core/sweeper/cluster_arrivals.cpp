@@ -3,13 +3,13 @@
 #include "core/sweeper/cluster_arrivals.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <iterator>
 
 #include "core/base/backoff.h"
 #include "core/base/clock.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/reply_error.h"
+#include "core/redis/reply_ms.h"
 
 namespace keywatch {
 
@@ -157,10 +157,10 @@ void ClusterArrivals::peek(SlotQueue &q) {
             SlotQueue &q = *qp;
             q.peeking = false;
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
-                const redisReply *score = r->element[1];
-                int64_t first = strtoll(std::string(score->str, score->len).c_str(), nullptr, 10);
-                // Replies come in order: next_due is what the latest claim saw.
-                if (q.next_due && first >= *q.next_due) return;
+                int64_t first = 0;
+                // Replies come in order: next_due is what the latest claim saw. A score that
+                // is not a whole ms (not keywatch's) cannot be compared: sweep.
+                if (reply_ms(r->element[1], &first) && q.next_due && first >= *q.next_due) return;
             } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
                 return;  // nothing due here (claimed meanwhile)
             }
