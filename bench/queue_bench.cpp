@@ -137,7 +137,8 @@ void usage(FILE *out) {
             "                    (default 1000000)\n"
             "  --threads P       client threads for kw_client_track and the track baselines "
             "(default 4)\n"
-            "  --batch B         commands per pipeline in the track benchmark (default 100)\n"
+            "  --batch B         commands per pipeline wherever keys are tracked: the track\n"
+            "                    benchmark and the adds of the others (default 100)\n"
             "  --track-ops N     commands per variant in the track benchmark (default 2*keys)\n"
             "  --spread-ms MS    lateness: deadlines spread over this long (default 10000)\n"
             "  --wait-ms MS      arrivals awaited this long after the last deadline\n"
@@ -242,12 +243,13 @@ void write_background(int port, uint64_t count) {
 // How long tracking n keys will take here and now, measured on a small sample in a
 // namespace no engine serves (removed afterwards). Used to place deadlines after the
 // writing ends.
-double estimate_track_seconds(const keywatch::RedisProcess &rp, int threads, uint64_t n) {
-    uint64_t sample = std::min<uint64_t>(n, uint64_t(threads) * 500);
+double estimate_track_seconds(const keywatch::RedisProcess &rp, int threads, int batch,
+                              uint64_t n) {
+    uint64_t sample = std::min<uint64_t>(n, uint64_t(threads) * uint64_t(std::max(500, 2 * batch)));
     auto key = [](uint64_t i, char *buf) {
         return size_t(snprintf(buf, 64, "cal:%012llu", static_cast<unsigned long long>(i)));
     };
-    double s = track_parallel(rp.url(), "kwcal", threads, 100, sample, key,
+    double s = track_parallel(rp.url(), "kwcal", threads, batch, sample, key,
                               [](uint64_t) { return int64_t(3600000); });
     ContextPtr c = connect_sync(rp.port());
     char buf[64];
@@ -307,14 +309,14 @@ Delivery lateness_keywatch(const Options &o) {
     Recorder rec(o.keys);
     Engine engine(rp->url(), record_handler, &rec);
     engine.start();
-    double est = estimate_track_seconds(*rp, o.threads, o.keys);
+    double est = estimate_track_seconds(*rp, o.threads, o.batch, o.keys);
     int64_t t0 = wall_ms_int() + int64_t(est * 1250) + o.lead_ms + 100;
     uint64_t n = o.keys;
     auto deadline = [&](uint64_t i) {
         return t0 + int64_t(double(o.spread_ms) * double(i) / double(n > 1 ? n - 1 : 1));
     };
     double write_s = track_parallel(
-        rp->url(), "", o.threads, 100, n,
+        rp->url(), "", o.threads, o.batch, n,
         [&](uint64_t i, char *buf) {
             return size_t(snprintf(buf, 64, "k:%013lld:%07llu", static_cast<long long>(deadline(i)),
                                    static_cast<unsigned long long>(i)));
@@ -419,10 +421,10 @@ Burst burst_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     Engine engine(rp.url(), record_handler, &rec);
     engine.start();
     uint64_t n = o.keys;
-    double est = estimate_track_seconds(rp, o.threads, n);
+    double est = estimate_track_seconds(rp, o.threads, o.batch, n);
     int64_t deadline = wall_ms_int() + int64_t(est * 1250) + o.burst_lead_ms + 100;
     double write_s = track_parallel(
-        rp.url(), "", o.threads, 100, n,
+        rp.url(), "", o.threads, o.batch, n,
         [&](uint64_t i, char *buf) {
             return size_t(snprintf(buf, 64, "b:%013lld:%07llu", static_cast<long long>(deadline),
                                    static_cast<unsigned long long>(i)));
@@ -614,8 +616,8 @@ double e2e_keywatch(const Options &o, const keywatch::RedisProcess &rp) {
     auto key = [](uint64_t i, char *buf) {
         return size_t(snprintf(buf, 64, "e%015llu", static_cast<unsigned long long>(i)));
     };
-    double write_s =
-        track_parallel(rp.url(), "", o.threads, 100, n, key, [](uint64_t) { return int64_t(1); });
+    double write_s = track_parallel(rp.url(), "", o.threads, o.batch, n, key,
+                                    [](uint64_t) { return int64_t(1); });
     sleep_ms(500);  // all due
     Engine engine(rp.url(), noop_handler, nullptr);
     rp.command({"CONFIG", "RESETSTAT"});
@@ -1160,14 +1162,14 @@ AdoptLateness adopt_lateness(const Options &o) {
         Engine engine(rp->url(), split_handler, &rec, {{"adopt.rules", "prefix=a:"}});
         engine.start();
         const double est =
-            estimate_native_seconds(*rp, n) + estimate_track_seconds(*rp, o.threads, n);
+            estimate_native_seconds(*rp, n) + estimate_track_seconds(*rp, o.threads, o.batch, n);
         const int64_t t0 = wall_ms_int() + int64_t(est * 1250) + o.lead_ms + 100;
         auto deadline = [&](uint64_t i) {
             return t0 + int64_t(double(o.spread_ms) * double(i) / double(n > 1 ? n - 1 : 1));
         };
         write_plain(rp->port(), "a:", n, deadline);
         track_parallel(
-            rp->url(), "", o.threads, 100, n,
+            rp->url(), "", o.threads, o.batch, n,
             [&](uint64_t i, char *buf) {
                 return size_t(snprintf(buf, 64, "k:%013lld:%07llu",
                                        static_cast<long long>(deadline(i)),

@@ -5,8 +5,9 @@ redis-server: N delayed items due at the same instant, --rounds rounds.
     bench/peers/run_peers.py [--n 100000] [--rounds 3] [--build build] [--out FILE]
 
 Per round, on the same server (FLUSHALL between phases):
-  keywatch  kw_bench_queue --only burst --port P --lateness-out FILE: N kw_client_track
-            calls (4 client threads, pipelines of 100) for keys sharing one deadline, a
+  keywatch  kw_bench_queue --only burst --batch 1000 --port P --lateness-out FILE: N
+            kw_client_track calls (4 client threads, pipelines of 1000: the size of BullMQ's
+            addBulk chunks below) for keys sharing one deadline, a
             default engine with a recording handler; then, in the same process,
   native    the same N keys as plain SET PXAT (one pipelined connection) and a raw
             hiredis subscriber on __keyevent@0__:expired (lateness of each notification);
@@ -204,7 +205,8 @@ def read_samples(path: Path) -> List[Dict[str, Any]]:
 def one_round(r: int, args: argparse.Namespace, server: Server, tmp: Path) -> Dict[str, Any]:
     samples_file = tmp / f"round{r}.jsonl"
     log: List[str] = []
-    kw = [str(args.kw_bench_queue), "--only", "burst", "--rounds", "1", "--keys", str(args.n),
+    kw = [str(args.kw_bench_queue), "--only", "burst", "--batch", "1000", "--rounds", "1",
+          "--keys", str(args.n),
           "--port", str(server.port), "--lateness-out", str(samples_file),
           "--wait-ms", str(args.wait_ms)]
     bull = ["node", str(HERE / "bullmq_burst.js"), "--port", str(server.port), "--n", str(args.n),
