@@ -97,12 +97,13 @@ size_t Client::first_key_index(const std::vector<std::string> &args) {
     return 3;
 }
 
-int Client::command(const std::vector<std::string> &args, ReplyPtr *reply) {
+int Client::command(std::vector<std::string> args, ReplyPtr *reply) {
     reply->reset();
     if (args.empty()) return fail(KW_ERR_INVALID_ARG, "command: no arguments");
     if (int rc = connect(); rc != KW_OK) return rc;
     size_t k = first_key_index(args);
-    *reply = command_for_key(k ? args[k] : std::string(), args);
+    const std::string key = k ? args[k] : std::string();  // before args move
+    *reply = command_for_key(key, std::move(args));
     return *reply ? KW_OK : router_.status();
 }
 

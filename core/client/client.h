@@ -130,8 +130,9 @@ class Client {
     ReplyPtr command_for_key(const std::string &key, std::vector<std::string> args);
     // The same for any command, routed by its own first key (first_key_index; a command
     // without a key goes to slot 0's master). KW_OK with *reply set, which may be the
-    // command's own error reply; else a status with last_error() and *reply null.
-    int command(const std::vector<std::string> &args, ReplyPtr *reply);
+    // command's own error reply; else a status with last_error() and *reply null. args by
+    // value: a caller that moves them in (the plugin host's batches) copies nothing.
+    int command(std::vector<std::string> args, ReplyPtr *reply);
     // Many commands, each routed like `command` by its own first key, through
     // ClusterRouter::exec_all (pipelined per node, all nodes at once, redirects per
     // command): (*out)[i] is cmds[i]'s outcome. Every command has an argument.

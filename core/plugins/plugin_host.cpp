@@ -125,7 +125,7 @@ int host_redis(const kw_plugin_host_t *host, int argc, const char *const *argv,
         std::vector<std::string> args = arg_strings(argc, argv, argvlen);
         ReplyPtr raw;
         std::string msg;
-        int rc = PluginContext::of(host).redis().command(args, &raw, &msg);
+        int rc = PluginContext::of(host).redis().command(std::move(args), &raw, &msg);
         if (rc != KW_OK) {
             write_err(err, err_size, msg);
             return rc;
@@ -370,9 +370,9 @@ void RedisPool::give_back(std::unique_ptr<Client> client) {
     idle_.push_back(std::move(client));
 }
 
-int RedisPool::command(const std::vector<std::string> &args, ReplyPtr *reply, std::string *err) {
+int RedisPool::command(std::vector<std::string> args, ReplyPtr *reply, std::string *err) {
     std::unique_ptr<Client> client = take();
-    int rc = client->command(args, reply);
+    int rc = client->command(std::move(args), reply);
     if (rc != KW_OK) *err = client->last_error();
     give_back(std::move(client));
     return rc;

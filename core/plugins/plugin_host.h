@@ -73,7 +73,7 @@ class RedisPool {
   public:
     explicit RedisPool(Config config) : config_(std::move(config)) {}
     // Client::command on a client of the pool. KW_OK with *reply, or a status and *err.
-    int command(const std::vector<std::string> &args, ReplyPtr *reply, std::string *err);
+    int command(std::vector<std::string> args, ReplyPtr *reply, std::string *err);
     // Client::commands on a client of the pool (one outcome per command).
     void commands(std::vector<std::vector<std::string>> &&cmds,
                   std::vector<ClusterRouter::Outcome> *out);
