@@ -186,6 +186,17 @@ typedef struct call {
     char *bytes;
 } call_t;
 
+/* n in decimal at out, NUL-terminated (no sprintf per event); its length. */
+static size_t put_count(char *out, size_t n) {
+    char digits[24];
+    size_t k = 0, len;
+    do digits[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    for (len = 0; k;) out[len++] = digits[--k];
+    out[len] = '\0';
+    return len;
+}
+
 /* EVALSHA sha <1+m> stream marker_1..marker_m dedupe_ms maxlen, then per event its field
  * count and fields. 0 when out of memory. */
 static int build_call(const state_t *s, const kw_plugin_event_t *const *events, size_t m,
@@ -202,7 +213,7 @@ static int build_call(const state_t *s, const kw_plugin_event_t *const *events, 
     int argc = 0;
     c->argv[argc] = "EVALSHA", c->lens[argc++] = 7;
     c->argv[argc] = s->sha, c->lens[argc++] = 40;
-    c->argv[argc] = at, c->lens[argc++] = (size_t)sprintf(at, "%zu", m + 1);
+    c->argv[argc] = at, c->lens[argc++] = put_count(at, m + 1);
     at += c->lens[argc - 1] + 1;
     c->argv[argc] = s->stream, c->lens[argc++] = strlen(s->stream);
     for (i = 0; i < m; i++) {
@@ -224,7 +235,7 @@ static int build_call(const state_t *s, const kw_plugin_event_t *const *events, 
             c->argv[argc] = name, c->lens[argc++] = strlen(name);
             c->argv[argc] = value, c->lens[argc++] = vlen;
         }
-        c->argv[count] = at, c->lens[count] = (size_t)sprintf(at, "%zu", f);
+        c->argv[count] = at, c->lens[count] = put_count(at, f);
         at += c->lens[count] + 1;
     }
     c->argc = argc;
