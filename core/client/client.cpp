@@ -393,21 +393,21 @@ int Client::track(std::string_view key, std::string_view value, int64_t ttl_ms, 
 }
 
 int Client::track_reply(const redisReply *r, int flags, int64_t *deadline) {
-    // The deadline written, as text; a refusal as a negative integer (an integer deadline too).
+    // The deadline written, as text; a refusal as a negative integer.
     if (r->type == REDIS_REPLY_STRING) {
         int64_t at = 0;
         if (!reply_ms(r, &at)) return fail(KW_ERR_INTERNAL, "track: bad reply");
         if (deadline) *deadline = at;
         return KW_OK;
     }
-    if (r->type != REDIS_REPLY_INTEGER) return fail(KW_ERR_INTERNAL, "track: bad reply");
+    // An integer is a refusal: past the maximum, or NX/XX not met (the script returns no
+    // other integer).
+    if (r->type != REDIS_REPLY_INTEGER || r->integer >= 0)
+        return fail(KW_ERR_INTERNAL, "track: bad reply");
     if (r->integer == scripts::kPastMax) return fail_past_max("track");
-    if (r->integer < 0)
-        return fail(KW_ERR_CONDITION, std::string("track ") + track_mode(flags) + ": the key " +
-                                          ((flags & KW_TRACK_NX) ? "exists" : "does not exist") +
-                                          "; nothing was written");
-    if (deadline) *deadline = r->integer;
-    return KW_OK;
+    return fail(KW_ERR_CONDITION, std::string("track ") + track_mode(flags) + ": the key " +
+                                      ((flags & KW_TRACK_NX) ? "exists" : "does not exist") +
+                                      "; nothing was written");
 }
 
 int Client::untrack(const std::string &key, bool delete_key) {
