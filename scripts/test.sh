@@ -59,7 +59,9 @@ configure_args() {
     case $1 in
         release) echo "-DCMAKE_BUILD_TYPE=Release" ;;
         asan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_ADDRESS=ON -DKW_BUILD_BENCH=OFF" ;;
-        tsan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON -DKW_BUILD_BENCH=OFF" ;;
+        # Only the programs of the labels it runs: no unit or C99 tests, no examples.
+        tsan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON -DKW_BUILD_BENCH=OFF" \
+                   "-DKW_BUILD_EXAMPLES=OFF -DKW_TEST_LABELS=${tsan_labels//|/;}" ;;
         fuzz) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_BUILD_FUZZ=ON" \
                    "-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14" ;;
     esac
