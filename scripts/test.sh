@@ -11,11 +11,17 @@
 # Any failed test or sanitizer report fails the run (reports are shown at the end of their
 # stage); every stage runs, and the times of each are printed at the end.
 #
+# The builds run ahead: one stage after another in the background, at the lowest CPU and I/O
+# priority, while the tests of the stages before run (the tests mostly wait on Redis and
+# timers; the build takes only the CPU they leave). A stage's build output is shown when its
+# tests are next.
+#
 #   KW_FAST=1              only the release and python stages (a quick local run)
 #   KW_STAGES="asan fuzz"  only these stages
 #   KW_SANITIZE=address    only the asan stage; KW_SANITIZE=thread only the tsan stage
 #   KW_TEST_JOBS=N         tests run N at a time (default: 3 in release, 2 in the sanitizer
 #                          stages; most tests wait on Redis and timers, not on the CPU)
+#   KW_BUILD_AHEAD=0       each stage is built just before its tests, nothing beside them
 # Extra arguments go to every ctest call (e.g. -R cli. to run some tests).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,7 +65,9 @@ configure_args() {
     case $1 in
         release) echo "-DCMAKE_BUILD_TYPE=Release" ;;
         asan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_ADDRESS=ON -DKW_BUILD_BENCH=OFF" ;;
-        tsan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON -DKW_BUILD_BENCH=OFF" ;;
+        # Only the programs of the labels it runs: no unit or C99 tests, no examples.
+        tsan) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_SANITIZE_THREAD=ON -DKW_BUILD_BENCH=OFF" \
+                   "-DKW_BUILD_EXAMPLES=OFF -DKW_TEST_LABELS=${tsan_labels//|/;}" ;;
         fuzz) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKW_BUILD_FUZZ=ON" \
                    "-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14" ;;
     esac
@@ -99,18 +107,99 @@ count_tests() {
     failed_total=$((failed_total + f))
 }
 
+# build_stage NAME: configures and builds the stage's folder (python: its venv and the
+# package, below); the status is the build's.
+build_stage() {
+    case $1 in
+        python) build_python ;;
+        *)
+            # shellcheck disable=SC2046
+            cmake -S "$root" -B "$(build_dir "$1")" $(configure_args "$1") >/dev/null &&
+                cmake --build "$(build_dir "$1")" -j"$(nproc)"
+            ;;
+    esac
+}
+
+# The builds ahead (KW_BUILD_AHEAD, default 1): one background job builds every stage in
+# turn at nice 19 and idle I/O priority, so a stage's build goes on while the stages before
+# it test, with the CPU their tests leave. It writes each build's output to
+# $ahead/NAME.log, then its status and seconds to $ahead/NAME.done. It has its own process
+# group, stopped with test.sh.
+ahead=""
+builds_pid=""
+start_builds() {
+    ahead=$(mktemp -d "${TMPDIR:-/tmp}/kw-test-builds.XXXXXX")
+    set -m
+    (
+        renice -n 19 -p "$BASHPID" >/dev/null
+        ionice -c 3 -p "$BASHPID" 2>/dev/null || true
+        for s in $stages; do
+            t0=$(date +%s)
+            if build_stage "$s" >"$ahead/$s.log" 2>&1 </dev/null; then rc=0; else rc=1; fi
+            echo "$rc $(($(date +%s) - t0))" >"$ahead/$s.tmp" && mv "$ahead/$s.tmp" "$ahead/$s.done"
+        done
+    ) &
+    builds_pid=$!
+    set +m
+}
+stop_builds() {
+    [ -z "$builds_pid" ] || kill -- -"$builds_pid" 2>/dev/null || true
+    [ -z "$ahead" ] || rm -rf "$ahead"
+}
+trap stop_builds EXIT
+trap 'exit 130' INT TERM
+
+# get_build NAME: the stage's build, done; prints its output (as it comes, while waiting for
+# it) and sets built_s (the build's seconds) and waited_s (the seconds waited here). The
+# status is the build's.
+built_s=0 waited_s=0
+get_build() {
+    local t0 rc=0 log shown=0 size
+    t0=$(date +%s)
+    if [ -z "$ahead" ]; then
+        build_stage "$1" || rc=1
+        built_s=$(($(date +%s) - t0)) waited_s=$built_s
+        return $rc
+    fi
+    log="$ahead/$1.log"
+    while :; do
+        local done_=0
+        [ ! -e "$ahead/$1.done" ] || done_=1
+        if [ -e "$log" ]; then
+            size=$(stat -c %s "$log")
+            [ "$size" -le "$shown" ] || tail -c +$((shown + 1)) "$log" | head -c $((size - shown))
+            shown=$size
+        fi
+        [ $done_ = 0 ] || break
+        if ! kill -0 "$builds_pid" 2>/dev/null && [ ! -e "$ahead/$1.done" ]; then
+            echo "test.sh: the background builds stopped before $1 was built" >&2
+            return 1
+        fi
+        sleep 2
+    done
+    read -r rc built_s <"$ahead/$1.done"
+    waited_s=$(($(date +%s) - t0))
+    return "$rc"
+}
+
+# build_time: the stage's build time for the summary.
+build_time() {
+    if [ -z "$ahead" ]; then
+        echo "build $built_s s"
+    else
+        echo "build $built_s s (waited for $waited_s s)"
+    fi
+}
+
 # run_stage NAME [ctest args...]: build, test, check for sanitizer reports.
 run_stage() {
-    local stage=$1 build t0 t1 t2 ok=1
+    local stage=$1 build t1 t2 ok=1
     shift
     build=$(build_dir "$stage")
     echo "==== test.sh: stage $stage ($build)"
-    t0=$(date +%s)
-    # shellcheck disable=SC2046
-    if ! { cmake -S "$root" -B "$build" $(configure_args "$stage") >/dev/null &&
-        cmake --build "$build" -j"$(nproc)"; }; then
+    if ! get_build "$stage"; then
         failed+=("$stage (build)")
-        times+=("$stage: build failed after $(($(date +%s) - t0)) s")
+        times+=("$stage: $(build_time) failed")
         return
     fi
     t1=$(date +%s)
@@ -132,7 +221,7 @@ run_stage() {
         ok=0
     fi
     [ "$ok" = 1 ] || failed+=("$stage")
-    times+=("$stage: build $((t1 - t0)) s, tests $((t2 - t1)) s")
+    times+=("$stage: $(build_time), tests $((t2 - t1)) s")
 }
 
 # Adds pytest's closing "N passed, F failed, S skipped in T s" to the totals.
@@ -152,16 +241,19 @@ count_pytest() {
 # are ctest's and do not apply here. The CLI of the release stage, when built, is compared
 # line for line with `python -m keywatch watch`; its cluster starter, when built, runs the
 # cluster tests (they are skipped without it).
-run_python_stage() {
-    local venv="$root/build/python-venv" t0 t1 t2 ok=1 log="$root/build/pytest-output.log"
-    echo "==== test.sh: stage python ($venv)"
-    t0=$(date +%s)
-    mkdir -p "$root/build"
-    if ! { { [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"; } &&
+venv="$root/build/python-venv"
+build_python() {
+    mkdir -p "$root/build" &&
+        { [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"; } &&
         (cd "$root" && CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$venv/bin/pip" install -q \
-            --no-build-isolation --no-deps .); }; then
+            --no-build-isolation --no-deps .)
+}
+run_python_stage() {
+    local t1 t2 ok=1 log="$root/build/pytest-output.log"
+    echo "==== test.sh: stage python ($venv)"
+    if ! get_build python; then
         failed+=("python (build)")
-        times+=("python: build failed after $(($(date +%s) - t0)) s")
+        times+=("python: $(build_time) failed")
         return
     fi
     t1=$(date +%s)
@@ -177,9 +269,10 @@ run_python_stage() {
     t2=$(date +%s)
     count_pytest "$log"
     [ "$ok" = 1 ] || failed+=("python")
-    times+=("python: build $((t1 - t0)) s, tests $((t2 - t1)) s")
+    times+=("python: $(build_time), tests $((t2 - t1)) s")
 }
 
+[ "${KW_BUILD_AHEAD:-1}" = 0 ] || start_builds
 for stage in $stages; do
     case $stage in
         python) run_python_stage ;;
