@@ -11,10 +11,10 @@
 # Any failed test or sanitizer report fails the run (reports are shown at the end of their
 # stage); every stage runs, and the times of each are printed at the end.
 #
-# The builds run ahead: one stage after another in the background, at the lowest CPU and I/O
-# priority, while the tests of the stages before run (the tests mostly wait on Redis and
-# timers; the build takes only the CPU they leave). A stage's build output is shown when its
-# tests are next.
+# The builds run ahead: the first stage is built as usual; the others, one after another in
+# the background at the lowest CPU and I/O priority, while the tests of the stages before
+# run (the tests mostly wait on Redis and timers; the build takes only the CPU they leave).
+# A stage's build output is shown when its tests are next.
 #
 #   KW_FAST=1              only the release and python stages (a quick local run)
 #   KW_STAGES="asan fuzz"  only these stages
@@ -38,13 +38,25 @@ case "${KW_SANITIZE:-}" in
 esac
 [ -z "${KW_STAGES:-}" ] || stages=$KW_STAGES
 [ "${KW_FAST:-}" != 1 ] || stages="release python"
+seen=" "
 for s in $stages; do
     case $s in release | python | asan | tsan | fuzz) ;; *)
         echo "test.sh: unknown stage '$s' in KW_STAGES (use release, python, asan, tsan, fuzz)" >&2
         exit 2
         ;;
     esac
+    case $seen in *" $s "*)
+        echo "test.sh: stage '$s' is twice in KW_STAGES; name each stage once" >&2
+        exit 2
+        ;;
+    esac
+    seen="$seen$s "
 done
+case ${KW_BUILD_AHEAD:-1} in 0 | 1) ;; *)
+    echo "test.sh: KW_BUILD_AHEAD must be 0 or 1, not '$KW_BUILD_AHEAD'" >&2
+    exit 2
+    ;;
+esac
 
 bash "$root/scripts/install-deps.sh"
 
@@ -78,7 +90,8 @@ build_dir() {
 }
 
 # How many tests of a stage run at once. Every test has its own servers on free ports and
-# private folders; a test that must have the machine to itself is RUN_SERIAL (tests/CMakeLists.txt).
+# private folders; a test that needed the machine to itself would be RUN_SERIAL
+# (tests/CMakeLists.txt; none is), and the builds ahead would still run beside it.
 test_jobs() {
     if [ -n "${KW_TEST_JOBS:-}" ]; then
         echo "$KW_TEST_JOBS"
@@ -120,20 +133,23 @@ build_stage() {
     esac
 }
 
-# The builds ahead (KW_BUILD_AHEAD, default 1): one background job builds every stage in
-# turn at nice 19 and idle I/O priority, so a stage's build goes on while the stages before
-# it test, with the CPU their tests leave. It writes each build's output to
+# The builds ahead (KW_BUILD_AHEAD, default 1): the first stage is built in the foreground,
+# at normal priority (nothing runs beside it); then one background job builds the other
+# stages in turn at nice 19 and idle I/O priority, so a stage's build goes on while the
+# stages before it test, with the CPU their tests leave. It writes each build's output to
 # $ahead/NAME.log, then its status and seconds to $ahead/NAME.done. It has its own process
 # group, stopped with test.sh.
 ahead=""
 builds_pid=""
+later_stages=${stages#* }
+[ "$later_stages" != "$stages" ] || later_stages=""
 start_builds() {
     ahead=$(mktemp -d "${TMPDIR:-/tmp}/kw-test-builds.XXXXXX")
     set -m
     (
-        renice -n 19 -p "$BASHPID" >/dev/null
+        renice -n 19 -p "$BASHPID" >/dev/null || true
         ionice -c 3 -p "$BASHPID" 2>/dev/null || true
-        for s in $stages; do
+        for s in $later_stages; do
             t0=$(date +%s)
             if build_stage "$s" >"$ahead/$s.log" 2>&1 </dev/null; then rc=0; else rc=1; fi
             echo "$rc $(($(date +%s) - t0))" >"$ahead/$s.tmp" && mv "$ahead/$s.tmp" "$ahead/$s.done"
@@ -142,12 +158,17 @@ start_builds() {
     builds_pid=$!
     set +m
 }
+# Stops the background job unless every build it had is done (its group id may be
+# another process's by then).
 stop_builds() {
-    [ -z "$builds_pid" ] || kill -- -"$builds_pid" 2>/dev/null || true
+    local s left=0
+    for s in $later_stages; do [ -e "$ahead/$s.done" ] || left=1; done
+    [ -z "$builds_pid" ] || [ "$left" = 0 ] || kill -- -"$builds_pid" 2>/dev/null || true
     [ -z "$ahead" ] || rm -rf "$ahead"
 }
 trap stop_builds EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # get_build NAME: the stage's build, done; prints its output (as it comes, while waiting for
 # it) and sets built_s (the build's seconds) and waited_s (the seconds waited here). The
@@ -157,8 +178,11 @@ get_build() {
     local t0 rc=0 log shown=0 size
     t0=$(date +%s)
     if [ -z "$ahead" ]; then
+        # The first stage (or every stage, with KW_BUILD_AHEAD=0): built here; then the
+        # builds of the others start in the background.
         build_stage "$1" || rc=1
         built_s=$(($(date +%s) - t0)) waited_s=$built_s
+        [ "${KW_BUILD_AHEAD:-1}" = 0 ] || [ -z "$later_stages" ] || start_builds
         return $rc
     fi
     log="$ahead/$1.log"
@@ -272,7 +296,6 @@ run_python_stage() {
     times+=("python: $(build_time), tests $((t2 - t1)) s")
 }
 
-[ "${KW_BUILD_AHEAD:-1}" = 0 ] || start_builds
 for stage in $stages; do
     case $stage in
         python) run_python_stage ;;

@@ -1,12 +1,13 @@
 // reply_ms(): the one reader of a deadline or score in a reply accepts what Redis and
-// keywatch's scripts send (an integer, digits, a score's "%.17g") and nothing else.
+// keywatch's scripts send (an integer, digits, a score as a server prints it) and nothing
+// else.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "core/redis/reply_ms.h"
+#include "core/queue/reply_ms.h"
 
 namespace keywatch {
 namespace {
@@ -39,15 +40,25 @@ TEST(ReplyMs, IntegersAndDigitsAreExact) {
 }
 
 TEST(ReplyMs, AScoreInExponentFormIsRead) {
-    // Redis prints a score with "%.17g": 1e17 ms comes back as "1e+17".
+    // Redis 7.0 prints a score with "%.17g": 1e17 ms comes back as "1e+17"; a server that
+    // prints the shortest form sends a deadline as "1.7642016e+12".
     EXPECT_EQ(from_text("1e+17"), 100000000000000000);
     EXPECT_EQ(from_text("2.5e+3"), 2500);
+    EXPECT_EQ(from_text("1.7642016e+12"), 1764201600000);
+}
+
+TEST(ReplyMs, AFractionIsCutTowardZero) {
+    // keywatch writes whole scores; one written by another program is read as before.
+    EXPECT_EQ(from_text("1.5"), 1);
+    EXPECT_EQ(from_text("-1.5"), -1);
 }
 
 TEST(ReplyMs, AnythingElseIsRefused) {
     EXPECT_EQ(from_text(""), std::nullopt);
     EXPECT_EQ(from_text("12x"), std::nullopt);
-    EXPECT_EQ(from_text("1.5"), std::nullopt);  // not a whole ms
+    EXPECT_EQ(from_text("0x10"), std::nullopt);
+    EXPECT_EQ(from_text("+12"), std::nullopt);
+    EXPECT_EQ(from_text("12 "), std::nullopt);
     EXPECT_EQ(from_text(std::string("12\0"
                                     "3",
                                     4)),

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "core/redis/reply_error.h"
-#include "core/redis/reply_ms.h"
+#include "core/queue/reply_ms.h"
 #include "core/redis/reply_text.h"
 #include "core/redis/slots.h"
 #include "core/base/time_limit.h"

@@ -1,6 +1,6 @@
 #include "core/queue/queue_keys.h"
 
-#include "core/redis/reply_ms.h"
+#include "core/queue/reply_ms.h"
 
 namespace keywatch {
 

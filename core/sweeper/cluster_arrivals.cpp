@@ -9,7 +9,7 @@
 #include "core/base/clock.h"
 #include "core/queue/queue_keys.h"
 #include "core/redis/reply_error.h"
-#include "core/redis/reply_ms.h"
+#include "core/queue/reply_ms.h"
 
 namespace keywatch {
 
