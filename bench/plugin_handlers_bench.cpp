@@ -9,10 +9,14 @@
 //    with every session in its user's set index (another slot than the session key), against
 //    the no-op C callback on the same keys, and a raw pipelined SREM of the same members sent
 //    to each index key's master.
-// Medians of the rounds. No target: the figures go in the note. --verbose: per run Redis's
-// CPU per item (on the cluster: the masters') and this process's; for the stream's engine
-// runs INFO commandstats (reset before each; commands a script runs counted too); for
-// every engine run its statistics.
+// Medians of the rounds. No target: the figures go in the note. Every stream run prints
+// Redis's CPU per event, and the medians the ceiling those set for any stream handler:
+// Redis runs one thread, and a handler that appends each event costs it at least a raw
+// XADD beside what the no-op engine costs it (claims, acks), so no such handler delivers
+// more than 1 / (raw XADD + no-op engine) events a second (issue 23's "what limits it").
+// --verbose: per run Redis's CPU per item (on the cluster: the masters') and this
+// process's; for the stream's engine runs INFO commandstats (reset before each; commands a
+// script runs counted too); for every engine run its statistics.
 #include <map>
 #include <string>
 #include <vector>
@@ -96,7 +100,12 @@ size_t stream_key(uint64_t i, char *buf) {
     return size_t(snprintf(buf, 64, "o%015llu", static_cast<unsigned long long>(i)));
 }
 
-double stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool plugin) {
+// A stream run: events a second, and Redis's CPU per event (microseconds).
+struct StreamRun {
+    double rate = 0, redis_us = 0;
+};
+
+StreamRun stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool plugin) {
     rp.command({"FLUSHALL"});
     track_parallel(rp.url(), "", o.threads, 100, o.keys, stream_key,
                    [](uint64_t) { return int64_t(1); });
@@ -112,11 +121,11 @@ double stream_plugin(const keywatch::RedisProcess &rp, const Options &o, bool pl
         printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench+engine").c_str());
         print_commandstats(rp, plugin ? "stream plugin run" : "no-op run");
     }
-    return rate;
+    return {rate, (b.redis - a.redis) * 1e6 / double(o.keys)};
 }
 
 // The same events as raw XADDs (the stream plugin's fields, values of the same sizes).
-double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
+StreamRun stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
     rp.command({"FLUSHALL"});
     ContextPtr c = connect_sync(rp.port());
     char key[64], id[96], deadline[24];
@@ -143,7 +152,31 @@ double stream_raw(const keywatch::RedisProcess &rp, const Options &o) {
     double s = mono_s() - t0;
     b.redis = redis_cpu_s(rp), b.self = self_cpu_s();
     if (env().verbose) printf("      %s\n", cpu_per_item(a, b, double(o.keys), "bench").c_str());
-    return double(o.keys) / s;
+    return {double(o.keys) / s, (b.redis - a.redis) * 1e6 / double(o.keys)};
+}
+
+// The ceiling of any handler that appends each event (see the top): per round, and the
+// median of its share of the no-op engine's rate in the same round.
+void print_stream_ceiling(const std::vector<std::vector<StreamRun>> &rounds) {
+    std::vector<double> plugin, raw, noop, share;
+    printf("  Redis CPU per event, and the ceiling it sets: 1 / (raw XADD + no-op engine)\n");
+    for (size_t r = 0; r < rounds.size(); r++) {
+        const auto &run = rounds[r];
+        double ceiling = 1e6 / (run[1].redis_us + run[2].redis_us);
+        share.push_back(100 * ceiling / run[2].rate);
+        plugin.push_back(run[0].redis_us), raw.push_back(run[1].redis_us);
+        noop.push_back(run[2].redis_us);
+        printf(
+            "    round %zu: plugin %.1f us, raw XADD %.1f us, no-op engine %.1f us; ceiling %s "
+            "= %.1f%% of the no-op engine\n",
+            r + 1, run[0].redis_us, run[1].redis_us, run[2].redis_us, fmt_rate(ceiling).c_str(),
+            share.back());
+    }
+    printf(
+        "    medians: plugin %.1f us, raw XADD %.1f us, no-op engine %.1f us; ceiling %.1f%% of "
+        "the no-op engine\n",
+        median(plugin), median(raw), median(noop), median(share));
+    fflush(stdout);
 }
 
 void bench_stream(const Options &o) {
@@ -154,19 +187,23 @@ void bench_stream(const Options &o) {
     std::map<std::string, std::vector<double>> rates;
     const std::vector<std::string> order = {"stream plugin (end to end)", "raw pipelined XADD",
                                             "no-op C callback (end to end)"};
+    std::vector<std::vector<StreamRun>> runs;  // per round, in the order of `order`
     for (int r = 0; r < o.rounds; r++) {
+        runs.emplace_back(3);
         for (int k = 0; k < 3; k++) {
             int which = (k + r) % 3;  // rotate the order each round
-            double rate = which == 0   ? stream_plugin(rp, o, true)
-                          : which == 1 ? stream_raw(rp, o)
-                                       : stream_plugin(rp, o, false);
-            rates[order[size_t(which)]].push_back(rate);
-            printf("  round %d: %-34s %s\n", r + 1, order[size_t(which)].c_str(),
-                   fmt_rate(rate).c_str());
+            StreamRun run = which == 0   ? stream_plugin(rp, o, true)
+                            : which == 1 ? stream_raw(rp, o)
+                                         : stream_plugin(rp, o, false);
+            runs.back()[size_t(which)] = run;
+            rates[order[size_t(which)]].push_back(run.rate);
+            printf("  round %d: %-34s %s (Redis CPU %.1f us per event)\n", r + 1,
+                   order[size_t(which)].c_str(), fmt_rate(run.rate).c_str(), run.redis_us);
             fflush(stdout);
         }
     }
     print_medians("stream handler", rates, order);
+    print_stream_ceiling(runs);
 }
 
 // ---- session_index on the cluster ----------------------------------------------------------
