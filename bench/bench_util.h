@@ -404,14 +404,17 @@ inline const char *const kPopScript =
     "if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end "
     "return #ids";
 
-// Pops the due set `due_key` on c with kPopScript (loaded as `sha`), 500 members a call with
-// a score <= now_ms, until n are popped or a call pops nothing. Returns how many it popped.
+// Pops the due set `due_key` on c with kPopScript (loaded as `sha`), `batch` members a call
+// with a score <= now_ms, until n are popped or a call pops nothing. Returns how many it
+// popped.
 inline uint64_t pop_due(redisContext *c, const std::string &sha, const std::string &due_key,
-                        const std::string &now_ms, uint64_t n) {
+                        const std::string &now_ms, uint64_t n, int64_t batch) {
     uint64_t popped = 0;
+    const std::string limit = std::to_string(batch);
     while (popped < n) {
-        auto *r = static_cast<redisReply *>(redisCommand(c, "EVALSHA %s 1 %s %s 500", sha.c_str(),
-                                                         due_key.c_str(), now_ms.c_str()));
+        auto *r =
+            static_cast<redisReply *>(redisCommand(c, "EVALSHA %s 1 %s %s %s", sha.c_str(),
+                                                   due_key.c_str(), now_ms.c_str(), limit.c_str()));
         if (!r) throw BenchError(std::string("pop: ") + c->errstr);
         if (r->type != REDIS_REPLY_INTEGER) {
             std::string e = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "?";
@@ -504,6 +507,17 @@ inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool 
         for (auto &kv : env().conf) set(kv.first, kv.second);
     for (auto &kv : extra) set(kv.first, kv.second);
     return conf;
+}
+
+// The engines' sweep.batch (the default, or --conf's): the Lua pop baselines take as many
+// per call as a claim does.
+inline int64_t engine_sweep_batch() {
+    kw_conf_t *conf = make_conf("redis://127.0.0.1:6379", "", true);
+    char buf[32];
+    int rc = kw_conf_get(conf, "sweep.batch", buf, sizeof buf);
+    kw_conf_free(conf);
+    if (rc != KW_OK) throw BenchError("kw_conf_get sweep.batch failed");
+    return std::stoll(buf);
 }
 
 struct Client {

@@ -65,7 +65,8 @@
 //            kw_engine_start until items.acked reaches N). Baseline: a minimal at-most-once
 //            consumer, N members in one due ZSET per master ("bench:{<tag>}:due", each member
 //            on its own slot's master) popped by one thread per master at once with a Lua
-//            ZRANGEBYSCORE LIMIT 500 + ZREM (no lease, no ack, no PTTL). Both on the same
+//            ZRANGEBYSCORE LIMIT B + ZREM (B = the engine's sweep.batch; no lease, no ack,
+//            no PTTL). Both on the same
 //            cluster, FLUSHALL on every master before each, alternating which goes first.
 //            Target (issue 3's): >= 50k/s.
 //  failover  A fresh engine (default configuration); --fo-keys tracked keys "f:<i>" spread
@@ -1095,20 +1096,21 @@ double e2e_baseline(const Options &o, const Cluster &c) {
     std::string now = std::to_string(wall_ms_int());
     std::vector<ContextPtr> conns(masters);
     std::vector<uint64_t> popped(masters);
+    const int64_t batch = engine_sweep_batch();
     Cpu a = c.cpu();
     double s = run_threads(
         int(masters), masters, 1,
         [&](int t) { conns[size_t(t)] = connect_sync(c.ports[size_t(t)]); },
         [&](int t, uint64_t, uint64_t) {
-            popped[size_t(t)] = pop_due(conns[size_t(t)].get(), sha, due[size_t(t)], now, n);
+            popped[size_t(t)] = pop_due(conns[size_t(t)].get(), sha, due[size_t(t)], now, n, batch);
         });
     Cpu b = c.cpu();
     uint64_t total = 0;
     for (uint64_t p : popped) total += p;
     printf(
-        "    baseline: %s due members popped in %.2f s (Lua ZRANGEBYSCORE+ZREM, 500 per call, "
+        "    baseline: %s due members popped in %.2f s (Lua ZRANGEBYSCORE+ZREM, %lld per call, "
         "one thread per master: %s); %s (3 masters)\n",
-        with_commas(double(total)).c_str(), s,
+        with_commas(double(total)).c_str(), s, static_cast<long long>(batch),
         per_master(std::vector<double>(popped.begin(), popped.end()), "%.0f").c_str(),
         cpu_per_item(a, b, double(total), "client").c_str());
     fflush(stdout);

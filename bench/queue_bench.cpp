@@ -29,7 +29,8 @@
 //  e2e       N tracked keys, all already due, then a default engine with a no-op handler is
 //            started; rate = N / (time from kw_engine_start until items.acked reaches N).
 //            Baseline: a minimal at-most-once consumer on the same server: a Lua pop
-//            (ZRANGEBYSCORE LIMIT 500 + ZREM) of N due members, no lease, no ack, no PTTL.
+//            (ZRANGEBYSCORE LIMIT B + ZREM, B = the engine's sweep.batch) of N due members,
+//            no lease, no ack, no PTTL.
 //            Target >= 50k/s.
 //  memory    INFO used_memory delta per item on a fresh server: N plain SET k v PX 3600000
 //            vs N kw_client_track (no snapshot), 16-byte keys and values, FLUSHALL between.
@@ -659,13 +660,14 @@ double e2e_baseline(const Options &o, const keywatch::RedisProcess &rp) {
     std::string now = std::to_string(wall_ms_int());
     Cpu a = cpu_now(rp);
     double t0 = mono_s();
-    uint64_t popped = pop_due(c.get(), sha, "bench:due", now, n);
+    const int64_t batch = engine_sweep_batch();
+    uint64_t popped = pop_due(c.get(), sha, "bench:due", now, n, batch);
     double s = mono_s() - t0;
     Cpu b = cpu_now(rp);
     printf(
-        "    baseline: %s due members popped in %.2f s (Lua ZRANGEBYSCORE+ZREM, 500 per call); "
+        "    baseline: %s due members popped in %.2f s (Lua ZRANGEBYSCORE+ZREM, %lld per call); "
         "%s\n",
-        with_commas(double(popped)).c_str(), s,
+        with_commas(double(popped)).c_str(), s, static_cast<long long>(batch),
         cpu_per_item(a, b, double(popped), "client").c_str());
     return double(popped) / s;
 }

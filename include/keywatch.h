@@ -166,7 +166,7 @@ KW_API const char *kw_err_name(int status);
  *                         with jitter in [d/2, d] (defaults 1s and 5m)
  *  max_attempts           deliveries before an item goes to the dead-letter stream
  *                         (default 5)
- *  sweep.batch            items claimed per sweep call, 1..1000 (default 500)
+ *  sweep.batch            items claimed per sweep call, 1..1000 (default 1000)
  *  sweep.interval         longest pause between sweeps when nothing is known to be due
  *                         (default 100ms); sweeps otherwise run at the next deadline.
  *                         On a cluster, slot queues are swept at their own deadlines and

@@ -47,7 +47,7 @@ struct Config {
     int64_t retry_base_ms = 1000;
     int64_t retry_max_ms = 300000;
     int64_t max_attempts = 5;
-    int64_t sweep_batch = 500;
+    int64_t sweep_batch = 1000;
     int64_t sweep_interval_ms = 100;
     int64_t scan_interval_ms = 30000;
     int64_t done_window_ms = 10000;
