@@ -509,14 +509,15 @@ inline kw_conf_t *make_conf(const std::string &url, const std::string &ns, bool 
     return conf;
 }
 
-// The engines' sweep.batch (the default, or --conf's): the Lua pop baselines take as many
-// per call as a claim does.
-inline int64_t engine_sweep_batch() {
+// An integer engine option as the engines get it (its default, or --conf's), e.g.
+// "sweep.batch" (the Lua pop baselines take as many per call as a claim does) or "lease"
+// (ms).
+inline int64_t engine_option(const char *name) {
     kw_conf_t *conf = make_conf("redis://127.0.0.1:6379", "", true);
-    char buf[32];
-    int rc = kw_conf_get(conf, "sweep.batch", buf, sizeof buf);
+    char buf[64];
+    int rc = kw_conf_get(conf, name, buf, sizeof buf);
     kw_conf_free(conf);
-    if (rc != KW_OK) throw BenchError("kw_conf_get sweep.batch failed");
+    if (rc != KW_OK) throw BenchError(std::string("kw_conf_get ") + name + " failed");
     return std::stoll(buf);
 }
 

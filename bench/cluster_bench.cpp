@@ -66,8 +66,8 @@
 //            consumer, N members in one due ZSET per master ("bench:{<tag>}:due", each member
 //            on its own slot's master) popped by one thread per master at once with a Lua
 //            ZRANGEBYSCORE LIMIT B + ZREM (B = the engine's sweep.batch; no lease, no ack,
-//            no PTTL). Both on the same
-//            cluster, FLUSHALL on every master before each, alternating which goes first.
+//            no PTTL). Both on the same cluster, FLUSHALL on every master before each,
+//            alternating which goes first.
 //            Target (issue 3's): >= 50k/s.
 //  failover  A fresh engine (default configuration); --fo-keys tracked keys "f:<i>" spread
 //            over every master, deadlines spread evenly from 1 s before to 5 s after a
@@ -216,11 +216,7 @@ bool parse_args(int argc, char **argv, Options *o) {
 
 // The engine's lease (ms) under the --conf options.
 int64_t lease_ms() {
-    kw_conf_t *conf = make_conf("redis://127.0.0.1:6379", "", true);
-    char buf[64] = "";
-    kw_conf_get(conf, "lease", buf, sizeof buf);
-    kw_conf_free(conf);
-    return std::strtoll(buf, nullptr, 10);
+    return engine_option("lease");
 }
 
 // ---- The cluster ------------------------------------------------------------------------
@@ -1096,7 +1092,7 @@ double e2e_baseline(const Options &o, const Cluster &c) {
     std::string now = std::to_string(wall_ms_int());
     std::vector<ContextPtr> conns(masters);
     std::vector<uint64_t> popped(masters);
-    const int64_t batch = engine_sweep_batch();
+    const int64_t batch = engine_option("sweep.batch");
     Cpu a = c.cpu();
     double s = run_threads(
         int(masters), masters, 1,

@@ -658,9 +658,9 @@ double e2e_baseline(const Options &o, const keywatch::RedisProcess &rp) {
     });
     std::string sha = rp.command({"SCRIPT", "LOAD", kPopScript});
     std::string now = std::to_string(wall_ms_int());
+    const int64_t batch = engine_option("sweep.batch");
     Cpu a = cpu_now(rp);
     double t0 = mono_s();
-    const int64_t batch = engine_sweep_batch();
     uint64_t popped = pop_due(c.get(), sha, "bench:due", now, n, batch);
     double s = mono_s() - t0;
     Cpu b = cpu_now(rp);

@@ -23,7 +23,8 @@
 namespace keywatch {
 
 // Ids per script call for live claims, acks, renewals, forgets: big enough to amortise a
-// call, small enough that one call never blocks Redis for long.
+// call, small enough that one call never blocks Redis for long. (A due claim takes up to
+// sweep.batch, 1000 by default: its own bound.)
 inline constexpr size_t kChunk = 500;
 
 // Calls f(begin, end) for each run of at most kChunk elements of `all`.
