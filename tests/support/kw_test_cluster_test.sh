@@ -9,7 +9,7 @@ trap 'echo "FAIL: line $LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
 starter=$1
 mode=$2
 work=$(mktemp -d)
-trap 'exec 3>&- 2>/dev/null || true; [ -n "${child:-}" ] && kill "$child" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'exec 3>&- 2>/dev/null || true; [ -z "${child:-}" ] || kill "$child" 2>/dev/null || true; rm -rf "$work"' EXIT
 mkfifo "$work/in"
 args=()
 [ "$mode" = single ] && args=(--single)
